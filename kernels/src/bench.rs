@@ -1,0 +1,188 @@
+//! Timing: warm-up, repeats, median/min/max, with the clock named. GPU work is timed with
+//! timestamp queries where the device has them, else with the wall clock around submit and
+//! completion; rates (FLOP/s, bytes/s) are taken at the median.
+
+use std::fmt;
+
+use serde::Serialize;
+use web_time::Instant;
+
+use crate::error::{Error, Result};
+use crate::gpu::{Dispatch, Gpu};
+use crate::tensor::read_buffer;
+
+/// The most repeats one timing takes (two timestamps each; wgpu allows 4096 per query set).
+pub const MAX_REPEATS: usize = 2048;
+
+/// Which clock a timing came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Clock {
+    /// GPU timestamps written at the start and end of each compute pass.
+    GpuTimestamps,
+    /// Wall clock around submit and completion (includes submission overhead).
+    WallClock,
+}
+
+impl fmt::Display for Clock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Clock::GpuTimestamps => "GPU timestamps",
+            Clock::WallClock => "wall clock",
+        })
+    }
+}
+
+/// Repeated measurements of one piece of work, in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Timing {
+    pub clock: Clock,
+    pub warmup: usize,
+    pub samples_ms: Vec<f64>,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Timing {
+    /// Summarises samples (at least one).
+    pub fn from_samples(clock: Clock, warmup: usize, samples_ms: Vec<f64>) -> Result<Timing> {
+        if samples_ms.is_empty() || samples_ms.iter().any(|s| !s.is_finite() || *s < 0.0) {
+            return Err(Error::InvalidArgument {
+                op: "bench",
+                detail: format!("timing samples must be finite and ≥ 0: {samples_ms:?}"),
+            });
+        }
+        let mut sorted = samples_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let mid = sorted.len() / 2;
+        let median_ms = if sorted.len() % 2 == 1 {
+            sorted[mid]
+        } else {
+            (sorted[mid - 1] + sorted[mid]) / 2.0
+        };
+        Ok(Timing {
+            clock,
+            warmup,
+            median_ms,
+            min_ms: sorted[0],
+            max_ms: sorted[sorted.len() - 1],
+            samples_ms,
+        })
+    }
+
+    /// `amount` per second at the median (FLOP/s for FLOPs, bytes/s for bytes).
+    pub fn rate(&self, amount: f64) -> f64 {
+        amount / (self.median_ms / 1e3)
+    }
+}
+
+fn check_repeats(repeats: usize) -> Result<()> {
+    if repeats == 0 || repeats > MAX_REPEATS {
+        return Err(Error::InvalidArgument {
+            op: "bench",
+            detail: format!("repeats must be 1..={MAX_REPEATS}, got {repeats}"),
+        });
+    }
+    Ok(())
+}
+
+/// Times a prepared dispatch: `warmup` unmeasured launches, then `repeats` measured ones.
+pub async fn time_dispatch(
+    gpu: &Gpu,
+    dispatch: &Dispatch,
+    warmup: usize,
+    repeats: usize,
+) -> Result<Timing> {
+    check_repeats(repeats)?;
+    for _ in 0..warmup {
+        gpu.submit(&[dispatch]);
+    }
+    gpu.idle().await?;
+    if gpu.profile().features.timestamp_query {
+        time_with_timestamps(gpu, dispatch, warmup, repeats).await
+    } else {
+        let mut samples = Vec::with_capacity(repeats);
+        for _ in 0..repeats {
+            let start = Instant::now();
+            gpu.submit(&[dispatch]);
+            gpu.idle().await?;
+            samples.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        Timing::from_samples(Clock::WallClock, warmup, samples)
+    }
+}
+
+async fn time_with_timestamps(
+    gpu: &Gpu,
+    dispatch: &Dispatch,
+    warmup: usize,
+    repeats: usize,
+) -> Result<Timing> {
+    let device = gpu.device();
+    let count = 2 * repeats as u32;
+    let queries = device.create_query_set(&wgpu::QuerySetDescriptor {
+        label: Some("kiln bench"),
+        ty: wgpu::QueryType::Timestamp,
+        count,
+    });
+    let resolved = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("kiln bench timestamps"),
+        size: u64::from(count) * 8,
+        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some("kiln bench"),
+    });
+    for i in 0..repeats as u32 {
+        // One pass per launch: its two timestamps bracket exactly this dispatch.
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("kiln bench"),
+            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                query_set: &queries,
+                beginning_of_pass_write_index: Some(2 * i),
+                end_of_pass_write_index: Some(2 * i + 1),
+            }),
+        });
+        dispatch.record(&mut pass);
+    }
+    encoder.resolve_query_set(&queries, 0..count, &resolved, 0);
+    gpu.queue().submit([encoder.finish()]);
+    let bytes = read_buffer(gpu, &resolved).await?;
+    let ns_per_tick = f64::from(gpu.queue().get_timestamp_period());
+    let ticks: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect();
+    let samples = ticks
+        .chunks_exact(2)
+        .map(|pair| pair[1].saturating_sub(pair[0]) as f64 * ns_per_tick / 1e6)
+        .collect();
+    Timing::from_samples(Clock::GpuTimestamps, warmup, samples)
+}
+
+/// Times CPU work with the wall clock: `warmup` unmeasured runs, then up to `repeats` measured
+/// ones, stopping early (after at least one) once `budget_s` seconds have been spent.
+pub fn time_cpu(
+    warmup: usize,
+    repeats: usize,
+    budget_s: f64,
+    mut work: impl FnMut(),
+) -> Result<Timing> {
+    check_repeats(repeats)?;
+    for _ in 0..warmup {
+        work();
+    }
+    let began = Instant::now();
+    let mut samples = Vec::with_capacity(repeats);
+    while samples.len() < repeats {
+        let start = Instant::now();
+        work();
+        samples.push(start.elapsed().as_secs_f64() * 1e3);
+        if began.elapsed().as_secs_f64() > budget_s {
+            break;
+        }
+    }
+    Timing::from_samples(Clock::WallClock, warmup, samples)
+}

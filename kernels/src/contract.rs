@@ -1,0 +1,138 @@
+//! The contract of a kernel family (`templates/<family>.toml`): its bindings, the variables a
+//! variant assigns with their allowed values, what each value requires of the device, values
+//! derived from the variables, and the rules a variant must satisfy.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The value of one template variable.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Param {
+    Bool(bool),
+    Int(i64),
+    Str(String),
+}
+
+impl fmt::Display for Param {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Param::Bool(b) => write!(f, "{b}"),
+            Param::Int(i) => write!(f, "{i}"),
+            Param::Str(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// One buffer a kernel binds, in binding order.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Binding {
+    pub name: String,
+    /// `read`, `read_write` or `uniform`.
+    pub access: String,
+    /// The shape, in the contract's notation (`[batch, m, k]`).
+    pub shape: String,
+}
+
+/// One template variable and the values a variant may give it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variable {
+    pub name: String,
+    pub values: Vec<Param>,
+    pub doc: String,
+    /// Device features needed by particular values, keyed by the value as text.
+    #[serde(default)]
+    pub requires: BTreeMap<String, Vec<String>>,
+}
+
+/// A family's contract, as stored beside its template.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contract {
+    pub family: String,
+    pub summary: String,
+    #[serde(default = "default_entry_point")]
+    pub entry_point: String,
+    /// Pattern the variant names are rendered from.
+    pub name: String,
+    /// Shape rules of a call, in words.
+    pub shapes: String,
+    pub bindings: Vec<Binding>,
+    pub variables: Vec<Variable>,
+    /// `[name, expression]` pairs evaluated in order over the variables (and earlier derived
+    /// values). `workgroup_size` and `workgroup_storage` (bytes) are required: they are checked
+    /// against the device limits, and the template uses the same numbers.
+    pub derived: Vec<(String, String)>,
+    /// Boolean expressions every variant must satisfy.
+    #[serde(default)]
+    pub rules: Vec<String>,
+}
+
+fn default_entry_point() -> String {
+    "main".to_string()
+}
+
+impl Contract {
+    /// Parses a contract, checking the parts every family must have.
+    pub fn parse(file: &str, text: &str) -> Result<Self> {
+        let contract: Contract = toml::from_str(text).map_err(|e| Error::Parse {
+            what: file.to_string(),
+            detail: e.to_string(),
+        })?;
+        for required in ["workgroup_size", "workgroup_storage"] {
+            if !contract.derived.iter().any(|(name, _)| name == required) {
+                return Err(Error::Parse {
+                    what: file.to_string(),
+                    detail: format!("`derived` must define `{required}`"),
+                });
+            }
+        }
+        if contract.variables.iter().any(|v| v.values.is_empty()) {
+            return Err(Error::Parse {
+                what: file.to_string(),
+                detail: "every variable needs at least one value".to_string(),
+            });
+        }
+        Ok(contract)
+    }
+
+    /// Every assignment of the variables, in declaration order (last variable fastest).
+    pub fn assignments(&self) -> Vec<Vec<(String, Param)>> {
+        let mut all: Vec<Vec<(String, Param)>> = vec![Vec::new()];
+        for var in &self.variables {
+            all = all
+                .into_iter()
+                .flat_map(|prefix| {
+                    var.values.iter().map(move |value| {
+                        let mut next = prefix.clone();
+                        next.push((var.name.clone(), value.clone()));
+                        next
+                    })
+                })
+                .collect();
+        }
+        all
+    }
+
+    /// The device features an assignment needs.
+    pub fn requirements(&self, values: &[(String, Param)]) -> Vec<String> {
+        let mut needs = Vec::new();
+        for (name, value) in values {
+            let Some(var) = self.variables.iter().find(|v| &v.name == name) else {
+                continue;
+            };
+            if let Some(features) = var.requires.get(&value.to_string()) {
+                needs.extend(features.iter().cloned());
+            }
+        }
+        needs.sort();
+        needs.dedup();
+        needs
+    }
+}

@@ -1,0 +1,66 @@
+//! The plain CPU path: one obviously correct loop nest per op, written before the WGSL.
+//! The GPU is tested against these, and the speed comparisons name them as the CPU path
+//! (single-threaded, no SIMD intrinsics).
+
+mod add;
+mod layernorm;
+mod matmul;
+mod softmax;
+
+pub use add::add;
+pub use layernorm::layernorm;
+pub use matmul::matmul;
+pub use softmax::softmax;
+
+use crate::error::{Error, Result};
+use crate::shape;
+
+/// A row-major f32 array on the CPU: the CPU path's counterpart of a GPU `Tensor`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Array {
+    pub shape: Vec<usize>,
+    pub data: Vec<f32>,
+}
+
+impl Array {
+    /// An array from data and a shape whose element count matches.
+    pub fn new(shape: &[usize], data: Vec<f32>) -> Result<Self> {
+        shape::non_empty("array", shape)?;
+        if shape::numel(shape) != data.len() {
+            return Err(Error::shape(
+                "array",
+                format!(
+                    "shape {shape:?} holds {} elements, data has {}",
+                    shape::numel(shape),
+                    data.len()
+                ),
+            ));
+        }
+        Ok(Array {
+            shape: shape.to_vec(),
+            data,
+        })
+    }
+}
+
+/// Relative L2 error ‖got − want‖ / ‖want‖ (the absolute error when `want` is all zeros).
+/// Any NaN or length mismatch gives infinity, so a poisoned or short result always fails.
+pub fn rel_l2(got: &[f32], want: &[f32]) -> f64 {
+    if got.len() != want.len() {
+        return f64::INFINITY;
+    }
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (&g, &w) in got.iter().zip(want) {
+        if !g.is_finite() {
+            return f64::INFINITY;
+        }
+        let d = f64::from(g) - f64::from(w);
+        diff += d * d;
+        norm += f64::from(w) * f64::from(w);
+    }
+    if norm == 0.0 {
+        diff.sqrt()
+    } else {
+        (diff / norm).sqrt()
+    }
+}

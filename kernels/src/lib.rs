@@ -1,0 +1,33 @@
+//! Kiln's kernel crate: WGSL compute kernels kept as Jinja templates, rendered at run time for
+//! the adapter in hand, each with a plain CPU reference it is tested against.
+//!
+//! ```no_run
+//! # async fn demo() -> kiln::Result<()> {
+//! use kiln::{DType, Gpu, GpuOptions, Tensor};
+//! let gpu = Gpu::new(&GpuOptions::default()).await?;
+//! let a = Tensor::from_slice(&gpu, &[2, 3], &[1., 2., 3., 4., 5., 6.], DType::F32)?;
+//! let b = Tensor::from_slice(&gpu, &[3, 1], &[1., 1., 1.], DType::F32)?;
+//! let c = a.matmul(&b)?.softmax(false, 1.0)?;
+//! println!("{:?}", c.read().await?);
+//! # Ok(()) }
+//! ```
+
+pub mod bench;
+pub mod contract;
+pub mod cpu;
+pub mod device;
+pub mod error;
+pub mod gpu;
+pub mod ops;
+mod platform;
+pub mod registry;
+pub mod select;
+pub mod shape;
+pub mod tensor;
+
+pub use device::DeviceProfile;
+pub use error::{Error, Result};
+pub use gpu::{Dispatch, Gpu, GpuOptions};
+pub use registry::{Registry, Variant};
+pub use select::{Choice, Reason};
+pub use tensor::{DType, Tensor};

@@ -1,0 +1,449 @@
+//! `kiln`: the kernel crate's command line — the adapter profile, the kernel variants, their
+//! WGSL, and GPU-vs-CPU benchmarks.
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use serde_json::json;
+
+use kiln::bench::{self, Timing};
+use kiln::cpu::{self, Array};
+use kiln::registry::unsupported_reason;
+use kiln::shape::MatmulDims;
+use kiln::tensor::round_to_f16;
+use kiln::{DType, DeviceProfile, Error, Gpu, GpuOptions, Registry, Result, Tensor, ops};
+
+#[derive(Parser)]
+#[command(
+    name = "kiln",
+    version,
+    about = "Kiln's WGSL kernels: profile, variants, benchmarks"
+)]
+struct Cli {
+    /// Do not request this device feature even if the adapter has it (repeatable).
+    #[arg(long, global = true, value_enum)]
+    without: Vec<Feature>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Feature {
+    F16,
+    Subgroup,
+    Timestamp,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the adapter's profile: what the kernels are rendered for.
+    Info {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every family and variant valid for the adapter (or a stored profile), validated.
+    Kernels(KernelsArgs),
+    /// Time an op on the GPU and on the plain CPU path, and compare their results.
+    Bench {
+        #[command(subcommand)]
+        op: BenchOp,
+    },
+}
+
+#[derive(Args)]
+struct KernelsArgs {
+    /// A stored profile name (lavapipe, chromium-swiftshader, webgpu-defaults, nvidia-h200) or
+    /// a profile JSON file, instead of the adapter in hand.
+    #[arg(long)]
+    profile: Option<String>,
+    /// Only this family.
+    #[arg(long)]
+    family: Option<String>,
+    /// Print the rendered WGSL of one variant: `--render FAMILY VARIANT`.
+    #[arg(long, num_args = 2, value_names = ["FAMILY", "VARIANT"])]
+    render: Option<Vec<String>>,
+    /// Also build every variant's pipeline on the device (catches driver rejections).
+    #[arg(long)]
+    compile: bool,
+    /// Show which variant the selector picks for sample shapes, and why.
+    #[arg(long)]
+    explain: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum BenchOp {
+    /// C = A · B with A [batch, m, k] and B [batch, k, n].
+    Matmul(MatmulArgs),
+}
+
+#[derive(Args)]
+struct MatmulArgs {
+    #[arg(long)]
+    m: usize,
+    #[arg(long)]
+    n: usize,
+    #[arg(long)]
+    k: usize,
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    #[arg(long, default_value = "f32")]
+    dtype: String,
+    /// Run this variant instead of the selector's choice.
+    #[arg(long)]
+    variant: Option<String>,
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    #[arg(long, default_value_t = 10)]
+    repeats: usize,
+    /// Seconds the CPU path may spend on its measured runs (it stops early, after one run).
+    #[arg(long, default_value_t = 10.0)]
+    cpu_budget: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    env_logger::init();
+    let cli = Cli::parse();
+    match pollster::block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kiln: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let mut options = GpuOptions::default();
+    for f in &cli.without {
+        options.without |= match f {
+            Feature::F16 => wgpu::Features::SHADER_F16,
+            Feature::Subgroup => wgpu::Features::SUBGROUP,
+            Feature::Timestamp => wgpu::Features::TIMESTAMP_QUERY,
+        };
+    }
+    match cli.command {
+        Command::Info { json } => {
+            let gpu = Gpu::new(&options).await?;
+            print_profile(gpu.profile(), json);
+            Ok(())
+        }
+        Command::Kernels(args) => kernels(&options, args).await,
+        Command::Bench {
+            op: BenchOp::Matmul(args),
+        } => bench_matmul(&options, args).await,
+    }
+}
+
+fn print_profile(p: &DeviceProfile, json: bool) {
+    if json {
+        println!("{}", p.to_json());
+        return;
+    }
+    println!("adapter      {}", p.name);
+    println!("backend      {} ({})", p.backend, p.device_type);
+    println!("vendor/dev   {:#06x} / {:#06x}", p.vendor, p.device);
+    println!("driver       {} {}", p.driver, p.driver_info);
+    let f = &p.features;
+    println!(
+        "features     shader_f16={} subgroup={} (sizes {}..{}) timestamp_query={} cooperative_matrix={}",
+        f.shader_f16,
+        f.subgroup,
+        p.subgroup_min_size,
+        p.subgroup_max_size,
+        f.timestamp_query,
+        f.cooperative_matrix
+    );
+    for c in &p.cooperative_matrix {
+        println!("coop matrix  {}x{}x{} {}→{}", c.m, c.n, c.k, c.ab, c.cr);
+    }
+    let l = &p.limits;
+    println!(
+        "limits       workgroup storage {} B, {} invocations, size {}x{}x{}, {} groups/dim",
+        l.max_compute_workgroup_storage_size,
+        l.max_compute_invocations_per_workgroup,
+        l.max_compute_workgroup_size_x,
+        l.max_compute_workgroup_size_y,
+        l.max_compute_workgroup_size_z,
+        l.max_compute_workgroups_per_dimension
+    );
+    println!(
+        "             storage binding {} B, buffer {} B, {} storage buffers/stage",
+        l.max_storage_buffer_binding_size,
+        l.max_buffer_size,
+        l.max_storage_buffers_per_shader_stage
+    );
+}
+
+async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
+    let registry = Registry::builtin()?;
+    let (gpu, profile) = match &args.profile {
+        Some(name) => (None, load_profile(name)?),
+        None => {
+            let gpu = Gpu::new(options).await?;
+            let profile = gpu.profile().clone();
+            (Some(gpu), profile)
+        }
+    };
+    if let Some(rv) = &args.render {
+        let variant = registry.variant(&rv[0], &rv[1])?;
+        print!("{}", registry.render_validated(variant, &profile)?);
+        return Ok(());
+    }
+    if args.compile && gpu.is_none() {
+        return Err(Error::InvalidArgument {
+            op: "kernels",
+            detail: "--compile needs the adapter in hand, not --profile".into(),
+        });
+    }
+    if let Some(family) = &args.family {
+        registry.contract(family)?;
+    }
+
+    let mut listed = Vec::new();
+    let (mut total, mut valid) = (0usize, 0usize);
+    for contract in registry.contracts() {
+        if args.family.as_ref().is_some_and(|f| f != &contract.family) {
+            continue;
+        }
+        if !args.json {
+            println!("{} — {}", contract.family, contract.summary);
+        }
+        for v in registry.variants(&contract.family)? {
+            total += 1;
+            let status = match unsupported_reason(v, &profile) {
+                Some(why) => Err(format!("not offered: {why}")),
+                None => match (&gpu, registry.render_validated(v, &profile)) {
+                    (_, Err(e)) => Err(e.to_string()),
+                    (Some(g), Ok(_)) if args.compile => {
+                        g.pipeline(v).map(|_| ()).map_err(|e| e.to_string())
+                    }
+                    (_, Ok(_)) => Ok(()),
+                },
+            };
+            if status.is_ok() {
+                valid += 1;
+            }
+            if args.json {
+                listed.push(json!({
+                    "family": v.family, "variant": v.name,
+                    "workgroup_size": v.workgroup_size,
+                    "workgroup_storage": v.workgroup_storage,
+                    "valid": status.is_ok(), "error": status.as_ref().err(),
+                }));
+            } else {
+                match &status {
+                    Ok(()) => println!(
+                        "  {:<28} workgroup {:?}, {} B shared",
+                        v.name, v.workgroup_size, v.workgroup_storage
+                    ),
+                    Err(why) if why.starts_with("not offered") => {}
+                    Err(why) => println!("  {:<28} INVALID: {why}", v.name),
+                }
+            }
+        }
+    }
+    let check = if args.compile {
+        "validated by naga and compiled"
+    } else {
+        "validated by naga"
+    };
+    if args.json {
+        let explained = match &gpu {
+            Some(g) if args.explain => explain(g)?,
+            _ => json!(null),
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "profile": profile.name, "valid": valid, "total": total,
+                "variants": listed, "explain": explained,
+            }))
+            .unwrap_or_default()
+        );
+    } else {
+        println!(
+            "{valid} variants {check} for {} ({} not offered on it, {} in all)",
+            profile.name,
+            total - valid,
+            total
+        );
+        if args.explain {
+            match &gpu {
+                Some(g) => {
+                    for row in explain(g)?.as_array().into_iter().flatten() {
+                        println!(
+                            "choice  {:<10} {:<22} → {:<26} ({})",
+                            row["family"].as_str().unwrap_or(""),
+                            row["shape"].as_str().unwrap_or(""),
+                            row["variant"].as_str().unwrap_or(""),
+                            row["reason"].as_str().unwrap_or("")
+                        );
+                    }
+                }
+                None => println!("--explain needs the adapter in hand (no --profile)"),
+            }
+        }
+    }
+    if valid == 0 {
+        return Err(Error::Unsupported {
+            op: "kernels",
+            adapter: profile.name.clone(),
+            detail: "no variant is valid".into(),
+        });
+    }
+    Ok(())
+}
+
+fn load_profile(name: &str) -> Result<DeviceProfile> {
+    if let Some((_, p)) = kiln::device::stored_profiles()?
+        .into_iter()
+        .find(|(n, _)| *n == name)
+    {
+        return Ok(p);
+    }
+    let text = std::fs::read_to_string(name).map_err(|e| Error::Parse {
+        what: name.to_string(),
+        detail: format!("not a stored profile name, and not a readable file: {e}"),
+    })?;
+    DeviceProfile::from_json(name, &text)
+}
+
+/// The selector's choices for a few sample calls on this device.
+fn explain(gpu: &Gpu) -> Result<serde_json::Value> {
+    let t = |shape: &[usize]| Tensor::full(gpu, shape, 1.0, DType::F32);
+    let mut rows = Vec::new();
+    for (m, n, k) in [(7, 33, 130), (256, 256, 256), (1024, 1024, 1024)] {
+        let c = ops::matmul::choose(&t(&[m, k])?, &t(&[k, n])?, None)?;
+        rows.push(("matmul", format!("{m}x{k} · {k}x{n}"), c));
+    }
+    let c = ops::add::choose(&t(&[64, 256])?, &t(&[256])?, None)?;
+    rows.push(("add", "[64,256] + [256]".into(), c));
+    for cols in [33, 1024] {
+        let x = t(&[8, cols])?;
+        rows.push((
+            "softmax",
+            format!("[8,{cols}]"),
+            ops::softmax::choose(&x, false, None)?,
+        ));
+        rows.push((
+            "layernorm",
+            format!("[8,{cols}]"),
+            ops::layernorm::choose(&x, None)?,
+        ));
+    }
+    Ok(json!(
+        rows.into_iter()
+            .map(|(family, shape, c)| json!({
+                "family": family, "shape": shape,
+                "variant": c.variant.name, "reason": c.reason.to_string(),
+            }))
+            .collect::<Vec<_>>()
+    ))
+}
+
+async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> {
+    let dtype = DType::parse(&args.dtype)?;
+    let (a_shape, b_shape) = ([args.batch, args.m, args.k], [args.batch, args.k, args.n]);
+    // Shape errors before touching the GPU.
+    let dims = MatmulDims::new(&a_shape, &b_shape)?;
+    let gpu = Gpu::new(options).await?;
+
+    let mut rng = StdRng::seed_from_u64(args.seed);
+    let mut random =
+        |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0..1.0)).collect() };
+    let (mut a_data, mut b_data) = (
+        random(a_shape.iter().product()),
+        random(b_shape.iter().product()),
+    );
+    if dtype == DType::F16 {
+        // The CPU reference sees the values the GPU sees.
+        a_data = round_to_f16(&a_data);
+        b_data = round_to_f16(&b_data);
+    }
+    let a = Tensor::from_slice(&gpu, &a_shape, &a_data, dtype)?;
+    let b = Tensor::from_slice(&gpu, &b_shape, &b_data, dtype)?;
+    let c = Tensor::full(&gpu, &[args.batch, args.m, args.n], f32::NAN, dtype)?;
+    let (dispatch, choice) = ops::matmul::plan(&a, &b, &c, args.variant.as_deref())?;
+
+    let gpu_timing = bench::time_dispatch(&gpu, &dispatch, args.warmup, args.repeats).await?;
+    let got = c.read().await?;
+
+    let (a_cpu, b_cpu) = (Array::new(&a_shape, a_data)?, Array::new(&b_shape, b_data)?);
+    let mut want = None;
+    let cpu_timing = bench::time_cpu(0, args.repeats, args.cpu_budget, || {
+        want = Some(cpu::matmul(&a_cpu, &b_cpu));
+    })?;
+    let want = want.ok_or_else(|| Error::InvalidArgument {
+        op: "bench",
+        detail: "the CPU path did not run".into(),
+    })??;
+    let error = cpu::rel_l2(&got, &want.data);
+
+    let flops = dims.flops();
+    report(&gpu, &args, &choice, &gpu_timing, &cpu_timing, flops, error);
+    Ok(())
+}
+
+fn report(
+    gpu: &Gpu,
+    args: &MatmulArgs,
+    choice: &kiln::Choice,
+    gpu_t: &Timing,
+    cpu_t: &Timing,
+    flops: f64,
+    rel_l2: f64,
+) {
+    let speedup = cpu_t.median_ms / gpu_t.median_ms;
+    if args.json {
+        let out = json!({
+            "op": "matmul",
+            "shape": {"batch": args.batch, "m": args.m, "n": args.n, "k": args.k},
+            "dtype": args.dtype,
+            "adapter": gpu.profile().name,
+            "backend": gpu.profile().backend,
+            "variant": choice.variant.name,
+            "reason": choice.reason.to_string(),
+            "gpu": {"clock": gpu_t.clock, "median_ms": gpu_t.median_ms, "min_ms": gpu_t.min_ms,
+                    "max_ms": gpu_t.max_ms, "repeats": gpu_t.samples_ms.len(), "warmup": gpu_t.warmup,
+                    "gflops": gpu_t.rate(flops) / 1e9},
+            "cpu": {"path": "plain single-threaded loops (kiln::cpu)", "clock": cpu_t.clock,
+                    "median_ms": cpu_t.median_ms, "min_ms": cpu_t.min_ms, "max_ms": cpu_t.max_ms,
+                    "repeats": cpu_t.samples_ms.len(), "gflops": cpu_t.rate(flops) / 1e9},
+            "speedup_gpu_over_cpu": speedup,
+            "rel_l2_error": rel_l2,
+        });
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        return;
+    }
+    println!(
+        "matmul {}x{}x{} (batch {}) {} on {} ({})",
+        args.m,
+        args.n,
+        args.k,
+        args.batch,
+        args.dtype,
+        gpu.profile().name,
+        gpu.profile().backend
+    );
+    println!("variant {} — {}", choice.variant.name, choice.reason);
+    for (name, t) in [("GPU", gpu_t), ("CPU", cpu_t)] {
+        println!(
+            "{name}  median {:>10.4} ms  min {:>10.4}  max {:>10.4}  ({} runs, {})  {:>9.2} GFLOP/s",
+            t.median_ms,
+            t.min_ms,
+            t.max_ms,
+            t.samples_ms.len(),
+            t.clock,
+            t.rate(flops) / 1e9
+        );
+    }
+    println!("GPU/CPU speed-up {speedup:.1}x (CPU path: plain single-threaded loops)");
+    println!("relative L2 error against the CPU reference: {rel_l2:.3e}");
+}

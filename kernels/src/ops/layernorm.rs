@@ -1,0 +1,115 @@
+//! Layer normalisation over the last axis on the GPU.
+
+use crate::error::{Error, Result};
+use crate::gpu::{Dispatch, fold_groups};
+use crate::select::{self, Choice, Request};
+use crate::shape::rows_cols;
+use crate::tensor::Tensor;
+
+use super::{check_operands, check_out_shape, dtype_param, row_width_score};
+
+const OP: &str = "layernorm";
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    cols: u32,
+    eps: f32,
+    _pad: u32,
+}
+
+/// (x − mean) / sqrt(var + eps) · gamma + beta over the last axis; gamma and beta are [cols].
+pub fn layernorm(x: &Tensor, gamma: &Tensor, beta: &Tensor, eps: f32) -> Result<Tensor> {
+    let y = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
+    layernorm_into(x, gamma, beta, &y, eps, None)?;
+    Ok(y)
+}
+
+/// Writes the layer norm of `x` into `y`, with the named variant or the selector's choice.
+pub fn layernorm_into(
+    x: &Tensor,
+    gamma: &Tensor,
+    beta: &Tensor,
+    y: &Tensor,
+    eps: f32,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let (dispatch, choice) = plan(x, gamma, beta, y, eps, named)?;
+    x.gpu().submit(&[&dispatch]);
+    Ok(choice)
+}
+
+/// The variant the selector picks for this shape on this device.
+pub fn choose(x: &Tensor, named: Option<&str>) -> Result<Choice> {
+    let (_, cols) = rows_cols(OP, x.shape())?;
+    let score = |v: &crate::registry::Variant| {
+        let subgroup = i64::from(v.text("reduce") == "subgroup") * 1000;
+        subgroup + row_width_score(v.int("wg"), cols)
+    };
+    let request = Request {
+        op: OP,
+        fixed: vec![dtype_param(x)],
+        bucket: format!("c{}", select::bucket(cols)),
+        fits: &|_| true,
+        score: &score,
+        rule: "subgroup reductions where offered; threads per row ≈ row length within 64..256",
+    };
+    let gpu = x.gpu();
+    select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
+}
+
+/// Checks the call and prepares its launch.
+pub fn plan(
+    x: &Tensor,
+    gamma: &Tensor,
+    beta: &Tensor,
+    y: &Tensor,
+    eps: f32,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    check_operands(OP, &[x, gamma, beta, y])?;
+    check_out_shape(OP, y, x.shape())?;
+    let (rows, cols) = rows_cols(OP, x.shape())?;
+    for (name, t) in [("gamma", gamma), ("beta", beta)] {
+        if t.shape() != [cols] {
+            return Err(Error::shape(
+                OP,
+                format!("{name} has shape {:?}, expected [{cols}]", t.shape()),
+            ));
+        }
+    }
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: format!("eps must be finite and ≥ 0, got {eps}"),
+        });
+    }
+    let choice = choose(x, named)?;
+    let gpu = x.gpu();
+    let groups = fold_groups(
+        OP,
+        rows as u64,
+        gpu.profile().limits.max_compute_workgroups_per_dimension,
+    )?;
+    let params = gpu.uniform(&Params {
+        rows: rows as u32,
+        cols: cols as u32,
+        eps,
+        _pad: 0,
+    });
+    let pipeline = gpu.pipeline(&choice.variant)?;
+    let dispatch = Dispatch::new(
+        gpu,
+        pipeline,
+        &[
+            x.buffer(),
+            gamma.buffer(),
+            beta.buffer(),
+            y.buffer(),
+            &params,
+        ],
+        groups,
+    );
+    Ok((dispatch, choice))
+}

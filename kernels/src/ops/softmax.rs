@@ -1,0 +1,100 @@
+//! Softmax over the last axis on the GPU.
+
+use crate::contract::Param;
+use crate::error::{Error, Result};
+use crate::gpu::{Dispatch, fold_groups};
+use crate::select::{self, Choice, Request};
+use crate::shape::rows_cols;
+use crate::tensor::Tensor;
+
+use super::{check_operands, check_out_shape, dtype_param, row_width_score};
+
+const OP: &str = "softmax";
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    cols: u32,
+    q: u32,
+    scale: f32,
+}
+
+/// Softmax of `scale · x` over the last axis. With `causal`, row i of each [q, cols] matrix
+/// (q = the second-to-last extent) sees keys j ≤ i + cols − q; rows that see none are zeros.
+pub fn softmax(x: &Tensor, causal: bool, scale: f32) -> Result<Tensor> {
+    let y = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
+    softmax_into(x, &y, causal, scale, None)?;
+    Ok(y)
+}
+
+/// Writes the softmax of `x` into `y`, with the named variant or the selector's choice.
+pub fn softmax_into(
+    x: &Tensor,
+    y: &Tensor,
+    causal: bool,
+    scale: f32,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let (dispatch, choice) = plan(x, y, causal, scale, named)?;
+    x.gpu().submit(&[&dispatch]);
+    Ok(choice)
+}
+
+/// The variant the selector picks for this shape on this device.
+pub fn choose(x: &Tensor, causal: bool, named: Option<&str>) -> Result<Choice> {
+    let (_, cols) = rows_cols(OP, x.shape())?;
+    let score = |v: &crate::registry::Variant| {
+        let subgroup = i64::from(v.text("reduce") == "subgroup") * 1000;
+        subgroup + row_width_score(v.int("wg"), cols)
+    };
+    let request = Request {
+        op: OP,
+        fixed: vec![dtype_param(x), ("causal", Param::Bool(causal))],
+        bucket: format!("c{}", select::bucket(cols)),
+        fits: &|_| true,
+        score: &score,
+        rule: "subgroup reductions where offered; threads per row ≈ row length within 64..256",
+    };
+    let gpu = x.gpu();
+    select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
+}
+
+/// Checks the call and prepares its launch.
+pub fn plan(
+    x: &Tensor,
+    y: &Tensor,
+    causal: bool,
+    scale: f32,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    check_operands(OP, &[x, y])?;
+    check_out_shape(OP, y, x.shape())?;
+    let (rows, cols) = rows_cols(OP, x.shape())?;
+    let q = match x.shape() {
+        [.., q, _] => *q,
+        _ => 1,
+    };
+    if !scale.is_finite() {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: format!("scale must be finite, got {scale}"),
+        });
+    }
+    let choice = choose(x, causal, named)?;
+    let gpu = x.gpu();
+    let groups = fold_groups(
+        OP,
+        rows as u64,
+        gpu.profile().limits.max_compute_workgroups_per_dimension,
+    )?;
+    let params = gpu.uniform(&Params {
+        rows: rows as u32,
+        cols: cols as u32,
+        q: q as u32,
+        scale,
+    });
+    let pipeline = gpu.pipeline(&choice.variant)?;
+    let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
+    Ok((dispatch, choice))
+}

@@ -1,0 +1,421 @@
+//! The template registry: loads each family's template and contract, enumerates its variants,
+//! filters them by a device profile, renders WGSL and validates it with naga.
+
+use std::collections::BTreeMap;
+
+use minijinja::{Environment, UndefinedBehavior, Value};
+use serde::Serialize;
+
+use crate::contract::{Contract, Param};
+use crate::device::DeviceProfile;
+use crate::error::{Error, Result};
+
+/// The families built into Kiln: `(family, template, contract)`.
+const FAMILIES: [(&str, &str, &str); 4] = [
+    (
+        "matmul",
+        include_str!("../templates/matmul.wgsl.jinja"),
+        include_str!("../templates/matmul.toml"),
+    ),
+    (
+        "add",
+        include_str!("../templates/add.wgsl.jinja"),
+        include_str!("../templates/add.toml"),
+    ),
+    (
+        "softmax",
+        include_str!("../templates/softmax.wgsl.jinja"),
+        include_str!("../templates/softmax.toml"),
+    ),
+    (
+        "layernorm",
+        include_str!("../templates/layernorm.wgsl.jinja"),
+        include_str!("../templates/layernorm.toml"),
+    ),
+];
+
+/// Pieces shared by several templates, imported with `{% import %}`.
+const PARTIALS: [(&str, &str); 1] = [(
+    "_reduce.wgsl.jinja",
+    include_str!("../templates/_reduce.wgsl.jinja"),
+)];
+
+/// One assignment of a family's variables: a kernel that can be rendered.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Variant {
+    pub family: String,
+    pub name: String,
+    /// The variables, in the contract's order.
+    pub values: Vec<(String, Param)>,
+    /// Derived values (tile sizes, workgroup size, storage), in the contract's order.
+    pub derived: Vec<(String, Param)>,
+    pub workgroup_size: [u32; 3],
+    /// Bytes of workgroup memory the kernel declares.
+    pub workgroup_storage: u32,
+    /// Device features the variant needs.
+    pub requires: Vec<String>,
+}
+
+impl Variant {
+    /// The value of a variable or derived value.
+    pub fn get(&self, name: &str) -> Option<&Param> {
+        self.values
+            .iter()
+            .chain(self.derived.iter())
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
+    }
+
+    /// An integer variable or derived value (0 when absent: contracts are tested to have them).
+    pub fn int(&self, name: &str) -> i64 {
+        match self.get(name) {
+            Some(Param::Int(i)) => *i,
+            _ => 0,
+        }
+    }
+
+    /// A text variable (empty when absent).
+    pub fn text(&self, name: &str) -> &str {
+        match self.get(name) {
+            Some(Param::Str(s)) => s,
+            _ => "",
+        }
+    }
+
+    /// A boolean variable (false when absent).
+    pub fn flag(&self, name: &str) -> bool {
+        matches!(self.get(name), Some(Param::Bool(true)))
+    }
+
+    fn context(&self, profile: Option<&DeviceProfile>) -> Value {
+        let mut map: BTreeMap<String, Value> = self
+            .values
+            .iter()
+            .chain(self.derived.iter())
+            .map(|(k, v)| (k.clone(), param_value(v)))
+            .collect();
+        if let Some(p) = profile {
+            map.insert(
+                "enable_subgroups".into(),
+                Value::from(p.wgsl_needs_subgroup_enable()),
+            );
+        }
+        Value::from(map)
+    }
+}
+
+/// The loaded families with a minijinja environment in strict-undefined mode.
+#[derive(Debug)]
+pub struct Registry {
+    env: Environment<'static>,
+    families: Vec<(Contract, Vec<Variant>)>,
+}
+
+impl Registry {
+    /// The families built into Kiln.
+    pub fn builtin() -> Result<Self> {
+        Self::from_sources(&FAMILIES, &PARTIALS)
+    }
+
+    /// A registry of the given families `(name, template, contract)` and partials
+    /// `(file name, source)` that templates may import.
+    pub fn from_sources(
+        families: &[(&'static str, &'static str, &'static str)],
+        partials: &[(&'static str, &'static str)],
+    ) -> Result<Self> {
+        let mut env = Environment::new();
+        // An unknown or missing variable is an error, never silently empty text.
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        let syntax = minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .keep_trailing_newline(true)
+            .build()
+            .map_err(|e| template_error("*", "*", &e))?;
+        env.set_syntax(syntax);
+        for (name, source) in partials {
+            env.add_template(name, source)
+                .map_err(|e| template_error(name, "*", &e))?;
+        }
+        let mut loaded = Vec::new();
+        for (family, template, contract_text) in families {
+            env.add_template(family, template)
+                .map_err(|e| template_error(family, "*", &e))?;
+            let contract = Contract::parse(&format!("{family}.toml"), contract_text)?;
+            let variants = enumerate(&env, &contract)?;
+            loaded.push((contract, variants));
+        }
+        Ok(Registry {
+            env,
+            families: loaded,
+        })
+    }
+
+    /// The family contracts, in registry order.
+    pub fn contracts(&self) -> impl Iterator<Item = &Contract> {
+        self.families.iter().map(|(c, _)| c)
+    }
+
+    /// A family's contract.
+    pub fn contract(&self, family: &str) -> Result<&Contract> {
+        self.families
+            .iter()
+            .find(|(c, _)| c.family == family)
+            .map(|(c, _)| c)
+            .ok_or_else(|| Error::UnknownKernel(family.to_string()))
+    }
+
+    /// Every variant of a family, whatever the device.
+    pub fn variants(&self, family: &str) -> Result<&[Variant]> {
+        self.families
+            .iter()
+            .find(|(c, _)| c.family == family)
+            .map(|(_, v)| v.as_slice())
+            .ok_or_else(|| Error::UnknownKernel(family.to_string()))
+    }
+
+    /// One variant by name.
+    pub fn variant(&self, family: &str, name: &str) -> Result<&Variant> {
+        self.variants(family)?
+            .iter()
+            .find(|v| v.name == name)
+            .ok_or_else(|| Error::UnknownKernel(format!("{family}/{name}")))
+    }
+
+    /// The variants of a family that `profile` can run.
+    pub fn supported<'a>(
+        &'a self,
+        family: &str,
+        profile: &'a DeviceProfile,
+    ) -> Result<impl Iterator<Item = &'a Variant> + 'a> {
+        Ok(self
+            .variants(family)?
+            .iter()
+            .filter(move |v| unsupported_reason(v, profile).is_none()))
+    }
+
+    /// Renders a variant's WGSL for `profile`.
+    pub fn render(&self, variant: &Variant, profile: &DeviceProfile) -> Result<String> {
+        let template = self
+            .env
+            .get_template(&variant.family)
+            .map_err(|e| template_error(&variant.family, &variant.name, &e))?;
+        template
+            .render(variant.context(Some(profile)))
+            .map_err(|e| template_error(&variant.family, &variant.name, &e))
+    }
+
+    /// Renders and validates with naga: the checks wgpu would make, without a GPU.
+    pub fn render_validated(&self, variant: &Variant, profile: &DeviceProfile) -> Result<String> {
+        if let Some(why) = unsupported_reason(variant, profile) {
+            return Err(Error::Unsupported {
+                op: "render",
+                adapter: profile.name.clone(),
+                detail: format!("{}/{}: {why}", variant.family, variant.name),
+            });
+        }
+        let source = self.render(variant, profile)?;
+        validate_wgsl(&variant.family, &variant.name, &source, profile)?;
+        Ok(source)
+    }
+}
+
+/// Why `profile` cannot run `variant`, or `None` when it can.
+pub fn unsupported_reason(variant: &Variant, profile: &DeviceProfile) -> Option<String> {
+    for feature in &variant.requires {
+        if profile.features.has(feature) != Some(true) {
+            return Some(format!("needs the {feature} feature"));
+        }
+    }
+    let l = &profile.limits;
+    let [x, y, z] = variant.workgroup_size;
+    let checks = [
+        (
+            "max_compute_invocations_per_workgroup",
+            u64::from(x) * u64::from(y) * u64::from(z),
+            u64::from(l.max_compute_invocations_per_workgroup),
+        ),
+        (
+            "max_compute_workgroup_size_x",
+            u64::from(x),
+            u64::from(l.max_compute_workgroup_size_x),
+        ),
+        (
+            "max_compute_workgroup_size_y",
+            u64::from(y),
+            u64::from(l.max_compute_workgroup_size_y),
+        ),
+        (
+            "max_compute_workgroup_size_z",
+            u64::from(z),
+            u64::from(l.max_compute_workgroup_size_z),
+        ),
+        (
+            "max_compute_workgroup_storage_size",
+            u64::from(variant.workgroup_storage),
+            u64::from(l.max_compute_workgroup_storage_size),
+        ),
+    ];
+    checks
+        .iter()
+        .find(|(_, needed, allowed)| needed > allowed)
+        .map(|(limit, needed, allowed)| format!("{limit}: needs {needed}, allows {allowed}"))
+}
+
+/// Parses and validates WGSL with naga for the capabilities of `profile`.
+pub fn validate_wgsl(
+    family: &str,
+    variant: &str,
+    source: &str,
+    profile: &DeviceProfile,
+) -> Result<naga::Module> {
+    use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags};
+    // Browsers require `enable subgroups;`, naga rejects it (it allows subgroup built-ins
+    // through capabilities instead). Blank it out, keeping line numbers.
+    let source = source.replace("enable subgroups;", "                  ");
+    let shader_error = |line: Option<u32>, detail: String| Error::ShaderValidation {
+        family: family.to_string(),
+        variant: variant.to_string(),
+        line: line.map(|l| l as usize),
+        detail,
+    };
+    let module = naga::front::wgsl::parse_str(&source).map_err(|e| {
+        shader_error(
+            e.location(&source).map(|l| l.line_number),
+            e.emit_to_string(&source),
+        )
+    })?;
+    let mut caps = Capabilities::empty();
+    if profile.features.shader_f16 {
+        caps |= Capabilities::SHADER_FLOAT16;
+    }
+    if profile.features.subgroup {
+        caps |= Capabilities::SUBGROUP | Capabilities::SUBGROUP_BARRIER;
+    }
+    if profile.features.cooperative_matrix {
+        caps |= Capabilities::COOPERATIVE_MATRIX;
+    }
+    let mut validator = naga::valid::Validator::new(ValidationFlags::all(), caps);
+    if profile.features.subgroup {
+        validator
+            .subgroup_stages(ShaderStages::COMPUTE)
+            .subgroup_operations(SubgroupOperationSet::all());
+    }
+    validator.validate(&module).map_err(|e| {
+        shader_error(
+            e.location(&source).map(|l| l.line_number),
+            e.emit_to_string(&source),
+        )
+    })?;
+    Ok(module)
+}
+
+fn enumerate(env: &Environment<'static>, contract: &Contract) -> Result<Vec<Variant>> {
+    let mut variants = Vec::new();
+    for values in contract.assignments() {
+        let mut ctx: BTreeMap<String, Value> = values
+            .iter()
+            .map(|(k, v)| (k.clone(), param_value(v)))
+            .collect();
+        let label = values
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let fail = |detail: String| Error::Template {
+            family: contract.family.clone(),
+            variant: label.clone(),
+            line: None,
+            detail,
+        };
+        let mut derived = Vec::new();
+        for (name, expr) in &contract.derived {
+            let value =
+                eval(env, expr, &ctx).map_err(|e| fail(format!("derived `{name}`: {e}")))?;
+            ctx.insert(name.clone(), value.clone());
+            derived.push((name.clone(), value));
+        }
+        let mut keep = true;
+        for rule in &contract.rules {
+            let value = eval(env, rule, &ctx).map_err(|e| fail(format!("rule `{rule}`: {e}")))?;
+            keep &= value.is_true();
+        }
+        if !keep {
+            continue;
+        }
+        let name = env
+            .render_str(&contract.name, Value::from(ctx.clone()))
+            .map_err(|e| fail(format!("name pattern: {e}")))?;
+        let workgroup_size = workgroup_size(ctx.get("workgroup_size"))
+            .ok_or_else(|| fail("`workgroup_size` must be a list of 1 to 3 integers".into()))?;
+        let workgroup_storage = ctx
+            .get("workgroup_storage")
+            .and_then(Value::as_i64)
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| fail("`workgroup_storage` must be a non-negative integer".into()))?;
+        let derived = derived
+            .into_iter()
+            .filter_map(|(k, v)| value_param(&v).map(|p| (k, p)))
+            .collect();
+        variants.push(Variant {
+            family: contract.family.clone(),
+            name,
+            requires: contract.requirements(&values),
+            values,
+            derived,
+            workgroup_size,
+            workgroup_storage,
+        });
+    }
+    Ok(variants)
+}
+
+fn eval(
+    env: &Environment<'static>,
+    expr: &str,
+    ctx: &BTreeMap<String, Value>,
+) -> Result<Value, minijinja::Error> {
+    env.compile_expression(expr)?.eval(Value::from(ctx.clone()))
+}
+
+fn workgroup_size(value: Option<&Value>) -> Option<[u32; 3]> {
+    let items: Vec<u32> = value?
+        .try_iter()
+        .ok()?
+        .map(|v| v.as_i64().and_then(|i| u32::try_from(i).ok()))
+        .collect::<Option<_>>()?;
+    match items.as_slice() {
+        [x] => Some([*x, 1, 1]),
+        [x, y] => Some([*x, *y, 1]),
+        [x, y, z] => Some([*x, *y, *z]),
+        _ => None,
+    }
+}
+
+fn param_value(p: &Param) -> Value {
+    match p {
+        Param::Bool(b) => Value::from(*b),
+        Param::Int(i) => Value::from(*i),
+        Param::Str(s) => Value::from(s.as_str()),
+    }
+}
+
+/// Scalars become parameters; lists (such as the workgroup size) stay template-only.
+fn value_param(v: &Value) -> Option<Param> {
+    use minijinja::value::ValueKind;
+    match v.kind() {
+        ValueKind::Bool => Some(Param::Bool(v.is_true())),
+        ValueKind::Number => v.as_i64().map(Param::Int),
+        ValueKind::String => v.as_str().map(|s| Param::Str(s.to_string())),
+        _ => None,
+    }
+}
+
+fn template_error(family: &str, variant: &str, e: &minijinja::Error) -> Error {
+    Error::Template {
+        family: family.to_string(),
+        variant: variant.to_string(),
+        line: e.line(),
+        detail: e.to_string(),
+    }
+}

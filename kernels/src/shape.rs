@@ -1,0 +1,162 @@
+//! Shape rules shared by the GPU ops and the CPU path, so both accept and refuse the same calls.
+
+use crate::error::{Error, Result};
+
+/// The dimensions of a (batched) matrix product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatmulDims {
+    pub batch: usize,
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    /// Elements between consecutive A (B, C) matrices; 0 when one matrix serves every batch.
+    pub stride_a: usize,
+    pub stride_b: usize,
+    pub stride_c: usize,
+}
+
+impl MatmulDims {
+    /// `a: [.., m, k]` times `b: [.., k, n]`, ranks 2 or 3, batches equal or 1.
+    pub fn new(a: &[usize], b: &[usize]) -> Result<Self> {
+        let op = "matmul";
+        let split = |s: &[usize], which: &str| -> Result<(usize, usize, usize)> {
+            match *s {
+                [r, c] => Ok((1, r, c)),
+                [n, r, c] => Ok((n, r, c)),
+                _ => Err(Error::shape(
+                    op,
+                    format!("{which} has shape {s:?}: expected rank 2 or 3"),
+                )),
+            }
+        };
+        let (ba, m, k) = split(a, "A")?;
+        let (bb, k2, n) = split(b, "B")?;
+        non_empty(op, a)?;
+        non_empty(op, b)?;
+        if k != k2 {
+            return Err(Error::shape(
+                op,
+                format!("A {a:?} · B {b:?}: inner dimensions differ ({k} vs {k2})"),
+            ));
+        }
+        if ba != bb && ba != 1 && bb != 1 {
+            return Err(Error::shape(
+                op,
+                format!("A {a:?} · B {b:?}: batch sizes {ba} and {bb} differ and neither is 1"),
+            ));
+        }
+        let batch = ba.max(bb);
+        Ok(MatmulDims {
+            batch,
+            m,
+            k,
+            n,
+            stride_a: if ba == 1 { 0 } else { m * k },
+            stride_b: if bb == 1 { 0 } else { k * n },
+            stride_c: m * n,
+        })
+    }
+
+    /// The shape of C: rank 3 when either input was batched, else rank 2.
+    pub fn out_shape(&self, a: &[usize], b: &[usize]) -> Vec<usize> {
+        if a.len() == 3 || b.len() == 3 {
+            vec![self.batch, self.m, self.n]
+        } else {
+            vec![self.m, self.n]
+        }
+    }
+
+    /// Floating-point operations: one multiply and one add per term.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.batch as f64 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+}
+
+/// Numpy-style broadcast of two shapes of rank ≤ 4.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Broadcast {
+    /// The output shape.
+    pub shape: Vec<usize>,
+    /// Output shape padded on the left to rank 4.
+    pub shape4: [usize; 4],
+    /// Element strides of A and B over `shape4`; 0 where the input is broadcast.
+    pub stride_a: [usize; 4],
+    pub stride_b: [usize; 4],
+}
+
+impl Broadcast {
+    pub fn new(op: &'static str, a: &[usize], b: &[usize]) -> Result<Self> {
+        non_empty(op, a)?;
+        non_empty(op, b)?;
+        let rank = a.len().max(b.len());
+        if rank > 4 {
+            return Err(Error::shape(
+                op,
+                format!("{a:?} and {b:?}: rank above 4 is not supported"),
+            ));
+        }
+        let pad = |s: &[usize]| -> [usize; 4] {
+            let mut p = [1; 4];
+            p[4 - s.len()..].copy_from_slice(s);
+            p
+        };
+        let (pa, pb) = (pad(a), pad(b));
+        let mut shape4 = [1; 4];
+        for d in 0..4 {
+            shape4[d] = match (pa[d], pb[d]) {
+                (x, y) if x == y => x,
+                (1, y) => y,
+                (x, 1) => x,
+                (x, y) => {
+                    return Err(Error::shape(
+                        op,
+                        format!("{a:?} and {b:?} do not broadcast: {x} vs {y}"),
+                    ));
+                }
+            };
+        }
+        let strides = |p: [usize; 4]| -> [usize; 4] {
+            let mut s = [0; 4];
+            let mut acc = 1;
+            for d in (0..4).rev() {
+                s[d] = if p[d] == 1 { 0 } else { acc };
+                acc *= p[d];
+            }
+            s
+        };
+        Ok(Broadcast {
+            shape: shape4[4 - rank..].to_vec(),
+            shape4,
+            stride_a: strides(pa),
+            stride_b: strides(pb),
+        })
+    }
+
+    /// Whether A and B both have exactly the output's shape (no broadcasting needed).
+    pub fn is_same_shape(&self, a: &[usize], b: &[usize]) -> bool {
+        a == self.shape.as_slice() && b == self.shape.as_slice()
+    }
+}
+
+/// A tensor seen as rows of its last axis: `(rows, cols)`.
+pub fn rows_cols(op: &'static str, shape: &[usize]) -> Result<(usize, usize)> {
+    non_empty(op, shape)?;
+    let cols = shape[shape.len() - 1];
+    Ok((shape.iter().product::<usize>() / cols, cols))
+}
+
+/// Refuses rank-0 shapes and shapes with a zero extent.
+pub fn non_empty(op: &'static str, shape: &[usize]) -> Result<()> {
+    if shape.is_empty() || shape.contains(&0) {
+        return Err(Error::shape(
+            op,
+            format!("shape {shape:?} is empty: every dimension must be at least 1"),
+        ));
+    }
+    Ok(())
+}
+
+/// Elements of a shape.
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}

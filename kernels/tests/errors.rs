@@ -1,0 +1,260 @@
+//! Bad input gives a clear error naming the op, the shapes or the limit — never a panic —
+//! and the CLI exits non-zero with the message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Command;
+
+use common::{gpu, random};
+use kiln::{DType, Error, Gpu, GpuOptions, Tensor, ops};
+
+fn t(shape: &[usize]) -> Tensor {
+    let n = shape.iter().product();
+    Tensor::from_slice(gpu(), shape, &random(1, n), DType::F32).unwrap()
+}
+
+fn message(r: kiln::Result<impl std::fmt::Debug>) -> (Error, String) {
+    let e = r.expect_err("expected an error");
+    let m = e.to_string();
+    (e, m)
+}
+
+#[test]
+fn matmul_shape_mismatches() {
+    let (e, m) = message(ops::matmul(&t(&[4, 5]), &t(&[6, 3])));
+    assert!(matches!(e, Error::Shape { op: "matmul", .. }));
+    assert!(m.contains("inner dimensions differ (5 vs 6)"), "{m}");
+    let (_, m) = message(ops::matmul(&t(&[2, 4, 5]), &t(&[3, 5, 3])));
+    assert!(m.contains("batch sizes 2 and 3 differ"), "{m}");
+    let (_, m) = message(ops::matmul(&t(&[2, 2, 4, 5]), &t(&[5, 3])));
+    assert!(m.contains("expected rank 2 or 3"), "{m}");
+    let (_, m) = message(ops::matmul_into(
+        &t(&[4, 5]),
+        &t(&[5, 3]),
+        &t(&[4, 4]),
+        None,
+    ));
+    assert!(
+        m.contains("output has shape [4, 4], the op makes [4, 3]"),
+        "{m}"
+    );
+}
+
+#[test]
+fn other_ops_shape_and_argument_errors() {
+    let (_, m) = message(ops::add(&t(&[2, 3]), &t(&[4])));
+    assert!(
+        m.starts_with("add: bad shape") && m.contains("do not broadcast: 3 vs 4"),
+        "{m}"
+    );
+    let (_, m) = message(ops::add(&t(&[1, 1, 1, 1, 2]), &t(&[2])));
+    assert!(m.contains("rank above 4"), "{m}");
+    let (_, m) = message(ops::layernorm(&t(&[3, 4]), &t(&[5]), &t(&[4]), 1e-5));
+    assert!(m.contains("gamma has shape [5], expected [4]"), "{m}");
+    let (e, m) = message(ops::layernorm(&t(&[3, 4]), &t(&[4]), &t(&[4]), f32::NAN));
+    assert!(
+        matches!(e, Error::InvalidArgument { .. }) && m.contains("eps"),
+        "{m}"
+    );
+    let (_, m) = message(ops::softmax(&t(&[3, 4]), false, f32::INFINITY));
+    assert!(m.contains("scale must be finite"), "{m}");
+}
+
+#[test]
+fn empty_and_mismatched_tensors() {
+    let (_, m) = message(Tensor::from_slice(gpu(), &[3, 0], &[], DType::F32));
+    assert!(m.contains("shape [3, 0] is empty"), "{m}");
+    let (_, m) = message(Tensor::from_slice(gpu(), &[2, 2], &[1.0; 3], DType::F32));
+    assert!(m.contains("holds 4 elements, data has 3"), "{m}");
+    let (_, m) = message(t(&[2, 3]).reshape(&[4, 2]));
+    assert!(m.contains("[2, 3] cannot become [4, 2]"), "{m}");
+}
+
+#[test]
+fn buffer_over_the_device_limit_is_refused_before_allocation() {
+    let limit = gpu().profile().limits.max_storage_buffer_binding_size;
+    let n = (limit / 4 + 1) as usize;
+    let (e, m) = message(Tensor::uninit(gpu(), &[n], DType::F32));
+    assert!(
+        matches!(
+            e,
+            Error::OverLimit {
+                limit: "max_storage_buffer_binding_size",
+                ..
+            }
+        ),
+        "{m}"
+    );
+    assert!(m.contains(&format!("allows {limit}")), "{m}");
+}
+
+#[test]
+fn f16_without_shader_f16_is_unsupported() {
+    let options = GpuOptions {
+        without: wgpu::Features::SHADER_F16,
+        ..Default::default()
+    };
+    let plain = pollster::block_on(Gpu::new(&options)).unwrap();
+    assert!(!plain.profile().features.shader_f16);
+    let (e, m) = message(Tensor::from_slice(&plain, &[2], &[1.0, 2.0], DType::F16));
+    assert!(matches!(e, Error::Unsupported { .. }), "{m}");
+    assert!(
+        m.contains("SHADER_F16") && m.contains(&plain.profile().name),
+        "{m}"
+    );
+    // Naming an f16 variant on that device is refused too.
+    let a = Tensor::from_slice(&plain, &[2, 2], &[1.0; 4], DType::F32).unwrap();
+    let (_, m) = message(ops::matmul_into(&a, &a, &a, Some("f16_wg8_r1_k8")));
+    assert!(m.contains("needs the shader_f16 feature"), "{m}");
+}
+
+#[test]
+fn named_variants_are_checked() {
+    let (a, b, c) = (t(&[4, 4]), t(&[4, 4]), t(&[4, 4]));
+    let (e, _) = message(ops::matmul_into(&a, &b, &c, Some("no_such_variant")));
+    assert!(matches!(e, Error::UnknownKernel(_)));
+    let (_, m) = message(ops::matmul_into(&a, &b, &c, Some("f16_wg8_r1_k8")));
+    assert!(m.contains("does not take this call (dtype=f32)"), "{m}");
+    let (_, m) = message(ops::add_into(
+        &t(&[3]),
+        &t(&[3]),
+        &t(&[3]),
+        Some("f32_wg64_vec4"),
+    ));
+    assert!(
+        m.contains("variant f32_wg64_vec4 does not take this call"),
+        "{m}"
+    );
+}
+
+#[test]
+fn mixed_dtypes_are_refused() {
+    let h = Tensor::from_slice(gpu(), &[2, 2], &[1.0; 4], DType::F16).unwrap();
+    let (_, m) = message(ops::add(&t(&[2, 2]), &h));
+    assert!(m.contains("different dtypes: f32 and f16"), "{m}");
+}
+
+#[test]
+fn wgsl_that_does_not_compile_is_an_error_with_its_line() {
+    let (e, _) = message(gpu().compile(
+        "probe",
+        "broken",
+        "@compute @workgroup_size(1)\nfn main() {\n  let x: u32 = 1.5;\n}\n",
+    ));
+    match e {
+        Error::ShaderValidation { line, .. } => assert_eq!(line, Some(3)),
+        other => panic!("expected ShaderValidation, got {other}"),
+    }
+}
+
+fn kiln(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(args)
+        .env("NODEVICE_SELECT", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_bad_input_exits_non_zero_with_a_message() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["bench", "matmul", "--m", "0", "--n", "4", "--k", "4"],
+            "is empty",
+        ),
+        (
+            &[
+                "bench", "matmul", "--m", "4", "--n", "4", "--k", "4", "--dtype", "f64",
+            ],
+            "`f64` is not a dtype",
+        ),
+        (
+            &[
+                "--without",
+                "f16",
+                "bench",
+                "matmul",
+                "--m",
+                "4",
+                "--n",
+                "4",
+                "--k",
+                "4",
+                "--dtype",
+                "f16",
+            ],
+            "SHADER_F16",
+        ),
+        (
+            &[
+                "bench",
+                "matmul",
+                "--m",
+                "4",
+                "--n",
+                "4",
+                "--k",
+                "4",
+                "--variant",
+                "nope",
+            ],
+            "unknown kernel matmul/nope",
+        ),
+        (
+            &["kernels", "--render", "matmul", "nope"],
+            "unknown kernel matmul/nope",
+        ),
+        (
+            &["kernels", "--profile", "/nonexistent.json"],
+            "not a stored profile name",
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, _, err) = kiln(args);
+        assert_ne!(code, 0, "{args:?} should fail");
+        assert!(err.contains(expected), "{args:?}: stderr {err}");
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    }
+    // Over the adapter's storage-binding limit: refused before any allocation.
+    let side =
+        ((gpu().profile().limits.max_storage_buffer_binding_size / 4) as f64).sqrt() as usize + 1;
+    let s = side.to_string();
+    let (code, _, err) = kiln(&["bench", "matmul", "--m", &s, "--n", &s, "--k", &s]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("over the device limit max_storage_buffer_binding_size"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cli_lists_kernels_and_benchmarks_within_tolerance() {
+    let (code, out, err) = kiln(&["kernels"]);
+    assert_eq!(code, 0, "{err}");
+    println!("{}", out.lines().last().unwrap_or(""));
+    let (code, out, err) = kiln(&[
+        "bench",
+        "matmul",
+        "--m",
+        "33",
+        "--n",
+        "7",
+        "--k",
+        "130",
+        "--repeats",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["rel_l2_error"].as_f64().unwrap() < 1e-5, "{out}");
+    assert!(v["gpu"]["median_ms"].as_f64().unwrap() > 0.0);
+    assert!(v["cpu"]["median_ms"].as_f64().unwrap() > 0.0);
+    assert!(["gpu_timestamps", "wall_clock"].contains(&v["gpu"]["clock"].as_str().unwrap()));
+}

@@ -1,0 +1,261 @@
+//! Every op on the GPU against its CPU reference: random inputs from a seeded generator,
+//! outputs poisoned with NaN first, shapes that are not tile multiples, several variants.
+//! Runs on lavapipe in CI; no adapter is a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{assert_close, gpu, random, read, tolerance};
+use kiln::cpu::{self, Array};
+use kiln::tensor::round_to_f16;
+use kiln::{DType, Tensor, ops};
+
+/// Both dtypes, always: the test adapters (lavapipe, the H200) offer SHADER_F16, and an
+/// adapter without it fails these tests rather than skipping f16 silently.
+fn dtypes() -> [DType; 2] {
+    [DType::F32, DType::F16]
+}
+
+/// Random data as the GPU will hold it (f16-rounded for f16), its tensor, and its CPU array.
+fn input(seed: u64, shape: &[usize], dtype: DType) -> (Tensor, Array) {
+    let mut data = random(seed, shape.iter().product());
+    if dtype == DType::F16 {
+        data = round_to_f16(&data);
+    }
+    let t = Tensor::from_slice(gpu(), shape, &data, dtype).unwrap();
+    (t, Array::new(shape, data).unwrap())
+}
+
+fn poisoned(shape: &[usize], dtype: DType) -> Tensor {
+    Tensor::full(gpu(), shape, f32::NAN, dtype).unwrap()
+}
+
+fn variants(family: &str, dtype: DType) -> Vec<kiln::Variant> {
+    gpu()
+        .registry()
+        .supported(family, gpu().profile())
+        .unwrap()
+        .filter(|v| v.text("dtype") == dtype.wgsl())
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn poisoned_output_fails_when_nothing_writes_it() {
+    // The guard every other test relies on: an unwritten output cannot pass.
+    let out = poisoned(&[7, 3], DType::F32);
+    let err = kiln::cpu::rel_l2(&read(&out), &[0.0; 21]);
+    assert!(err.is_infinite());
+}
+
+#[test]
+fn matmul_every_variant_on_an_odd_shape() {
+    let (m, k, n) = (33, 130, 7);
+    for dtype in dtypes() {
+        let (a, a_cpu) = input(1, &[m, k], dtype);
+        let (b, b_cpu) = input(2, &[k, n], dtype);
+        let want = cpu::matmul(&a_cpu, &b_cpu).unwrap();
+        let vs = variants("matmul", dtype);
+        assert!(vs.len() >= 9, "only {} matmul {dtype:?} variants", vs.len());
+        for v in &vs {
+            let c = poisoned(&[m, n], dtype);
+            ops::matmul_into(&a, &b, &c, Some(&v.name)).unwrap();
+            assert_close(
+                &format!("matmul {} {m}x{k}x{n}", v.name),
+                &read(&c),
+                &want.data,
+                tolerance(dtype),
+            );
+        }
+        println!("matmul: {} {} variants checked", vs.len(), dtype.wgsl());
+    }
+}
+
+#[test]
+fn matmul_selected_variant_on_many_shapes() {
+    let shapes = [
+        (1, 1, 1),
+        (1, 7, 1),
+        (7, 1, 33),
+        (33, 7, 130),
+        (130, 33, 7),
+        (64, 64, 64),
+        (130, 130, 130),
+        (256, 17, 256),
+    ];
+    for dtype in dtypes() {
+        for (i, &(m, k, n)) in shapes.iter().enumerate() {
+            let (a, a_cpu) = input(10 + i as u64, &[m, k], dtype);
+            let (b, b_cpu) = input(50 + i as u64, &[k, n], dtype);
+            let c = poisoned(&[m, n], dtype);
+            let choice = ops::matmul_into(&a, &b, &c, None).unwrap();
+            let want = cpu::matmul(&a_cpu, &b_cpu).unwrap();
+            assert_close(
+                &format!("matmul {} {m}x{k}x{n}", choice.variant.name),
+                &read(&c),
+                &want.data,
+                tolerance(dtype),
+            );
+        }
+    }
+}
+
+#[test]
+fn matmul_batched_and_broadcast_batches() {
+    for (a_shape, b_shape) in [
+        (vec![3, 7, 33], vec![3, 33, 5]),
+        (vec![4, 9, 17], vec![17, 6]),
+        (vec![5, 8], vec![2, 8, 3]),
+        (vec![1, 13, 4], vec![3, 4, 13]),
+    ] {
+        let (a, a_cpu) = input(7, &a_shape, DType::F32);
+        let (b, b_cpu) = input(8, &b_shape, DType::F32);
+        let want = cpu::matmul(&a_cpu, &b_cpu).unwrap();
+        let c = ops::matmul(&a, &b).unwrap();
+        assert_eq!(c.shape(), want.shape.as_slice());
+        assert_close(
+            &format!("matmul {a_shape:?}·{b_shape:?}"),
+            &read(&c),
+            &want.data,
+            1e-5,
+        );
+    }
+}
+
+#[test]
+fn add_every_variant_same_shape_and_broadcast() {
+    for dtype in dtypes() {
+        for v in variants("add", dtype) {
+            let cases: Vec<(Vec<usize>, Vec<usize>)> = match v.text("form") {
+                "vec4" => vec![(vec![4, 33], vec![4, 33]), (vec![1028], vec![1028])],
+                "contiguous" => vec![
+                    (vec![7, 33], vec![7, 33]),
+                    (vec![1], vec![1]),
+                    (vec![130, 3], vec![130, 3]),
+                ],
+                _ => vec![
+                    (vec![7, 33], vec![7, 33]),
+                    (vec![2, 3, 4], vec![3, 1]),
+                    (vec![1], vec![5, 7]),
+                    (vec![130], vec![7, 1]),
+                    (vec![2, 1, 3, 1], vec![1, 4, 1, 5]),
+                ],
+            };
+            for (i, (sa, sb)) in cases.iter().enumerate() {
+                let (a, a_cpu) = input(100 + i as u64, sa, dtype);
+                let (b, b_cpu) = input(200 + i as u64, sb, dtype);
+                let want = cpu::add(&a_cpu, &b_cpu).unwrap();
+                let c = poisoned(&want.shape, dtype);
+                ops::add_into(&a, &b, &c, Some(&v.name)).unwrap();
+                assert_close(
+                    &format!("add {} {sa:?}+{sb:?}", v.name),
+                    &read(&c),
+                    &want.data,
+                    tolerance(dtype),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn softmax_every_variant_with_scale_and_causal_mask() {
+    // [5, 3] causal: the first two queries see no key and must come out as zeros, not NaN.
+    let shapes: [&[usize]; 4] = [&[3, 130], &[2, 7, 33], &[5, 3], &[1, 1]];
+    for dtype in dtypes() {
+        for v in variants("softmax", dtype) {
+            let causal = v.flag("causal");
+            for (i, shape) in shapes.iter().enumerate() {
+                let (x, x_cpu) = input(300 + i as u64, shape, dtype);
+                let want = cpu::softmax(&x_cpu, causal, 1.7).unwrap();
+                let y = poisoned(shape, dtype);
+                ops::softmax_into(&x, &y, causal, 1.7, Some(&v.name)).unwrap();
+                assert_close(
+                    &format!("softmax {} {shape:?}", v.name),
+                    &read(&y),
+                    &want.data,
+                    tolerance(dtype),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn layernorm_every_variant() {
+    let shapes: [&[usize]; 4] = [&[7, 130], &[33, 7], &[2, 3, 300], &[1, 1]];
+    for dtype in dtypes() {
+        for v in variants("layernorm", dtype) {
+            for (i, shape) in shapes.iter().enumerate() {
+                let cols = shape[shape.len() - 1];
+                let (x, x_cpu) = input(400 + i as u64, shape, dtype);
+                let (g, g_cpu) = input(500 + i as u64, &[cols], dtype);
+                let (b, b_cpu) = input(600 + i as u64, &[cols], dtype);
+                let want = cpu::layernorm(&x_cpu, &g_cpu, &b_cpu, 1e-5).unwrap();
+                let y = poisoned(shape, dtype);
+                ops::layernorm_into(&x, &g, &b, &y, 1e-5, Some(&v.name)).unwrap();
+                assert_close(
+                    &format!("layernorm {} {shape:?}", v.name),
+                    &read(&y),
+                    &want.data,
+                    tolerance(dtype),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn rows_beyond_one_grid_dimension_fold_into_y() {
+    // 70,000 rows: more workgroups than one dimension allows (65,535).
+    let shape = [70_000, 2];
+    let (x, x_cpu) = input(700, &shape, DType::F32);
+    let want = cpu::softmax(&x_cpu, false, 1.0).unwrap();
+    let y = poisoned(&shape, DType::F32);
+    ops::softmax_into(&x, &y, false, 1.0, None).unwrap();
+    assert_close("softmax [70000, 2]", &read(&y), &want.data, 1e-5);
+}
+
+#[test]
+fn ops_chain_on_the_gpu_without_readback() {
+    // layernorm(softmax(x·w + bias)) with every intermediate left on the GPU.
+    let (x, x_cpu) = input(800, &[2, 9, 33], DType::F32);
+    let (w, w_cpu) = input(801, &[33, 20], DType::F32);
+    let (bias, bias_cpu) = input(802, &[20], DType::F32);
+    let (g, g_cpu) = input(803, &[20], DType::F32);
+    let (b, b_cpu) = input(804, &[20], DType::F32);
+    let y = x
+        .matmul(&w)
+        .unwrap()
+        .add(&bias)
+        .unwrap()
+        .softmax(true, 0.5)
+        .unwrap()
+        .layernorm(&g, &b, 1e-5)
+        .unwrap();
+    let want = cpu::matmul(&x_cpu, &w_cpu)
+        .and_then(|t| cpu::add(&t, &bias_cpu))
+        .and_then(|t| cpu::softmax(&t, true, 0.5))
+        .and_then(|t| cpu::layernorm(&t, &g_cpu, &b_cpu, 1e-5))
+        .unwrap();
+    assert_eq!(y.shape(), want.shape.as_slice());
+    assert_close("chain", &read(&y), &want.data, 1e-4);
+}
+
+#[test]
+fn benchmark_timing_reports_the_clock_and_sane_numbers() {
+    let (a, _) = input(900, &[64, 64], DType::F32);
+    let (b, _) = input(901, &[64, 64], DType::F32);
+    let c = poisoned(&[64, 64], DType::F32);
+    let (dispatch, _) = ops::matmul::plan(&a, &b, &c, None).unwrap();
+    let t = pollster::block_on(kiln::bench::time_dispatch(gpu(), &dispatch, 1, 5)).unwrap();
+    let expected = if gpu().profile().features.timestamp_query {
+        kiln::bench::Clock::GpuTimestamps
+    } else {
+        kiln::bench::Clock::WallClock
+    };
+    assert_eq!(t.clock, expected);
+    assert_eq!(t.samples_ms.len(), 5);
+    assert!(t.min_ms <= t.median_ms && t.median_ms <= t.max_ms);
+    assert!(t.min_ms > 0.0, "a 64³ matmul cannot take zero time: {t:?}");
+}

@@ -1,0 +1,186 @@
+//! Every variant of every family rendered for every stored profile and validated with naga —
+//! no GPU needed — plus the registry's error reporting.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+
+use kiln::device::stored_profiles;
+use kiln::registry::unsupported_reason;
+use kiln::select::TunedTable;
+use kiln::{DeviceProfile, Error, Registry};
+
+#[test]
+fn every_variant_renders_and_validates_on_every_stored_profile() {
+    let registry = Registry::builtin().unwrap();
+    let mut grand_total = 0;
+    for (name, profile) in stored_profiles().unwrap() {
+        let mut valid = 0;
+        let mut per_family = Vec::new();
+        for contract in registry.contracts() {
+            let mut n = 0;
+            for v in registry.variants(&contract.family).unwrap() {
+                match unsupported_reason(v, &profile) {
+                    None => {
+                        let wgsl = registry
+                            .render_validated(v, &profile)
+                            .unwrap_or_else(|e| panic!("{name}: {e}"));
+                        assert!(wgsl.contains("fn main"), "{}/{}", v.family, v.name);
+                        n += 1;
+                    }
+                    Some(_) => {
+                        // Not offered on this profile: rendering it must be refused, not tried.
+                        let err = registry.render_validated(v, &profile).unwrap_err();
+                        assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+                    }
+                }
+            }
+            per_family.push(format!("{} {n}", contract.family));
+            valid += n;
+        }
+        println!(
+            "profile {name}: {valid} variants rendered and validated by naga ({})",
+            per_family.join(", ")
+        );
+        if name == "lavapipe" {
+            assert!(valid >= 60, "lavapipe offers only {valid} variants");
+        }
+        assert!(valid > 0, "{name} offers no variant");
+        grand_total += valid;
+    }
+    println!("{grand_total} (profile, variant) pairs validated in all");
+}
+
+#[test]
+fn variant_names_are_unique_and_values_allowed() {
+    let registry = Registry::builtin().unwrap();
+    for contract in registry.contracts() {
+        let variants = registry.variants(&contract.family).unwrap();
+        let names: HashSet<_> = variants.iter().map(|v| &v.name).collect();
+        assert_eq!(
+            names.len(),
+            variants.len(),
+            "{}: duplicate names",
+            contract.family
+        );
+        for v in variants {
+            for (var, value) in &v.values {
+                let decl = contract.variables.iter().find(|d| &d.name == var).unwrap();
+                assert!(decl.values.contains(value), "{}: {var}={value}", v.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn f16_and_subgroup_variants_need_their_features() {
+    let registry = Registry::builtin().unwrap();
+    let profiles = stored_profiles().unwrap();
+    let webgpu = &profiles
+        .iter()
+        .find(|(n, _)| *n == "webgpu-defaults")
+        .unwrap()
+        .1;
+    for contract in registry.contracts() {
+        for v in registry.supported(&contract.family, webgpu).unwrap() {
+            assert_ne!(
+                v.text("dtype"),
+                "f16",
+                "{} offered without SHADER_F16",
+                v.name
+            );
+            assert_ne!(
+                v.text("reduce"),
+                "subgroup",
+                "{} offered without SUBGROUP",
+                v.name
+            );
+            assert!(v.workgroup_storage <= webgpu.limits.max_compute_workgroup_storage_size);
+        }
+    }
+}
+
+#[test]
+fn stored_profiles_round_trip_through_json() {
+    for (name, profile) in stored_profiles().unwrap() {
+        let again = DeviceProfile::from_json(name, &profile.to_json()).unwrap();
+        assert_eq!(again, profile, "{name}");
+    }
+    let err = DeviceProfile::from_json("broken.json", "{\"name\": 3}").unwrap_err();
+    assert!(err.to_string().contains("broken.json"), "{err}");
+}
+
+const CONTRACT: &str = r#"
+family = "probe"
+summary = "test family"
+name = "v{{ width }}"
+shapes = "none"
+derived = [["workgroup_size", "[width]"], ["workgroup_storage", "0"]]
+
+[[bindings]]
+name = "out"
+access = "read_write"
+shape = "[n]"
+
+[[variables]]
+name = "width"
+values = [64]
+doc = "threads"
+"#;
+
+#[test]
+fn rendering_is_strict_about_undefined_variables() {
+    // `{{ missing }}` on line 3 must be an error naming family, variant and line.
+    let template =
+        "// probe\n@compute @workgroup_size({{ width }})\nfn main() { let x = {{ missing }}; }\n";
+    let registry = Registry::from_sources(&[("probe", template, CONTRACT)], &[]).unwrap();
+    let profile = &stored_profiles().unwrap()[0].1;
+    let v = registry.variant("probe", "v64").unwrap();
+    match registry.render(v, profile).unwrap_err() {
+        Error::Template {
+            family,
+            variant,
+            line,
+            detail,
+        } => {
+            assert_eq!(
+                (family.as_str(), variant.as_str(), line),
+                ("probe", "v64", Some(3))
+            );
+            assert!(detail.contains("undefined"), "{detail}");
+        }
+        other => panic!("expected a template error, got {other}"),
+    }
+}
+
+#[test]
+fn invalid_wgsl_is_reported_with_its_line() {
+    // Line 4 adds a float to a bool: naga must reject it and say where.
+    let template = "@group(0) @binding(0) var<storage, read_write> out: array<f32>;\n@compute @workgroup_size({{ width }})\nfn main() {\n    out[0] = 1.0 + true;\n}\n";
+    let registry = Registry::from_sources(&[("probe", template, CONTRACT)], &[]).unwrap();
+    let profile = &stored_profiles().unwrap()[0].1;
+    let v = registry.variant("probe", "v64").unwrap();
+    match registry.render_validated(v, profile).unwrap_err() {
+        Error::ShaderValidation { family, line, .. } => {
+            assert_eq!(family, "probe");
+            assert_eq!(line, Some(4));
+        }
+        other => panic!("expected a shader validation error, got {other}"),
+    }
+}
+
+#[test]
+fn contracts_without_limit_values_are_refused() {
+    let broken = CONTRACT.replace(r#", ["workgroup_storage", "0"]"#, "");
+    let err = Registry::from_sources(&[("probe", "", Box::leak(broken.into_boxed_str()))], &[])
+        .unwrap_err();
+    assert!(err.to_string().contains("workgroup_storage"), "{err}");
+}
+
+#[test]
+fn tuned_table_loads_and_rejects_other_versions() {
+    TunedTable::builtin().unwrap();
+    let err = TunedTable::from_json("t.json", r#"{"version": 99, "entries": []}"#).unwrap_err();
+    assert!(err.to_string().contains("version 99"), "{err}");
+    let err = TunedTable::from_json("t.json", r#"{"version": 1}"#).unwrap_err();
+    assert!(err.to_string().contains("entries"), "{err}");
+}
