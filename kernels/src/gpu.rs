@@ -91,6 +91,9 @@ impl Gpu {
             push(&sink, Error::DeviceLost(format!("{reason:?}: {message}")));
         });
 
+        // Natively wgpu's handles are Send + Sync; on wasm32 they are single-threaded, and so
+        // is the browser's main thread that holds this Arc.
+        #[allow(clippy::arc_with_non_send_sync)]
         Ok(Gpu {
             inner: Arc::new(Inner {
                 device,

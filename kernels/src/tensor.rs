@@ -1,8 +1,6 @@
 //! `Tensor`: a GPU buffer with a shape and a dtype. Ops read and write tensors on the GPU;
 //! only `read` copies back to the CPU.
 
-use std::sync::Arc;
-
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::platform;
@@ -48,7 +46,8 @@ impl DType {
 #[derive(Clone, Debug)]
 pub struct Tensor {
     gpu: Gpu,
-    buffer: Arc<wgpu::Buffer>,
+    /// wgpu buffers are reference-counted handles: clones share the allocation.
+    buffer: wgpu::Buffer,
     shape: Vec<usize>,
     dtype: DType,
 }
@@ -94,7 +93,7 @@ impl Tensor {
         )?;
         Ok(Tensor {
             gpu: gpu.clone(),
-            buffer: Arc::new(buffer),
+            buffer,
             shape: shape.to_vec(),
             dtype,
         })

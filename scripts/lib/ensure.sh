@@ -1,0 +1,38 @@
+# Install-when-missing helpers shared by the scripts. Source it; each helper is a no-op when
+# the thing is already there, so a warm machine pays nothing.
+
+# Runs a command as root (directly when already root, else through sudo).
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# ensure_apt PACKAGE...: installs the Debian packages that are not installed yet.
+ensure_apt() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "== installing Debian packages: ${missing[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+# ensure_rust_parts: the wasm32 target and the fmt/clippy components.
+ensure_rust_parts() {
+  rustup target list --installed | grep -q '^wasm32-unknown-unknown$' \
+    || rustup target add wasm32-unknown-unknown
+  for c in rustfmt clippy; do
+    rustup component list --installed | grep -q "^$c" || rustup component add "$c"
+  done
+}
+
+# The software Vulkan adapter (Mesa lavapipe) every GPU path falls back to without a GPU.
+ensure_lavapipe() {
+  ensure_apt mesa-vulkan-drivers libvulkan1
+  # Mesa's device-select layer warns about XDG_RUNTIME_DIR on headless machines.
+  export NODEVICE_SELECT=1
+  # Prefer Vulkan: wgpu's GL path compiles shaders very slowly on software GL.
+  export WGPU_BACKEND="${WGPU_BACKEND:-vulkan}"
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Kiln's test command. Installs what is missing (lavapipe, the wasm32 target, fmt/clippy),
+# then: format check, clippy with warnings denied (native and wasm32), every test — CPU
+# references, template validation, GPU kernels on the adapter in hand (lavapipe without a GPU),
+# bad-input and CLI tests — and ends with one "N passed, N failed" line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/ensure.sh
+
+ensure_lavapipe
+ensure_rust_parts
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy (native, warnings denied)"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+echo "== cargo clippy (wasm32-unknown-unknown, kernel crate)"
+cargo clippy -p kiln --lib --target wasm32-unknown-unknown --quiet -- -D warnings
+
+echo "== cargo test"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace -- --nocapture 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+
+# Sum the per-binary "test result: ok. N passed; M failed; …" lines.
+read -r passed failed < <(awk '/^test result:/ {
+  for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i }
+} END { print p + 0, f + 0 }' "$log")
+adapter=$(grep -m1 '^GPU tests on adapter:' "$log" || echo "GPU tests on adapter: none found")
+echo "== $adapter"
+grep -E '^profile .* validated by naga' "$log" || true
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build failure counts
+echo "kiln: $passed passed, $failed failed"
+exit "$status"

@@ -1,0 +1,48 @@
+// Headless Chromium with WebGPU on SwiftShader, and a static file server on 127.0.0.1 (a
+// secure context, which WebGPU requires). Shared by the browser tests and captures.
+import { createServer } from 'node:http';
+import { readFileSync, statSync } from 'node:fs';
+import { extname, join, normalize } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const TYPES = {
+  '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript',
+  '.wasm': 'application/wasm', '.css': 'text/css', '.json': 'application/json',
+  '.png': 'image/png', '.svg': 'image/svg+xml',
+};
+
+// Serves `root` (and the given in-memory `pages`) on an ephemeral loopback port.
+export async function serve(root, pages = {}) {
+  const server = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    if (pages[path] !== undefined) {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      return res.end(pages[path]);
+    }
+    const file = normalize(join(root, path.endsWith('/') ? path + 'index.html' : path));
+    if (!file.startsWith(normalize(root))) { res.writeHead(403); return res.end(); }
+    try {
+      statSync(file);
+      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
+      res.end(readFileSync(file));
+    } catch {
+      res.writeHead(404); res.end('not found');
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return { url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
+}
+
+// Debian's Chromium, headless, with a fresh profile (Playwright makes a temporary one), WebGPU on SwiftShader (Vulkan flags keep canvas presentation).
+export async function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    ignoreDefaultArgs: ['--disable-gpu'],
+    args: [
+      '--headless=new', '--enable-unsafe-webgpu', '--enable-features=Vulkan',
+      '--use-vulkan=swiftshader', '--use-angle=swiftshader', '--no-sandbox',
+      '--disable-gpu-sandbox', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-quic',
+    ],
+  });
+}
