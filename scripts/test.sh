@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Kiln's test command. Installs what is missing (lavapipe, the wasm32 target, fmt/clippy),
-# then: format check, clippy with warnings denied (native and wasm32), every test — CPU
-# references, template validation, GPU kernels on the adapter in hand (lavapipe without a GPU),
-# bad-input and CLI tests — and ends with one "N passed, N failed" line.
+# Chromium, the site's npm packages), then: format check, clippy with warnings denied (native
+# and wasm32), every Rust test — CPU references, template validation, GPU kernels on the adapter
+# in hand (lavapipe without a GPU), bad-input and CLI tests — then the browser tests in headless
+# Chromium (WebGPU on SwiftShader), and ends with one "N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
 
 ensure_lavapipe
 ensure_rust_parts
+ensure_browser
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -25,12 +27,21 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --workspace -- --nocapture 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+echo "== browser tests (headless Chromium, WebGPU on SwiftShader)"
+cargo build --quiet --bin kiln \
+  && KILN_BIN="$PWD/target/debug/kiln" node --test site/tests/ 2>&1 | tee -a "$log"
+browser_status=${PIPESTATUS[0]}
+[ "$status" -eq 0 ] && status=$browser_status
 set -e
 
-# Sum the per-binary "test result: ok. N passed; M failed; …" lines.
+# Sum cargo's per-binary "test result: ok. N passed; M failed; …" lines and node's
+# "# pass N" / "# fail N" lines.
 read -r passed failed < <(awk '/^test result:/ {
   for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i }
-} END { print p + 0, f + 0 }' "$log")
+}
+/^# pass [0-9]+$/ { p += $3 }
+/^# fail [0-9]+$/ { f += $3 }
+END { print p + 0, f + 0 }' "$log")
 adapter=$(grep -m1 '^GPU tests on adapter:' "$log" || echo "GPU tests on adapter: none found")
 echo "== $adapter"
 grep -E '^profile .* validated by naga' "$log" || true

@@ -71,6 +71,9 @@ struct KernelsArgs {
     explain: bool,
     #[arg(long)]
     json: bool,
+    /// With --json: include each valid variant's rendered WGSL.
+    #[arg(long, requires = "json")]
+    wgsl: bool,
 }
 
 #[derive(Subcommand)]
@@ -221,10 +224,10 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
                 Some(why) => Err(format!("not offered: {why}")),
                 None => match (&gpu, registry.render_validated(v, &profile)) {
                     (_, Err(e)) => Err(e.to_string()),
-                    (Some(g), Ok(_)) if args.compile => {
-                        g.pipeline(v).map(|_| ()).map_err(|e| e.to_string())
+                    (Some(g), Ok(source)) if args.compile => {
+                        g.pipeline(v).map(|_| source).map_err(|e| e.to_string())
                     }
-                    (_, Ok(_)) => Ok(()),
+                    (_, Ok(source)) => Ok(source),
                 },
             };
             if status.is_ok() {
@@ -236,10 +239,11 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
                     "workgroup_size": v.workgroup_size,
                     "workgroup_storage": v.workgroup_storage,
                     "valid": status.is_ok(), "error": status.as_ref().err(),
+                    "wgsl": status.as_ref().ok().filter(|_| args.wgsl),
                 }));
             } else {
                 match &status {
-                    Ok(()) => println!(
+                    Ok(_) => println!(
                         "  {:<28} workgroup {:?}, {} B shared",
                         v.name, v.workgroup_size, v.workgroup_storage
                     ),
@@ -262,7 +266,7 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({
-                "profile": profile.name, "valid": valid, "total": total,
+                "profile": profile, "valid": valid, "total": total,
                 "variants": listed, "explain": explained,
             }))
             .unwrap_or_default()

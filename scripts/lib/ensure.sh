@@ -36,3 +36,12 @@ ensure_lavapipe() {
   # Prefer Vulkan: wgpu's GL path compiles shaders very slowly on software GL.
   export WGPU_BACKEND="${WGPU_BACKEND:-vulkan}"
 }
+
+# Debian's Chromium (WebGPU on SwiftShader) and the site's npm packages (playwright-core).
+ensure_browser() {
+  ensure_apt chromium
+  if [ ! -d site/node_modules/playwright-core ]; then
+    echo "== installing the site's npm packages"
+    (cd site && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+}
