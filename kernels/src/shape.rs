@@ -160,3 +160,18 @@ pub fn non_empty(op: &'static str, shape: &[usize]) -> Result<()> {
 pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
+
+/// Refuses data whose length is not the shape's element count.
+pub fn check_len(op: &'static str, shape: &[usize], len: usize) -> Result<()> {
+    non_empty(op, shape)?;
+    if numel(shape) != len {
+        return Err(Error::shape(
+            op,
+            format!(
+                "shape {shape:?} holds {} elements, data has {len}",
+                numel(shape)
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -55,16 +55,7 @@ pub struct Tensor {
 impl Tensor {
     /// Uploads f32 data, converted to `dtype`.
     pub fn from_slice(gpu: &Gpu, shape: &[usize], data: &[f32], dtype: DType) -> Result<Tensor> {
-        if shape::numel(shape) != data.len() {
-            return Err(Error::shape(
-                "tensor",
-                format!(
-                    "shape {shape:?} holds {} elements, data has {}",
-                    shape::numel(shape),
-                    data.len()
-                ),
-            ));
-        }
+        shape::check_len("tensor", shape, data.len())?;
         let t = Tensor::uninit(gpu, shape, dtype)?;
         let mut bytes = encode(data, dtype);
         bytes.resize(t.buffer.size() as usize, 0);

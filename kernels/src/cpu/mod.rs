@@ -12,7 +12,7 @@ pub use layernorm::layernorm;
 pub use matmul::matmul;
 pub use softmax::softmax;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::shape;
 
 /// A row-major f32 array on the CPU: the CPU path's counterpart of a GPU `Tensor`.
@@ -25,17 +25,7 @@ pub struct Array {
 impl Array {
     /// An array from data and a shape whose element count matches.
     pub fn new(shape: &[usize], data: Vec<f32>) -> Result<Self> {
-        shape::non_empty("array", shape)?;
-        if shape::numel(shape) != data.len() {
-            return Err(Error::shape(
-                "array",
-                format!(
-                    "shape {shape:?} holds {} elements, data has {}",
-                    shape::numel(shape),
-                    data.len()
-                ),
-            ));
-        }
+        shape::check_len("array", shape, data.len())?;
         Ok(Array {
             shape: shape.to_vec(),
             data,

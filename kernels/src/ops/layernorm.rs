@@ -2,11 +2,11 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::{Dispatch, fold_groups};
-use crate::select::{self, Choice, Request};
+use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
 
-use super::{check_operands, check_out_shape, dtype_param, row_width_score};
+use super::{check_operands, check_out_shape, choose_rowwise};
 
 const OP: &str = "layernorm";
 
@@ -42,21 +42,7 @@ pub fn layernorm_into(
 
 /// The variant the selector picks for this shape on this device.
 pub fn choose(x: &Tensor, named: Option<&str>) -> Result<Choice> {
-    let (_, cols) = rows_cols(OP, x.shape())?;
-    let score = |v: &crate::registry::Variant| {
-        let subgroup = i64::from(v.text("reduce") == "subgroup") * 1000;
-        subgroup + row_width_score(v.int("wg"), cols)
-    };
-    let request = Request {
-        op: OP,
-        fixed: vec![dtype_param(x)],
-        bucket: format!("c{}", select::bucket(cols)),
-        fits: &|_| true,
-        score: &score,
-        rule: "subgroup reductions where offered; threads per row ≈ row length within 64..256",
-    };
-    let gpu = x.gpu();
-    select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
+    choose_rowwise(OP, x, Vec::new(), named)
 }
 
 /// Checks the call and prepares its launch.

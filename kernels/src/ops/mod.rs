@@ -15,6 +15,9 @@ pub use softmax::{softmax, softmax_into};
 
 use crate::contract::Param;
 use crate::error::{Error, Result};
+use crate::registry::Variant;
+use crate::select::{self, Choice, Request};
+use crate::shape::rows_cols;
 use crate::tensor::Tensor;
 
 /// Tensors of one op must live on one device and share a dtype.
@@ -52,10 +55,31 @@ fn dtype_param(t: &Tensor) -> (&'static str, Param) {
     ("dtype", Param::Str(t.dtype().wgsl().to_string()))
 }
 
-/// Prefers workgroups about as wide as a row (64 to 256 threads).
-fn row_width_score(wg: i64, cols: usize) -> i64 {
+/// The choice for the row-wise families (softmax, layernorm), one workgroup per row: subgroup
+/// reductions where offered, and about as many threads as the row is long (64 to 256).
+fn choose_rowwise(
+    op: &'static str,
+    x: &Tensor,
+    mut fixed: Vec<(&'static str, Param)>,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let (_, cols) = rows_cols(op, x.shape())?;
     let target = (cols.next_power_of_two() as i64).clamp(64, 256);
-    -(wg - target).abs()
+    let score = |v: &Variant| {
+        let subgroup = i64::from(v.text("reduce") == "subgroup") * 1000;
+        subgroup - (v.int("wg") - target).abs()
+    };
+    fixed.insert(0, dtype_param(x));
+    let request = Request {
+        op,
+        fixed,
+        bucket: format!("c{}", select::bucket(cols)),
+        fits: &|_| true,
+        score: &score,
+        rule: "subgroup reductions where offered; threads per row ≈ row length within 64..256",
+    };
+    let gpu = x.gpu();
+    select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
 }
 
 impl Tensor {
