@@ -93,6 +93,21 @@ impl Contract {
                 });
             }
         }
+        // A misspelt feature would hide its variants on every device: refuse it here.
+        let known = crate::device::ProfileFeatures::default();
+        for var in &contract.variables {
+            for feature in var.requires.values().flatten() {
+                if known.has(feature).is_none() {
+                    return Err(Error::Parse {
+                        what: file.to_string(),
+                        detail: format!(
+                            "variable `{}` requires unknown feature `{feature}`",
+                            var.name
+                        ),
+                    });
+                }
+            }
+        }
         if contract.variables.iter().any(|v| v.values.is_empty()) {
             return Err(Error::Parse {
                 what: file.to_string(),

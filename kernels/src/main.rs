@@ -390,9 +390,18 @@ async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> {
     })??;
     let error = cpu::rel_l2(&got, &want.data);
 
-    let flops = dims.flops();
-    report(&gpu, &args, &choice, &gpu_timing, &cpu_timing, flops, error);
+    let work = Work {
+        flops: dims.flops(),
+        bytes: dims.min_bytes(dtype.size()),
+    };
+    report(&gpu, &args, &choice, &gpu_timing, &cpu_timing, &work, error);
     Ok(())
+}
+
+/// What one call does: floating-point operations, and the fewest bytes it must move.
+struct Work {
+    flops: f64,
+    bytes: f64,
 }
 
 fn report(
@@ -401,9 +410,10 @@ fn report(
     choice: &kiln::Choice,
     gpu_t: &Timing,
     cpu_t: &Timing,
-    flops: f64,
+    work: &Work,
     rel_l2: f64,
 ) {
+    let flops = work.flops;
     let speedup = cpu_t.median_ms / gpu_t.median_ms;
     if args.json {
         let out = json!({
@@ -416,7 +426,7 @@ fn report(
             "reason": choice.reason.to_string(),
             "gpu": {"clock": gpu_t.clock, "median_ms": gpu_t.median_ms, "min_ms": gpu_t.min_ms,
                     "max_ms": gpu_t.max_ms, "repeats": gpu_t.samples_ms.len(), "warmup": gpu_t.warmup,
-                    "gflops": gpu_t.rate(flops) / 1e9},
+                    "gflops": gpu_t.rate(flops) / 1e9, "gbytes_per_s": gpu_t.rate(work.bytes) / 1e9},
             "cpu": {"path": "plain single-threaded loops (kiln::cpu)", "clock": cpu_t.clock,
                     "median_ms": cpu_t.median_ms, "min_ms": cpu_t.min_ms, "max_ms": cpu_t.max_ms,
                     "repeats": cpu_t.samples_ms.len(), "gflops": cpu_t.rate(flops) / 1e9},
@@ -439,15 +449,19 @@ fn report(
     println!("variant {} — {}", choice.variant.name, choice.reason);
     for (name, t) in [("GPU", gpu_t), ("CPU", cpu_t)] {
         println!(
-            "{name}  median {:>10.4} ms  min {:>10.4}  max {:>10.4}  ({} runs, {})  {:>9.2} GFLOP/s",
+            "{name}  median {:>10.4} ms  min {:>10.4}  max {:>10.4}  ({} runs, {})  {:>9.2} GFLOP/s  {:>8.2} GB/s",
             t.median_ms,
             t.min_ms,
             t.max_ms,
             t.samples_ms.len(),
             t.clock,
-            t.rate(flops) / 1e9
+            t.rate(flops) / 1e9,
+            t.rate(work.bytes) / 1e9
         );
     }
     println!("GPU/CPU speed-up {speedup:.1}x (CPU path: plain single-threaded loops)");
+    println!(
+        "(GB/s counts the fewest bytes the product must move: A and B read once, C written once)"
+    );
     println!("relative L2 error against the CPU reference: {rel_l2:.3e}");
 }

@@ -11,7 +11,7 @@ use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 
 /// The families built into Kiln: `(family, template, contract)`.
-const FAMILIES: [(&str, &str, &str); 4] = [
+const FAMILIES: [(&str, &str, &str); 6] = [
     (
         "matmul",
         include_str!("../templates/matmul.wgsl.jinja"),
@@ -31,6 +31,16 @@ const FAMILIES: [(&str, &str, &str); 4] = [
         "layernorm",
         include_str!("../templates/layernorm.wgsl.jinja"),
         include_str!("../templates/layernorm.toml"),
+    ),
+    (
+        "sinusoid",
+        include_str!("../templates/sinusoid.wgsl.jinja"),
+        include_str!("../templates/sinusoid.toml"),
+    ),
+    (
+        "rgba8",
+        include_str!("../templates/rgba8.wgsl.jinja"),
+        include_str!("../templates/rgba8.toml"),
     ),
 ];
 

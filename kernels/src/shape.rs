@@ -66,6 +66,14 @@ impl MatmulDims {
         }
     }
 
+    /// The fewest bytes a product can move: A and B read once, C written once.
+    pub fn min_bytes(&self, elem_bytes: u64) -> f64 {
+        let a = if self.stride_a == 0 { 1 } else { self.batch } * self.m * self.k;
+        let b = if self.stride_b == 0 { 1 } else { self.batch } * self.k * self.n;
+        let c = self.batch * self.m * self.n;
+        ((a + b + c) as u64 * elem_bytes) as f64
+    }
+
     /// Floating-point operations: one multiply and one add per term.
     pub fn flops(&self) -> f64 {
         2.0 * self.batch as f64 * self.m as f64 * self.n as f64 * self.k as f64

@@ -11,6 +11,8 @@ use crate::shape;
 pub enum DType {
     F32,
     F16,
+    /// Packed data such as RGBA8 pixels; read with `read_u32`.
+    U32,
 }
 
 impl DType {
@@ -19,12 +21,13 @@ impl DType {
         match self {
             DType::F32 => "f32",
             DType::F16 => "f16",
+            DType::U32 => "u32",
         }
     }
 
     pub fn size(self) -> u64 {
         match self {
-            DType::F32 => 4,
+            DType::F32 | DType::U32 => 4,
             DType::F16 => 2,
         }
     }
@@ -34,9 +37,10 @@ impl DType {
         match s {
             "f32" => Ok(DType::F32),
             "f16" => Ok(DType::F16),
+            "u32" => Ok(DType::U32),
             other => Err(Error::Parse {
                 what: "dtype".into(),
-                detail: format!("`{other}` is not a dtype (f32, f16)"),
+                detail: format!("`{other}` is not a dtype (f32, f16, u32)"),
             }),
         }
     }
@@ -125,11 +129,47 @@ impl Tensor {
         })
     }
 
+    /// Uploads u32 data (packed pixels, indices) as a `U32` tensor.
+    pub fn from_u32(gpu: &Gpu, shape: &[usize], data: &[u32]) -> Result<Tensor> {
+        shape::check_len("tensor", shape, data.len())?;
+        let t = Tensor::uninit(gpu, shape, DType::U32)?;
+        gpu.queue()
+            .write_buffer(&t.buffer, 0, bytemuck::cast_slice(data));
+        Ok(t)
+    }
+
     /// Copies the tensor back to the CPU as f32. Natively this waits for the GPU; in the
     /// browser it yields to the event loop until the copy has landed.
     pub async fn read(&self) -> Result<Vec<f32>> {
+        if self.dtype == DType::U32 {
+            return Err(Error::InvalidArgument {
+                op: "read",
+                detail: "a u32 tensor is read with read_u32".into(),
+            });
+        }
         let bytes = read_buffer(&self.gpu, &self.buffer).await?;
         Ok(decode(&bytes, self.dtype, self.numel()))
+    }
+
+    /// Copies a `U32` tensor back to the CPU.
+    pub async fn read_u32(&self) -> Result<Vec<u32>> {
+        if self.dtype != DType::U32 {
+            return Err(Error::InvalidArgument {
+                op: "read_u32",
+                detail: format!("the tensor is {}, not u32", self.dtype.wgsl()),
+            });
+        }
+        let bytes = read_buffer(&self.gpu, &self.buffer).await?;
+        Ok(bytes
+            .chunks_exact(4)
+            .take(self.numel())
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+
+    /// The buffer, for code that draws from it (a display pass binding the pixels).
+    pub fn raw_buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
     }
 }
 
@@ -170,6 +210,10 @@ pub(crate) async fn read_buffer(gpu: &Gpu, buffer: &wgpu::Buffer) -> Result<Vec<
 fn encode(data: &[f32], dtype: DType) -> Vec<u8> {
     match dtype {
         DType::F32 => bytemuck::cast_slice(data).to_vec(),
+        DType::U32 => data
+            .iter()
+            .flat_map(|&v| (v as u32).to_le_bytes())
+            .collect(),
         DType::F16 => data
             .iter()
             .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
@@ -183,6 +227,11 @@ fn decode(bytes: &[u8], dtype: DType, n: usize) -> Vec<f32> {
             .chunks_exact(4)
             .take(n)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+        DType::U32 => bytes
+            .chunks_exact(4)
+            .take(n)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f32)
             .collect(),
         DType::F16 => bytes
             .chunks_exact(2)

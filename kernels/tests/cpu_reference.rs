@@ -102,3 +102,23 @@ fn rel_l2_flags_nan_and_length_mismatch() {
     let e = cpu::rel_l2(&[1.0, 2.0], &[1.0, 2.02]);
     assert!((e - 0.02 / (1.0f64 + 2.02 * 2.02).sqrt()).abs() < 1e-6);
 }
+
+#[test]
+fn sinusoid_hand_values() {
+    // freq 1, phase π/2: sin(x + π/2) = cos x, cos(x + π/2) = −sin x, at x = 0 and 0.5.
+    let t = cpu::sinusoid(&[1.0], &[std::f32::consts::FRAC_PI_2], 2, 0.0, 0.5).unwrap();
+    assert_eq!(t.shape, vec![2, 2]);
+    close(&t.data, &[1.0, 0.5f32.cos(), 0.0, -(0.5f32.sin())]);
+}
+
+#[test]
+fn rgba8_hand_values() {
+    // One pixel: R = 0 → 0, G = 1 → 255, B = 0.5 → round(127.5) = 128, A = 2 → clamped 255.
+    let planes = arr(&[4, 1, 1], &[0.0, 1.0, 0.5, 2.0]);
+    let px = cpu::rgba8(&planes, 1.0, 0.0).unwrap();
+    assert_eq!(px, vec![0xff_80_ff_00]);
+    // scale and bias map [-1, 1] to [0, 1]: -1 → 0, 1 → 255.
+    let planes = arr(&[4, 1, 2], &[-1.0, 1.0, 0.0, 0.0, 1.0, -1.0, 1.0, 1.0]);
+    let px = cpu::rgba8(&planes, 0.5, 0.5).unwrap();
+    assert_eq!(px, vec![0xff_ff_80_00, 0xff_00_80_ff]);
+}

@@ -62,6 +62,25 @@ fn other_ops_shape_and_argument_errors() {
 }
 
 #[test]
+fn sinusoid_and_rgba8_errors() {
+    let (_, m) = message(ops::sinusoid(&t(&[3]), &t(&[4]), 8, 0.0, 1.0, DType::F32));
+    assert!(m.contains("freq [3] and phase [4] differ"), "{m}");
+    let (_, m) = message(ops::sinusoid(
+        &t(&[3]),
+        &t(&[3]),
+        8,
+        f32::NAN,
+        1.0,
+        DType::F32,
+    ));
+    assert!(m.contains("must be finite"), "{m}");
+    let (_, m) = message(ops::rgba8(&t(&[3, 2, 2]), 1.0, 0.0));
+    assert!(m.contains("expected [4, H, W]"), "{m}");
+    let (_, m) = message(pollster::block_on(t(&[2]).read_u32()));
+    assert!(m.contains("not u32"), "{m}");
+}
+
+#[test]
 fn empty_and_mismatched_tensors() {
     let (_, m) = message(Tensor::from_slice(gpu(), &[3, 0], &[], DType::F32));
     assert!(m.contains("shape [3, 0] is empty"), "{m}");

@@ -206,6 +206,61 @@ fn layernorm_every_variant() {
 }
 
 #[test]
+fn sinusoid_every_variant() {
+    // Angles up to about 60 rad: f32 sin/cos on both sides.
+    let (rows, n) = (13, 130);
+    let freq: Vec<f32> = random(1000, rows).iter().map(|v| v * 0.4).collect();
+    let phase: Vec<f32> = random(1001, rows).iter().map(|v| v * 3.0).collect();
+    let f = Tensor::from_slice(gpu(), &[rows], &freq, DType::F32).unwrap();
+    let p = Tensor::from_slice(gpu(), &[rows], &phase, DType::F32).unwrap();
+    let want = cpu::sinusoid(&freq, &phase, n, -7.0, 1.1).unwrap();
+    for dtype in dtypes() {
+        for v in variants("sinusoid", dtype) {
+            let out = poisoned(&[2 * rows, n], dtype);
+            ops::sinusoid_into(&f, &p, &out, -7.0, 1.1, Some(&v.name)).unwrap();
+            let tol = if dtype == DType::F32 {
+                1e-4
+            } else {
+                tolerance(dtype)
+            };
+            assert_close(
+                &format!("sinusoid {}", v.name),
+                &read(&out),
+                &want.data,
+                tol,
+            );
+        }
+    }
+}
+
+#[test]
+fn rgba8_every_variant_within_one_step() {
+    for dtype in dtypes() {
+        let (planes, planes_cpu) = input(1100, &[4, 33, 7], dtype);
+        // scale 0.6 pushes some values out of [0, 1]: clamping is exercised too.
+        let want = cpu::rgba8(&planes_cpu, 0.6, 0.5).unwrap();
+        for v in variants("rgba8", dtype) {
+            let pixels = Tensor::from_u32(gpu(), &[33, 7], &vec![0xdead_beef; 33 * 7]).unwrap();
+            ops::rgba8_into(&planes, &pixels, 0.6, 0.5, Some(&v.name)).unwrap();
+            let got = pollster::block_on(pixels.read_u32()).unwrap();
+            let worst = got
+                .iter()
+                .zip(&want)
+                .flat_map(|(g, w)| {
+                    (0..4).map(move |c| ((g >> (8 * c)) & 255).abs_diff((w >> (8 * c)) & 255))
+                })
+                .max()
+                .unwrap();
+            assert!(
+                worst <= 1,
+                "rgba8 {}: a channel differs by {worst}/255",
+                v.name
+            );
+        }
+    }
+}
+
+#[test]
 fn rows_beyond_one_grid_dimension_fold_into_y() {
     // 70,000 rows: more workgroups than one dimension allows (65,535).
     let shape = [70_000, 2];

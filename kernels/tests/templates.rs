@@ -177,6 +177,20 @@ fn contracts_without_limit_values_are_refused() {
 }
 
 #[test]
+fn contracts_with_unknown_features_are_refused() {
+    let broken = CONTRACT.replace(
+        r#"doc = "threads""#,
+        "doc = \"threads\"\nrequires = { 64 = [\"shader_f61\"] }",
+    );
+    let err = Registry::from_sources(&[("probe", "", Box::leak(broken.into_boxed_str()))], &[])
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("unknown feature `shader_f61`"),
+        "{err}"
+    );
+}
+
+#[test]
 fn tuned_table_loads_and_rejects_other_versions() {
     TunedTable::builtin().unwrap();
     let err = TunedTable::from_json("t.json", r#"{"version": 99, "entries": []}"#).unwrap_err();

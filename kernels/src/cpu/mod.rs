@@ -5,11 +5,15 @@
 mod add;
 mod layernorm;
 mod matmul;
+mod rgba8;
+mod sinusoid;
 mod softmax;
 
 pub use add::add;
 pub use layernorm::layernorm;
 pub use matmul::matmul;
+pub use rgba8::rgba8;
+pub use sinusoid::sinusoid;
 pub use softmax::softmax;
 
 use crate::error::Result;

@@ -6,11 +6,15 @@
 pub mod add;
 pub mod layernorm;
 pub mod matmul;
+pub mod rgba8;
+pub mod sinusoid;
 pub mod softmax;
 
 pub use add::{add, add_into};
 pub use layernorm::{layernorm, layernorm_into};
 pub use matmul::{matmul, matmul_into};
+pub use rgba8::{rgba8, rgba8_into};
+pub use sinusoid::{sinusoid, sinusoid_into};
 pub use softmax::{softmax, softmax_into};
 
 use crate::contract::Param;
@@ -49,6 +53,26 @@ fn check_out_shape(op: &'static str, out: &Tensor, want: &[usize]) -> Result<()>
         ));
     }
     Ok(())
+}
+
+/// A simple request: the dtype fixed, every variant fits, the widest workgroup preferred.
+fn choose_widest(
+    op: &'static str,
+    t: &Tensor,
+    bucket: String,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let score = |v: &Variant| v.int("wg");
+    let request = Request {
+        op,
+        fixed: vec![dtype_param(t)],
+        bucket,
+        fits: &|_| true,
+        score: &score,
+        rule: "256 threads per workgroup",
+    };
+    let gpu = t.gpu();
+    select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
 }
 
 fn dtype_param(t: &Tensor) -> (&'static str, Param) {

@@ -34,7 +34,7 @@ pub fn random(seed: u64, n: usize) -> Vec<f32> {
 /// 11 significant bits.
 pub fn tolerance(dtype: kiln::DType) -> f64 {
     match dtype {
-        kiln::DType::F32 => 1e-5,
+        kiln::DType::F32 | kiln::DType::U32 => 1e-5,
         kiln::DType::F16 => 3e-3,
     }
 }
