@@ -87,25 +87,26 @@ fn check_repeats(repeats: usize) -> Result<()> {
     Ok(())
 }
 
-/// Times a prepared dispatch: `warmup` unmeasured launches, then `repeats` measured ones.
-pub async fn time_dispatch(
+/// Times prepared dispatches run in order as one unit (one op, or a whole frame of several):
+/// `warmup` unmeasured runs, then `repeats` measured ones.
+pub async fn time_dispatches(
     gpu: &Gpu,
-    dispatch: &Dispatch,
+    dispatches: &[&Dispatch],
     warmup: usize,
     repeats: usize,
 ) -> Result<Timing> {
     check_repeats(repeats)?;
     for _ in 0..warmup {
-        gpu.submit(&[dispatch]);
+        gpu.submit(dispatches);
     }
     gpu.idle().await?;
     if gpu.profile().features.timestamp_query {
-        time_with_timestamps(gpu, dispatch, warmup, repeats).await
+        time_with_timestamps(gpu, dispatches, warmup, repeats).await
     } else {
         let mut samples = Vec::with_capacity(repeats);
         for _ in 0..repeats {
             let start = Instant::now();
-            gpu.submit(&[dispatch]);
+            gpu.submit(dispatches);
             gpu.idle().await?;
             samples.push(start.elapsed().as_secs_f64() * 1e3);
         }
@@ -115,7 +116,7 @@ pub async fn time_dispatch(
 
 async fn time_with_timestamps(
     gpu: &Gpu,
-    dispatch: &Dispatch,
+    dispatches: &[&Dispatch],
     warmup: usize,
     repeats: usize,
 ) -> Result<Timing> {
@@ -136,7 +137,7 @@ async fn time_with_timestamps(
         label: Some("kiln bench"),
     });
     for i in 0..repeats as u32 {
-        // One pass per launch: its two timestamps bracket exactly this dispatch.
+        // One pass per run: its two timestamps bracket exactly these dispatches.
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("kiln bench"),
             timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
@@ -145,7 +146,9 @@ async fn time_with_timestamps(
                 end_of_pass_write_index: Some(2 * i + 1),
             }),
         });
-        dispatch.record(&mut pass);
+        for d in dispatches {
+            d.record(&mut pass);
+        }
     }
     encoder.resolve_query_set(&queries, 0..count, &resolved, 0);
     gpu.queue().submit([encoder.finish()]);

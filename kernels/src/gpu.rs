@@ -20,6 +20,14 @@ pub struct GpuOptions {
     pub without: wgpu::Features,
 }
 
+impl GpuOptions {
+    /// The backends to consider: the explicit choice, else `WGPU_BACKEND`, else the primary ones.
+    pub fn backends(&self) -> wgpu::Backends {
+        self.backends
+            .unwrap_or_else(|| wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY))
+    }
+}
+
 /// The features Kiln's kernels can use, requested whenever the adapter offers them.
 const WANTED: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SUBGROUP)
@@ -47,9 +55,7 @@ impl Gpu {
     /// Finds an adapter (honouring `WGPU_ADAPTER_NAME`, `WGPU_BACKEND`,
     /// `WGPU_POWER_PREF`) and opens a device on it.
     pub async fn new(options: &GpuOptions) -> Result<Gpu> {
-        let backends = options
-            .backends
-            .unwrap_or_else(|| wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY));
+        let backends = options.backends();
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle().with_env();
         desc.backends = backends;
         let instance = wgpu::Instance::new(desc);

@@ -376,7 +376,7 @@ async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> {
     let c = Tensor::full(&gpu, &[args.batch, args.m, args.n], f32::NAN, dtype)?;
     let (dispatch, choice) = ops::matmul::plan(&a, &b, &c, args.variant.as_deref())?;
 
-    let gpu_timing = bench::time_dispatch(&gpu, &dispatch, args.warmup, args.repeats).await?;
+    let gpu_timing = bench::time_dispatches(&gpu, &[&dispatch], args.warmup, args.repeats).await?;
     let got = c.read().await?;
 
     let (a_cpu, b_cpu) = (Array::new(&a_shape, a_data)?, Array::new(&b_shape, b_data)?);

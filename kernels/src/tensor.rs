@@ -61,9 +61,7 @@ impl Tensor {
     pub fn from_slice(gpu: &Gpu, shape: &[usize], data: &[f32], dtype: DType) -> Result<Tensor> {
         shape::check_len("tensor", shape, data.len())?;
         let t = Tensor::uninit(gpu, shape, dtype)?;
-        let mut bytes = encode(data, dtype);
-        bytes.resize(t.buffer.size() as usize, 0);
-        gpu.queue().write_buffer(&t.buffer, 0, &bytes);
+        t.write(data)?;
         Ok(t)
     }
 
@@ -136,6 +134,31 @@ impl Tensor {
         gpu.queue()
             .write_buffer(&t.buffer, 0, bytemuck::cast_slice(data));
         Ok(t)
+    }
+
+    /// Overwrites the tensor with f32 data (converted to its dtype), keeping shape and buffer.
+    pub fn write(&self, data: &[f32]) -> Result<()> {
+        shape::check_len("write", &self.shape, data.len())?;
+        // Writes must be whole 4-byte words: pad an odd count of f16 values.
+        let mut bytes = encode(data, self.dtype);
+        bytes.resize(self.buffer.size() as usize, 0);
+        self.gpu.queue().write_buffer(&self.buffer, 0, &bytes);
+        Ok(())
+    }
+
+    /// Overwrites a `U32` tensor with u32 data.
+    pub fn write_u32(&self, data: &[u32]) -> Result<()> {
+        shape::check_len("write_u32", &self.shape, data.len())?;
+        if self.dtype != DType::U32 {
+            return Err(Error::InvalidArgument {
+                op: "write_u32",
+                detail: format!("the tensor is {}, not u32", self.dtype.wgsl()),
+            });
+        }
+        self.gpu
+            .queue()
+            .write_buffer(&self.buffer, 0, bytemuck::cast_slice(data));
+        Ok(())
     }
 
     /// Copies the tensor back to the CPU as f32. Natively this waits for the GPU; in the

@@ -303,7 +303,7 @@ fn benchmark_timing_reports_the_clock_and_sane_numbers() {
     let (b, _) = input(901, &[64, 64], DType::F32);
     let c = poisoned(&[64, 64], DType::F32);
     let (dispatch, _) = ops::matmul::plan(&a, &b, &c, None).unwrap();
-    let t = pollster::block_on(kiln::bench::time_dispatch(gpu(), &dispatch, 1, 5)).unwrap();
+    let t = pollster::block_on(kiln::bench::time_dispatches(gpu(), &[&dispatch], 1, 5)).unwrap();
     let expected = if gpu().profile().features.timestamp_query {
         kiln::bench::Clock::GpuTimestamps
     } else {

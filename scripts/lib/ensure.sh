@@ -40,8 +40,24 @@ ensure_lavapipe() {
 # Debian's Chromium (WebGPU on SwiftShader) and the site's npm packages (playwright-core).
 ensure_browser() {
   ensure_apt chromium
-  if [ ! -d site/node_modules/playwright-core ]; then
+  if [ ! -d site/node_modules/playwright-core ] || [ ! -d site/node_modules/binaryen ]; then
     echo "== installing the site's npm packages"
     (cd site && npm ci --no-audit --no-fund --loglevel=error)
   fi
+}
+
+# wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock (the two must
+# match); built from source, so only when that version is missing (about 9 minutes on 2 cores).
+ensure_wasm_bindgen() {
+  local want
+  want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/"/, "", $3); print $3 }' Cargo.lock)
+  if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$want" ]; then
+    echo "== installing wasm-bindgen-cli $want (from source, takes minutes)"
+    cargo install --quiet wasm-bindgen-cli --version "=$want"
+  fi
+}
+
+# Xvfb and ImageMagick's `import` for the native window test.
+ensure_window_tools() {
+  ensure_apt xvfb xauth imagemagick
 }

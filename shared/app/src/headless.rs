@@ -1,0 +1,59 @@
+//! `--bench`: no window. Times the GPU frame computation and the CPU path, checks that they
+//! agree, prints one table (or JSON) naming the clocks, and writes the last GPU frame as PNG.
+
+use kiln::{Gpu, GpuOptions};
+
+use crate::{BenchReport, Demo, Options, platform};
+
+pub fn run<D: Demo>(options: &Options) {
+    let options = options.clone();
+    platform::spawn(async move {
+        match bench::<D>(&options).await {
+            Ok(report) => print(&report, &options),
+            Err(e) => platform::fatal(&format!("{} --bench: {e}", D::NAME)),
+        }
+    });
+}
+
+async fn bench<D: Demo>(options: &Options) -> kiln::Result<BenchReport> {
+    if options.frames == 0 {
+        return Err(kiln::Error::InvalidArgument {
+            op: "bench",
+            detail: "--frames must be at least 1".into(),
+        });
+    }
+    let gpu = Gpu::new(&GpuOptions::default()).await?;
+    let report = D::bench(&gpu, options.frames, options.size).await?;
+    if let (Some(path), Some(image)) = (&options.png, &report.image) {
+        platform::write_png(path, image)?;
+    }
+    Ok(report)
+}
+
+fn print(r: &BenchReport, options: &Options) {
+    if options.json {
+        platform::emit_report(&serde_json::to_string_pretty(r).unwrap_or_default());
+        return;
+    }
+    let mut lines = vec![format!(
+        "{} — {} on {} ({})",
+        r.demo, r.settings, r.adapter, r.backend
+    )];
+    for (path, t) in [("GPU", &r.gpu), ("CPU", &r.cpu)] {
+        lines.push(format!(
+            "{path}  {:>10.1} frames/s  (median {:.4} ms, min {:.4}, max {:.4}; {} frames, {})",
+            1e3 / t.median_ms,
+            t.median_ms,
+            t.min_ms,
+            t.max_ms,
+            t.samples_ms.len(),
+            t.clock
+        ));
+    }
+    lines.push(format!("GPU/CPU {:.1}x", r.cpu.median_ms / r.gpu.median_ms));
+    lines.push(format!("checks  {}", r.checks));
+    if let Some(path) = &options.png {
+        lines.push(format!("wrote {path}"));
+    }
+    platform::emit_report(&lines.join("\n"));
+}

@@ -1,0 +1,115 @@
+//! The harness every Kiln demo shares. A demo implements [`Demo`]; its `main` is
+//! `kiln_app::run::<ThisDemo>()`. This crate is the only place that knows the platform: a winit
+//! window natively, a canvas in the browser, and a headless benchmark mode (`--bench`).
+
+mod display;
+mod headless;
+mod hud;
+mod platform;
+mod window;
+
+use std::future::Future;
+
+pub use kiln;
+use kiln::bench::Timing;
+use kiln::{Gpu, Tensor};
+
+/// What a demo gives the harness.
+pub trait Demo: Sized + 'static {
+    /// Short name: the binary, the page, the PNG file.
+    const NAME: &'static str;
+    /// Window and page title.
+    const TITLE: &'static str;
+
+    /// Builds the demo on a device.
+    fn new(gpu: &Gpu) -> kiln::Result<Self>;
+
+    /// Advances the animation by `dt` seconds and computes the frame on the current path.
+    /// Returns the pixels to show: a u32 RGBA8 tensor [H, W] on the GPU.
+    fn frame(&mut self, dt: f32) -> kiln::Result<Tensor>;
+
+    /// A key press (`space`, `g`, `+`, `-`, `r`, `s`, …); returns whether the demo used it.
+    fn key(&mut self, _key: &str) -> bool {
+        false
+    }
+
+    /// Lines for the heads-up display.
+    fn hud(&self) -> Vec<String>;
+
+    /// Measures the uncapped rates of both paths for the current settings (the HUD shows them).
+    fn measure(&self) -> impl Future<Output = kiln::Result<Rates>> + 'static;
+
+    /// Headless benchmark: `frames` frames on each path, timed, compared, the last GPU frame
+    /// kept. `size` overrides the demo's default problem size (a smaller frame for slow devices).
+    fn bench(
+        gpu: &Gpu,
+        frames: usize,
+        size: Option<usize>,
+    ) -> impl Future<Output = kiln::Result<BenchReport>>;
+}
+
+/// Uncapped frame rates of the two paths.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Rates {
+    /// Frames per second of the GPU frame computation alone (no display).
+    pub gpu_fps: f64,
+    /// Frames per second of the CPU path.
+    pub cpu_fps: f64,
+    /// The clock the GPU figure came from.
+    pub gpu_clock: kiln::bench::Clock,
+}
+
+/// What a headless benchmark measured.
+#[derive(Debug, serde::Serialize)]
+pub struct BenchReport {
+    pub demo: String,
+    pub adapter: String,
+    pub backend: String,
+    /// The demo's settings, in words (`1024×1024, 128 waves`).
+    pub settings: String,
+    /// Per-frame times of the GPU frame computation.
+    pub gpu: Timing,
+    /// Per-frame times of the CPU path (wall clock).
+    pub cpu: Timing,
+    /// Demo-specific results (agreement between the paths, …).
+    pub checks: serde_json::Value,
+    /// The last GPU frame, RGBA8, for `--png`.
+    #[serde(skip)]
+    pub image: Option<Image>,
+}
+
+/// An RGBA8 image.
+#[derive(Debug)]
+pub struct Image {
+    pub width: u32,
+    pub height: u32,
+    pub rgba: Vec<u8>,
+}
+
+/// Runs the demo: headless with `--bench`, else in a window (natively) or the page's canvas.
+pub fn run<D: Demo>() {
+    platform::init_logging();
+    let options = platform::options();
+    if options.bench {
+        headless::run::<D>(&options);
+    } else {
+        window::run::<D>(options);
+    }
+}
+
+/// Command-line (native) or URL (web) options.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Headless benchmark instead of a window.
+    pub bench: bool,
+    /// Frames per path in the benchmark.
+    pub frames: usize,
+    /// Print the benchmark as JSON.
+    pub json: bool,
+    /// Write the last GPU frame here.
+    pub png: Option<String>,
+    /// Problem size for the benchmark (the demo's default when absent).
+    pub size: Option<usize>,
+    /// Close the window after this many displayed frames (window tests).
+    pub exit_after: Option<u64>,
+}

@@ -1,0 +1,191 @@
+//! Everything that differs between native and the browser, in one place: logging and panics,
+//! options, running futures, where the HUD text goes, and how the event loop starts.
+
+use std::future::Future;
+
+use crate::Options;
+
+#[cfg(not(target_arch = "wasm32"))]
+mod imp {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    #[command(about = "A Kiln demo: a window, or a headless benchmark with --bench")]
+    struct Cli {
+        /// Run headless: time the GPU and CPU paths, print the result, exit.
+        #[arg(long)]
+        bench: bool,
+        /// Frames per path in the benchmark.
+        #[arg(long, default_value_t = 30)]
+        frames: usize,
+        /// Print the benchmark as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Write the last GPU frame as PNG.
+        #[arg(long)]
+        png: Option<String>,
+        /// Problem size for the benchmark (the demo's default when absent).
+        #[arg(long)]
+        size: Option<usize>,
+        /// Close the window after this many displayed frames.
+        #[arg(long)]
+        exit_after: Option<u64>,
+    }
+
+    pub fn init_logging() {
+        let _ = env_logger::try_init();
+    }
+
+    pub fn options() -> Options {
+        let cli = Cli::parse();
+        Options {
+            bench: cli.bench,
+            frames: cli.frames,
+            json: cli.json,
+            png: cli.png,
+            size: cli.size,
+            exit_after: cli.exit_after,
+        }
+    }
+
+    /// Natively a future runs to completion at once (the GPU is polled while it waits).
+    pub fn spawn(f: impl Future<Output = ()> + 'static) {
+        pollster::block_on(f);
+    }
+
+    /// Natively the HUD is drawn in the window; nothing to do here.
+    pub fn show_text(_lines: &[String]) {}
+
+    /// The benchmark's report goes to standard output.
+    pub fn emit_report(text: &str) {
+        println!("{text}");
+    }
+
+    /// A fatal message: printed, and the process ends with a failure status.
+    pub fn fatal(message: &str) -> ! {
+        eprintln!("error: {message}");
+        std::process::exit(1)
+    }
+
+    pub fn run_app<A: winit::application::ApplicationHandler<E>, E: 'static>(
+        event_loop: winit::event_loop::EventLoop<E>,
+        mut app: A,
+    ) {
+        if let Err(e) = event_loop.run_app(&mut app) {
+            fatal(&format!("event loop: {e}"));
+        }
+    }
+
+    pub fn window_attributes(title: &str) -> winit::window::WindowAttributes {
+        winit::window::Window::default_attributes()
+            .with_title(title)
+            .with_inner_size(winit::dpi::LogicalSize::new(900.0, 900.0))
+    }
+
+    /// Writes an RGBA8 image as PNG.
+    pub fn write_png(path: &str, image: &crate::Image) -> kiln::Result<()> {
+        let fail = |e: &dyn std::fmt::Display| kiln::Error::InvalidArgument {
+            op: "png",
+            detail: format!("cannot write {path}: {e}"),
+        };
+        let file = std::fs::File::create(path).map_err(|e| fail(&e))?;
+        let mut encoder =
+            png::Encoder::new(std::io::BufWriter::new(file), image.width, image.height);
+        encoder.set_color(png::ColorType::Rgba);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder.write_header().map_err(|e| fail(&e))?;
+        writer.write_image_data(&image.rgba).map_err(|e| fail(&e))?;
+        writer.finish().map_err(|e| fail(&e))
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod imp {
+    use super::*;
+    use wasm_bindgen::JsCast;
+
+    pub fn init_logging() {
+        console_error_panic_hook::set_once();
+        let _ = console_log::init_with_level(log::Level::Info);
+    }
+
+    /// Options from the page URL: `?bench&frames=N&size=N&json` runs the benchmark in the
+    /// page and writes its report into `#report`; `exit_after=N` stops after N frames.
+    pub fn options() -> Options {
+        let query = web_sys::window()
+            .and_then(|w| w.location().search().ok())
+            .and_then(|s| web_sys::UrlSearchParams::new_with_str(&s).ok());
+        let get = |k: &str| query.as_ref().and_then(|q| q.get(k));
+        let number = |k: &str| get(k).and_then(|v| v.parse().ok());
+        Options {
+            bench: get("bench").is_some(),
+            frames: number("frames").unwrap_or(3),
+            json: get("json").is_some(),
+            png: None,
+            size: number("size"),
+            exit_after: number("exit_after").map(|n: usize| n as u64),
+        }
+    }
+
+    /// The benchmark's report goes into the page's `#report` element.
+    pub fn emit_report(text: &str) {
+        if let Some(el) = element("report") {
+            el.set_text_content(Some(text));
+            let _ = el.set_attribute("data-done", "true");
+        }
+    }
+
+    pub fn spawn(f: impl Future<Output = ()> + 'static) {
+        wasm_bindgen_futures::spawn_local(f);
+    }
+
+    fn element(id: &str) -> Option<web_sys::Element> {
+        web_sys::window()?.document()?.get_element_by_id(id)
+    }
+
+    /// The page's `#hud` element holds the HUD text.
+    pub fn show_text(lines: &[String]) {
+        if let Some(hud) = element("hud") {
+            hud.set_text_content(Some(&lines.join("\n")));
+        }
+    }
+
+    /// A fatal message: shown on the page (never a blank canvas) and in the console.
+    pub fn fatal(message: &str) -> ! {
+        log::error!("{message}");
+        if let Some(el) = element("error") {
+            el.set_text_content(Some(message));
+            let _ = el.set_attribute("style", "display:block");
+        }
+        // Unwind out of the event loop: the page keeps the message.
+        wasm_bindgen::throw_str(message)
+    }
+
+    pub fn run_app<A: winit::application::ApplicationHandler<E> + 'static, E: 'static>(
+        event_loop: winit::event_loop::EventLoop<E>,
+        app: A,
+    ) {
+        use winit::platform::web::EventLoopExtWebSys;
+        event_loop.spawn_app(app);
+    }
+
+    /// The benchmark is a native mode: there is no file to write in the browser.
+    pub fn write_png(path: &str, _image: &crate::Image) -> kiln::Result<()> {
+        Err(kiln::Error::InvalidArgument {
+            op: "png",
+            detail: format!("cannot write {path} from the browser"),
+        })
+    }
+
+    pub fn window_attributes(title: &str) -> winit::window::WindowAttributes {
+        use winit::platform::web::WindowAttributesExtWebSys;
+        let canvas =
+            element("canvas").and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok());
+        winit::window::Window::default_attributes()
+            .with_title(title)
+            .with_canvas(canvas)
+    }
+}
+
+pub use imp::*;

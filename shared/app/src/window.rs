@@ -1,0 +1,307 @@
+//! The interactive demo: a winit window natively, the page's canvas in the browser. The device
+//! arrives asynchronously (in the browser it must), through the event loop.
+
+use std::sync::Arc;
+
+use kiln::{Gpu, GpuOptions};
+use web_time::Instant;
+use winit::application::ApplicationHandler;
+use winit::event::{ElementState, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, EventLoop, EventLoopProxy};
+use winit::keyboard::{Key, NamedKey};
+use winit::window::{Window, WindowId};
+
+use crate::display::Display;
+use crate::{Demo, Options, Rates, hud, platform};
+
+/// Events from async work back to the loop.
+enum Event<D> {
+    Ready(Result<Box<State<D>>, String>),
+    Rates(Result<Rates, String>),
+}
+
+struct State<D> {
+    gpu: Gpu,
+    surface: wgpu::Surface<'static>,
+    config: wgpu::SurfaceConfiguration,
+    display: Display,
+    demo: D,
+}
+
+struct App<D: Demo> {
+    options: Options,
+    proxy: EventLoopProxy<Event<D>>,
+    window: Option<Arc<Window>>,
+    state: Option<Box<State<D>>>,
+    rates: Option<Rates>,
+    /// Frame timing: last frame, and the displayed rate over the last HUD period.
+    last: Instant,
+    period_start: Instant,
+    period_frames: u32,
+    displayed_fps: f64,
+    frames: u64,
+}
+
+pub fn run<D: Demo>(options: Options) {
+    let event_loop = match EventLoop::<Event<D>>::with_user_event().build() {
+        Ok(l) => l,
+        Err(e) => platform::fatal(&format!(
+            "cannot open a window ({e}); without a display, run headless with --bench"
+        )),
+    };
+    let app = App::<D> {
+        options,
+        proxy: event_loop.create_proxy(),
+        window: None,
+        state: None,
+        rates: None,
+        last: Instant::now(),
+        period_start: Instant::now(),
+        period_frames: 0,
+        displayed_fps: 0.0,
+        frames: 0,
+    };
+    platform::run_app(event_loop, app);
+}
+
+/// Opens the device on an adapter that can present to the window's surface.
+async fn connect<D: Demo>(window: Arc<Window>) -> Result<Box<State<D>>, String> {
+    let options = GpuOptions::default();
+    let mut desc =
+        wgpu::InstanceDescriptor::new_with_display_handle(Box::new(window.clone())).with_env();
+    desc.backends = options.backends();
+    let instance = wgpu::Instance::new(desc);
+    let surface = instance
+        .create_surface(window.clone())
+        .map_err(|e| format!("cannot draw to the window: {e}"))?;
+    let adapter = match wgpu::util::initialize_adapter_from_env(&instance, Some(&surface)).await {
+        Ok(a) => a,
+        Err(_) => instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                compatible_surface: Some(&surface),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| format!("no GPU adapter can draw to this window: {e}"))?,
+    };
+    let gpu = Gpu::from_adapter(&adapter, &options)
+        .await
+        .map_err(|e| e.to_string())?;
+    let size = window.inner_size();
+    let caps = surface.get_capabilities(&adapter);
+    // The pixels are already sRGB-encoded bytes: a non-sRGB target shows them unchanged.
+    let format = caps
+        .formats
+        .iter()
+        .copied()
+        .find(|f| !f.is_srgb())
+        .or_else(|| caps.formats.first().copied())
+        .ok_or("the window surface offers no format")?;
+    let config = wgpu::SurfaceConfiguration {
+        usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+        format,
+        color_space: wgpu::SurfaceColorSpace::Auto,
+        width: size.width.max(1),
+        height: size.height.max(1),
+        present_mode: wgpu::PresentMode::AutoVsync,
+        desired_maximum_frame_latency: 2,
+        alpha_mode: caps
+            .alpha_modes
+            .first()
+            .copied()
+            .unwrap_or(wgpu::CompositeAlphaMode::Auto),
+        view_formats: vec![],
+    };
+    surface.configure(gpu.device(), &config);
+    let display = Display::new(gpu.device(), format);
+    let demo = D::new(&gpu).map_err(|e| e.to_string())?;
+    Ok(Box::new(State {
+        gpu,
+        surface,
+        config,
+        display,
+        demo,
+    }))
+}
+
+impl<D: Demo> App<D> {
+    fn measure(&self) {
+        let (Some(state), proxy) = (&self.state, self.proxy.clone()) else {
+            return;
+        };
+        let future = state.demo.measure();
+        platform::spawn(async move {
+            let rates = future.await.map_err(|e| e.to_string());
+            let _ = proxy.send_event(Event::Rates(rates));
+        });
+    }
+
+    fn update_hud(&mut self) {
+        let Some(state) = &mut self.state else {
+            return;
+        };
+        let mut lines = vec![
+            D::TITLE.to_string(),
+            format!(
+                "adapter: {} ({})",
+                state.gpu.profile().name,
+                state.gpu.profile().backend
+            ),
+        ];
+        lines.extend(state.demo.hud());
+        lines.push(format!(
+            "displayed {:.1} frames/s (capped by vsync)",
+            self.displayed_fps
+        ));
+        match &self.rates {
+            Some(r) => {
+                lines.push(format!(
+                    "uncapped GPU: {:.1} frames/s ({})",
+                    r.gpu_fps, r.gpu_clock
+                ));
+                lines.push(format!(
+                    "uncapped CPU: {:.2} frames/s; GPU/CPU {:.1}x",
+                    r.cpu_fps,
+                    r.gpu_fps / r.cpu_fps
+                ));
+            }
+            None => lines.push("uncapped: measuring…".into()),
+        }
+        platform::show_text(&lines);
+        let (w, h, rgba) = hud::rasterize(&lines);
+        state
+            .display
+            .set_hud(state.gpu.device(), state.gpu.queue(), w, h, &rgba);
+    }
+
+    fn redraw(&mut self, event_loop: &ActiveEventLoop) {
+        let Some(state) = &mut self.state else {
+            return;
+        };
+        let now = Instant::now();
+        let dt = (now - self.last).as_secs_f32().min(0.1);
+        self.last = now;
+        let pixels = match state
+            .demo
+            .frame(dt)
+            .and_then(|p| state.gpu.check().map(|()| p))
+        {
+            Ok(p) => p,
+            Err(e) => platform::fatal(&format!("{}: {e}", D::NAME)),
+        };
+        let frame = match state.surface.get_current_texture() {
+            wgpu::CurrentSurfaceTexture::Success(f)
+            | wgpu::CurrentSurfaceTexture::Suboptimal(f) => f,
+            wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
+                state.surface.configure(state.gpu.device(), &state.config);
+                return;
+            }
+            _ => return,
+        };
+        let target = frame
+            .texture
+            .create_view(&wgpu::TextureViewDescriptor::default());
+        let mut encoder = state
+            .gpu
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        state.display.draw(
+            state.gpu.device(),
+            state.gpu.queue(),
+            &mut encoder,
+            &target,
+            [state.config.width, state.config.height],
+            &pixels,
+        );
+        state.gpu.queue().submit([encoder.finish()]);
+        state.gpu.queue().present(frame);
+
+        self.frames += 1;
+        self.period_frames += 1;
+        let period = (now - self.period_start).as_secs_f64();
+        if period >= 0.5 {
+            self.displayed_fps = f64::from(self.period_frames) / period;
+            self.period_frames = 0;
+            self.period_start = now;
+            self.update_hud();
+        }
+        if self.options.exit_after.is_some_and(|n| self.frames >= n) {
+            event_loop.exit();
+        }
+    }
+}
+
+impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.window.is_some() {
+            return;
+        }
+        let window = match event_loop.create_window(platform::window_attributes(D::TITLE)) {
+            Ok(w) => Arc::new(w),
+            Err(e) => platform::fatal(&format!("cannot open a window: {e}")),
+        };
+        self.window = Some(window.clone());
+        let proxy = self.proxy.clone();
+        platform::spawn(async move {
+            let state = connect::<D>(window).await;
+            let _ = proxy.send_event(Event::Ready(state));
+        });
+    }
+
+    fn user_event(&mut self, _event_loop: &ActiveEventLoop, event: Event<D>) {
+        match event {
+            Event::Ready(Ok(state)) => {
+                self.state = Some(state);
+                self.update_hud();
+                self.measure();
+                if let Some(w) = &self.window {
+                    w.request_redraw();
+                }
+            }
+            Event::Ready(Err(e)) => platform::fatal(&format!("{}: {e}", D::NAME)),
+            Event::Rates(Ok(r)) => {
+                self.rates = Some(r);
+                self.update_hud();
+            }
+            Event::Rates(Err(e)) => log::warn!("measuring the uncapped rates failed: {e}"),
+        }
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+        match event {
+            WindowEvent::CloseRequested => event_loop.exit(),
+            WindowEvent::Resized(size) => {
+                if let Some(state) = &mut self.state {
+                    state.config.width = size.width.max(1);
+                    state.config.height = size.height.max(1);
+                    state.surface.configure(state.gpu.device(), &state.config);
+                }
+            }
+            WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
+                let key = match &event.logical_key {
+                    Key::Named(NamedKey::Space) => "space".to_string(),
+                    Key::Named(NamedKey::Escape) => {
+                        event_loop.exit();
+                        return;
+                    }
+                    Key::Character(c) => c.to_lowercase(),
+                    _ => return,
+                };
+                let used = self.state.as_mut().is_some_and(|s| s.demo.key(&key));
+                if used {
+                    self.rates = None;
+                    self.update_hud();
+                    self.measure();
+                }
+            }
+            WindowEvent::RedrawRequested => {
+                self.redraw(event_loop);
+                if let Some(w) = &self.window {
+                    w.request_redraw();
+                }
+            }
+            _ => {}
+        }
+    }
+}
