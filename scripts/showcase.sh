@@ -1,25 +1,56 @@
 #!/usr/bin/env bash
-# The showcase: installs what is missing, then shows Kiln on the adapter in hand (the software
-# Vulkan adapter when there is no GPU) — its profile, the kernel variants rendered and validated
-# for it, the selector's choices, and a GPU-vs-CPU matmul benchmark checked against the CPU path.
+# The showcase. Installs what is missing (the software Vulkan adapter when there is no GPU
+# driver, the wasm toolchain), builds the site and serves it on 127.0.0.1 (printing the URL),
+# shows the adapter and its kernel variants, then: with a display, opens the native demo; without
+# one, runs every demo headless and prints one table of GPU vs CPU throughput, writing each
+# demo's last frame as PNG under showcase/. Ctrl-C stops the server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
 
-ensure_lavapipe
-cargo build --quiet --bin kiln
-kiln=target/debug/kiln
+DEMOS=(waves)
+PORT=${PORT:-8080}
 
+ensure_lavapipe
+bash scripts/build-site.sh
+cargo build --quiet --release --bin kiln "${DEMOS[@]/#/--bin=}"
+bin=target/release
+
+python3 -m http.server "$PORT" --bind 127.0.0.1 --directory site/dist >/dev/null 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null' EXIT
+
+echo
 echo "== the adapter"
-"$kiln" info
+"$bin/kiln" info
+"$bin/kiln" kernels | tail -n 1
 echo
-echo "== kernel variants for it"
-"$kiln" kernels --explain | tail -n 12
+echo "Kiln site: http://127.0.0.1:$PORT/  (open it in a browser with WebGPU)"
 echo
-echo "== matmul 256³, f32: GPU against the plain CPU path"
-"$kiln" bench matmul --m 256 --n 256 --k 256
-if "$kiln" info --json | grep -q '"shader_f16": true'; then
-  echo
-  echo "== matmul 130×33×7, batch 3, f16 (a shape that is no tile multiple)"
-  "$kiln" bench matmul --m 130 --n 33 --k 7 --batch 3 --dtype f16
+
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+  echo "== opening the native demos (close a window for the next)"
+  for demo in "${DEMOS[@]}"; do "$bin/$demo"; done
+else
+  # A software adapter gets fewer frames: a 1024² frame takes seconds there.
+  frames=30
+  "$bin/kiln" info --json | grep -q '"device_type": "cpu"' && frames=5
+  mkdir -p showcase
+  echo "== no display: every demo headless, $frames frames per path"
+  for demo in "${DEMOS[@]}"; do
+    "$bin/$demo" --bench --frames "$frames" --json --png "showcase/$demo.png" > "showcase/$demo.json"
+  done
+  python3 - "${DEMOS[@]}" <<'PY'
+import json, sys
+rows = [json.load(open(f"showcase/{d}.json")) for d in sys.argv[1:]]
+print(f"{'demo':<8} {'settings':<28} {'GPU frames/s':>13} {'CPU frames/s':>13} {'GPU/CPU':>8}  agree  clock (GPU)")
+for r in rows:
+    g, c = 1e3 / r["gpu"]["median_ms"], 1e3 / r["cpu"]["median_ms"]
+    print(f"{r['demo']:<8} {r['settings']:<28} {g:>13.1f} {c:>13.2f} {g / c:>7.1f}x  {str(r['checks'].get('agree')):<5}  {r['gpu']['clock']}")
+print(f"adapter: {rows[0]['adapter']} ({rows[0]['backend']}); CPU path: plain single-threaded loops")
+PY
+  echo "frames written: showcase/*.png"
 fi
+echo
+echo "Serving http://127.0.0.1:$PORT/ — Ctrl-C to stop."
+wait "$server"

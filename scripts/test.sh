@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Kiln's test command. Installs what is missing (lavapipe, the wasm32 target, fmt/clippy),
-# Chromium, the site's npm packages), then: format check, clippy with warnings denied (native
-# and wasm32), every Rust test — CPU references, template validation, GPU kernels on the adapter
-# in hand (lavapipe without a GPU), bad-input and CLI tests — then the browser tests in headless
-# Chromium (WebGPU on SwiftShader), and ends with one "N passed, N failed" line.
+# Kiln's test command. Installs what is missing (lavapipe, the wasm32 target, fmt/clippy,
+# Chromium, Xvfb and ImageMagick, wasm-bindgen-cli at the pinned version, the site's npm
+# packages), then: format check, clippy with warnings denied (native and wasm32), the site build,
+# every Rust test — CPU references, template validation, GPU kernels on the adapter in hand
+# (lavapipe without a GPU), bad-input and CLI tests, the demos' headless benchmarks and their
+# native windows under Xvfb — then the browser tests in headless Chromium (WebGPU on
+# SwiftShader) against the built site, and ends with one "N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
@@ -11,6 +13,8 @@ source scripts/lib/ensure.sh
 ensure_lavapipe
 ensure_rust_parts
 ensure_browser
+ensure_window_tools
+ensure_wasm_bindgen
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -18,8 +22,11 @@ cargo fmt --all -- --check
 echo "== cargo clippy (native, warnings denied)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
-echo "== cargo clippy (wasm32-unknown-unknown, kernel crate)"
-cargo clippy -p kiln --lib --target wasm32-unknown-unknown --quiet -- -D warnings
+echo "== cargo clippy (wasm32-unknown-unknown: the kernel crate, the harness, the demos)"
+cargo clippy -p kiln --lib -p kiln-app -p waves --target wasm32-unknown-unknown --quiet -- -D warnings
+
+echo "== building the site (wasm32, wasm-bindgen, wasm-opt)"
+bash scripts/build-site.sh
 
 echo "== cargo test"
 log=$(mktemp)

@@ -135,8 +135,18 @@ impl DeviceProfile {
         } else {
             (0, 0)
         };
+        // Browsers may withhold the adapter's description: name it by what is known.
+        let name = if info.name.is_empty() {
+            format!(
+                "unnamed {} adapter ({})",
+                backend_name(info.backend),
+                device_type_name(info.device_type)
+            )
+        } else {
+            info.name.clone()
+        };
         DeviceProfile {
-            name: info.name.clone(),
+            name,
             backend: backend_name(info.backend).to_string(),
             device_type: device_type_name(info.device_type).to_string(),
             vendor: info.vendor,

@@ -51,11 +51,12 @@ async function pixelStats(page, png) {
 
 test('the waves page reports its adapter, animates and draws real pixels', async () => {
   const { page, errors } = await open('/waves.html');
-  await page.waitForFunction(() => document.getElementById('hud').textContent.includes(' on '),
+  await page.waitForFunction(() => document.getElementById('hud').textContent.includes('adapter:'),
     null, { timeout: 60000 });
   const hud = await page.textContent('#hud');
-  console.log(`hud: ${hud.split('\n')[0]}`);
-  assert.match(hud, /swiftshader/i);
+  console.log(`hud: ${hud.split('\n').slice(1, 3).join(' | ')}`);
+  assert.match(hud, /adapter: .*\(webgpu\)/);
+  assert.match(hud, /drawing: GPU path/);
   const canvas = page.locator('#canvas');
   const first = await canvas.screenshot();
   await page.waitForTimeout(1500);

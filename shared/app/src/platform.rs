@@ -54,8 +54,10 @@ mod imp {
         pollster::block_on(f);
     }
 
-    /// Natively the HUD is drawn in the window; nothing to do here.
-    pub fn show_text(_lines: &[String]) {}
+    /// Natively the page has no HUD: the window draws it (returns false).
+    pub fn show_text(_lines: &[String]) -> bool {
+        false
+    }
 
     /// The benchmark's report goes to standard output.
     pub fn emit_report(text: &str) {
@@ -144,11 +146,11 @@ mod imp {
         web_sys::window()?.document()?.get_element_by_id(id)
     }
 
-    /// The page's `#hud` element holds the HUD text.
-    pub fn show_text(lines: &[String]) {
-        if let Some(hud) = element("hud") {
-            hud.set_text_content(Some(&lines.join("\n")));
-        }
+    /// The page's `#hud` element holds the HUD text (returns whether the page showed it).
+    pub fn show_text(lines: &[String]) -> bool {
+        element("hud")
+            .map(|hud| hud.set_text_content(Some(&lines.join("\n"))))
+            .is_some()
     }
 
     /// A fatal message: shown on the page (never a blank canvas) and in the console.

@@ -168,11 +168,12 @@ impl<D: Demo> App<D> {
             }
             None => lines.push("uncapped: measuring…".into()),
         }
-        platform::show_text(&lines);
-        let (w, h, rgba) = hud::rasterize(&lines);
-        state
-            .display
-            .set_hud(state.gpu.device(), state.gpu.queue(), w, h, &rgba);
+        if !platform::show_text(&lines) {
+            let (w, h, rgba) = hud::rasterize(&lines);
+            state
+                .display
+                .set_hud(state.gpu.device(), state.gpu.queue(), w, h, &rgba);
+        }
     }
 
     fn redraw(&mut self, event_loop: &ActiveEventLoop) {
