@@ -42,9 +42,15 @@ pub fn matmul_into(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> R
 pub fn choose(a: &Tensor, b: &Tensor, named: Option<&str>) -> Result<Choice> {
     let d = MatmulDims::new(a.shape(), b.shape())?;
     let gpu = a.gpu();
-    // Rule: a C tile of about a quarter of the smaller side (16 to 64), so that even middling
-    // matrices give several workgroups; K staged 16 deep; 16 × 16 threads where they fit.
-    let target = (d.m.min(d.n) / 4).clamp(16, 64) as i64;
+    // Rule: the largest C tile that still gives at least 128 workgroups (enough to fill a
+    // large GPU; on the H200, 128² tiles beat 64² at 2048³ and on the waves frame, and lose at
+    // 1024³ where they leave 64 workgroups), the smallest tile when none does; K staged 16 deep;
+    // 16 × 16 threads.
+    let groups = |t: usize| d.batch * d.m.div_ceil(t) * d.n.div_ceil(t);
+    let target = [128, 64, 32, 16]
+        .into_iter()
+        .find(|&t| groups(t) >= 128)
+        .unwrap_or(16) as i64;
     let score = |v: &crate::registry::Variant| {
         let tile = v.int("tile");
         -100 * (tile.max(target) / tile.min(target).max(1))
@@ -57,7 +63,7 @@ pub fn choose(a: &Tensor, b: &Tensor, named: Option<&str>) -> Result<Choice> {
         bucket: bucket(&d),
         fits: &|_| true,
         score: &score,
-        rule: "C tile ≈ min(M, N) / 4 within 16..64, K slice 16, 16×16 threads",
+        rule: "largest C tile (16..128) with ≥ 128 workgroups, K slice 16, 16×16 threads",
     };
     select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
 }
