@@ -66,6 +66,10 @@ test('the waves page reports its adapter, animates and draws real pixels', async
   console.log(`canvas: mean ${stats.mean.toFixed(3)}, spread ${stats.std.toFixed(3)}`);
   assert.ok(stats.std > 0.05 && stats.mean > 0.05 && stats.mean < 0.95, `blank canvas: ${JSON.stringify(stats)}`);
   assert.equal(await page.isVisible('#error'), false, await page.textContent('#error'));
+  // The page's button switches the drawing path, as the `g` key does.
+  await page.click('button[data-key="g"]');
+  await page.waitForFunction(() => document.getElementById('hud').textContent.includes('drawing: CPU path'),
+    null, { timeout: 30000 });
   assert.deepEqual(errors, []);
   await page.close();
 });
