@@ -42,14 +42,19 @@ pub fn matmul_into(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> R
 pub fn choose(a: &Tensor, b: &Tensor, named: Option<&str>) -> Result<Choice> {
     let d = MatmulDims::new(a.shape(), b.shape())?;
     let gpu = a.gpu();
-    // Rule: the largest C tile that still gives at least 128 workgroups (enough to fill a
-    // large GPU; on the H200, 128² tiles beat 64² at 2048³ and on the waves frame, and lose at
-    // 1024³ where they leave 64 workgroups), the smallest tile when none does; K staged 16 deep;
-    // 16 × 16 threads.
+    // Rule: the largest C tile that still gives enough workgroups to fill the device — 128 on
+    // a GPU (on the H200, 128² tiles beat 64² at 2048³ and on the waves frame, and lose at
+    // 1024³ where they leave 64 workgroups), 8 on a software adapter with a few CPU cores —
+    // else the smallest tile; K staged 16 deep; 16 × 16 threads.
+    let enough = if gpu.profile().device_type == "cpu" {
+        8
+    } else {
+        128
+    };
     let groups = |t: usize| d.batch * d.m.div_ceil(t) * d.n.div_ceil(t);
     let target = [128, 64, 32, 16]
         .into_iter()
-        .find(|&t| groups(t) >= 128)
+        .find(|&t| groups(t) >= enough)
         .unwrap_or(16) as i64;
     let score = |v: &crate::registry::Variant| {
         let tile = v.int("tile");
@@ -63,7 +68,7 @@ pub fn choose(a: &Tensor, b: &Tensor, named: Option<&str>) -> Result<Choice> {
         bucket: bucket(&d),
         fits: &|_| true,
         score: &score,
-        rule: "largest C tile (16..128) with ≥ 128 workgroups, K slice 16, 16×16 threads",
+        rule: "largest C tile (16..128) with ≥ 128 workgroups (8 on a CPU adapter), K slice 16, 16×16 threads",
     };
     select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
 }
