@@ -2,10 +2,11 @@
 # Runs on the GPU machine over binaries built beforehand (no Rust toolchain there):
 #   scripts/bench-device.sh KILN_BIN [GPU_TEST_BIN] OUT_DIR
 # Records the adapter profile, compiles every variant on the device, runs the GPU test suite,
-# sweeps the matmul variants and sizes (each checked against the CPU reference before it is
-# timed), and — when PyTorch is there — the cuBLAS anchors measured in the same command.
+# sweeps the matmul variants and sizes (each result compared with the CPU reference; `kiln
+# bench` fails a variant over tolerance) and prints one table. Exits non-zero when a step fails.
 set -uo pipefail
 kiln=$1; tests=${2:-}; out=${3:-.}
+failed=0
 mkdir -p "$out"
 
 "$kiln" info | tee "$out/info.txt"
@@ -13,10 +14,11 @@ mkdir -p "$out"
 "$kiln" kernels --compile > "$out/kernels.txt" 2>&1; tail -n 1 "$out/kernels.txt"
 
 if [ -n "$tests" ]; then
-  "$tests" 2>&1 | tail -n 15 | tee "$out/gpu-tests.txt"
+  "$tests" > "$out/gpu-tests.txt" 2>&1 || failed=1
+  tail -n 15 "$out/gpu-tests.txt"
 fi
 
-bench() { "$kiln" bench matmul --json "$@"; }
+bench() { "$kiln" bench matmul --json "$@" || failed=1; }
 {
   # Every f32 and f16 variant at 1024³: what the tuned table should learn from.
   for dtype in f32 f16; do
@@ -51,3 +53,4 @@ for r in rows:
           f"gpu {g['median_ms']:9.4f} ms {g['gflops'] / 1e3:6.2f} TFLOP/s ({g['clock']})  "
           f"cpu {c['median_ms']:9.1f} ms  x{r['speedup_gpu_over_cpu']:7.0f}  err {r['rel_l2_error']:.1e}")
 PY
+exit "$failed"

@@ -12,6 +12,7 @@ DEMOS=(waves)
 PORT=${PORT:-8080}
 
 ensure_lavapipe
+ensure_apt python3
 bash scripts/build-site.sh
 cargo build --quiet --release --bin kiln "${DEMOS[@]/#/--bin=}"
 bin=target/release
@@ -19,6 +20,8 @@ bin=target/release
 python3 -m http.server "$PORT" --bind 127.0.0.1 --directory site/dist >/dev/null 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null' EXIT
+sleep 1
+kill -0 "$server" 2>/dev/null || { echo "cannot serve on 127.0.0.1:$PORT (in use? set PORT)" >&2; exit 1; }
 
 echo
 echo "== the adapter"

@@ -32,11 +32,11 @@ echo "== cargo test"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --workspace -- --nocapture 2>&1 | tee "$log"
+cargo test --workspace --no-fail-fast -- --nocapture 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 echo "== browser tests (headless Chromium, WebGPU on SwiftShader)"
 cargo build --quiet --bin kiln \
-  && KILN_BIN="$PWD/target/debug/kiln" node --test site/tests/ 2>&1 | tee -a "$log"
+  && KILN_BIN="$PWD/target/debug/kiln" node --test site/tests/*.test.mjs 2>&1 | tee -a "$log"
 browser_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$browser_status
 set -e

@@ -53,6 +53,12 @@ impl Timing {
                 detail: format!("timing samples must be finite and ≥ 0: {samples_ms:?}"),
             });
         }
+        if samples_ms.iter().all(|&s| s == 0.0) {
+            return Err(Error::InvalidArgument {
+                op: "bench",
+                detail: "every sample is 0 ms: the clock is too coarse for this work".into(),
+            });
+        }
         let mut sorted = samples_ms.clone();
         sorted.sort_by(f64::total_cmp);
         let mid = sorted.len() / 2;

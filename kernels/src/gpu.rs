@@ -209,7 +209,9 @@ impl Gpu {
         usage: wgpu::BufferUsages,
     ) -> Result<wgpu::Buffer> {
         let limits = &self.inner.profile.limits;
-        let size = bytes.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
+        let size = bytes
+            .checked_next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
+            .unwrap_or(u64::MAX);
         for (limit, allowed) in [
             (
                 "max_storage_buffer_binding_size",

@@ -359,21 +359,21 @@ async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> {
     let dims = MatmulDims::new(&a_shape, &b_shape)?;
     let gpu = Gpu::new(options).await?;
 
+    // Device tensors first: their limit checks refuse absurd sizes before host memory is taken.
+    let a = Tensor::uninit(&gpu, &a_shape, dtype)?;
+    let b = Tensor::uninit(&gpu, &b_shape, dtype)?;
+    let c = Tensor::full(&gpu, &[args.batch, args.m, args.n], f32::NAN, dtype)?;
     let mut rng = StdRng::seed_from_u64(args.seed);
     let mut random =
         |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0..1.0)).collect() };
-    let (mut a_data, mut b_data) = (
-        random(a_shape.iter().product()),
-        random(b_shape.iter().product()),
-    );
+    let (mut a_data, mut b_data) = (random(a.numel()), random(b.numel()));
     if dtype == DType::F16 {
         // The CPU reference sees the values the GPU sees.
         a_data = round_to_f16(&a_data);
         b_data = round_to_f16(&b_data);
     }
-    let a = Tensor::from_slice(&gpu, &a_shape, &a_data, dtype)?;
-    let b = Tensor::from_slice(&gpu, &b_shape, &b_data, dtype)?;
-    let c = Tensor::full(&gpu, &[args.batch, args.m, args.n], f32::NAN, dtype)?;
+    a.write(&a_data)?;
+    b.write(&b_data)?;
     let (dispatch, choice) = ops::matmul::plan(&a, &b, &c, args.variant.as_deref())?;
 
     let gpu_timing = bench::time_dispatches(&gpu, &[&dispatch], args.warmup, args.repeats).await?;
@@ -395,6 +395,17 @@ async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> {
         bytes: dims.min_bytes(dtype.size()),
     };
     report(&gpu, &args, &choice, &gpu_timing, &cpu_timing, &work, error);
+    // A fast wrong kernel does not count: the run fails (after its report) above tolerance.
+    let tolerance = if dtype == DType::F16 { 1e-2 } else { 1e-4 };
+    if error > tolerance {
+        return Err(Error::InvalidArgument {
+            op: "bench",
+            detail: format!(
+                "{} is wrong: relative L2 error {error:.3e} against the CPU reference, over {tolerance:.0e}",
+                choice.variant.name
+            ),
+        });
+    }
     Ok(())
 }
 

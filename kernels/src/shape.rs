@@ -150,7 +150,7 @@ impl Broadcast {
 pub fn rows_cols(op: &'static str, shape: &[usize]) -> Result<(usize, usize)> {
     non_empty(op, shape)?;
     let cols = shape[shape.len() - 1];
-    Ok((shape.iter().product::<usize>() / cols, cols))
+    Ok((numel(shape) / cols, cols))
 }
 
 /// Refuses rank-0 shapes and shapes with a zero extent.
@@ -164,9 +164,10 @@ pub fn non_empty(op: &'static str, shape: &[usize]) -> Result<()> {
     Ok(())
 }
 
-/// Elements of a shape.
+/// Elements of a shape; saturates instead of wrapping, so an absurd shape fails the length and
+/// limit checks rather than becoming small.
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    shape.iter().fold(1usize, |n, &d| n.saturating_mul(d))
 }
 
 /// Refuses data whose length is not the shape's element count.

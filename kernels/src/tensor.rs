@@ -67,7 +67,10 @@ impl Tensor {
 
     /// A tensor with every element set to `value` (NaN poisons an output in tests).
     pub fn full(gpu: &Gpu, shape: &[usize], value: f32, dtype: DType) -> Result<Tensor> {
-        Tensor::from_slice(gpu, shape, &vec![value; shape::numel(shape)], dtype)
+        // The device limits are checked before any host memory is taken.
+        let t = Tensor::uninit(gpu, shape, dtype)?;
+        t.write(&vec![value; shape::numel(shape)])?;
+        Ok(t)
     }
 
     /// A tensor whose contents are unspecified until an op writes it (wgpu zeroes new buffers).

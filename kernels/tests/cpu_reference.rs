@@ -78,6 +78,13 @@ fn softmax_causal_masks_future_keys_and_zeroes_blind_rows() {
 }
 
 #[test]
+fn softmax_row_of_minus_infinity_is_zeros_not_nan() {
+    let x = arr(&[2, 2], &[f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0, 0.0]);
+    let y = cpu::softmax(&x, false, 1.0).unwrap();
+    close(&y.data, &[0.0, 0.0, 0.5, 0.5]);
+}
+
+#[test]
 fn layernorm_hand_values() {
     // x = [1, 3]: mean 2, variance 1 → [-1, 1] (eps 0), then · gamma + beta.
     let x = arr(&[1, 2], &[1., 3.]);

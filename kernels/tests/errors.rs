@@ -81,6 +81,21 @@ fn sinusoid_and_rgba8_errors() {
 }
 
 #[test]
+fn outputs_may_not_alias_inputs_and_absurd_shapes_are_refused() {
+    let x = t(&[3, 4]);
+    let (e, m) = message(ops::softmax_into(&x, &x, false, 1.0, None));
+    assert!(
+        matches!(e, Error::InvalidArgument { .. }) && m.contains("shares its buffer"),
+        "{m}"
+    );
+    let (_, m) = message(ops::add_into(&x, &t(&[3, 4]), &x, None));
+    assert!(m.contains("shares its buffer"), "{m}");
+    // 2^32 · 2^32 elements: refused by the limits, never wrapped to a small size.
+    let (e, _) = message(Tensor::full(gpu(), &[1 << 32, 1 << 32], 0.0, DType::F32));
+    assert!(matches!(e, Error::OverLimit { .. }), "{e}");
+}
+
+#[test]
 fn empty_and_mismatched_tensors() {
     let (_, m) = message(Tensor::from_slice(gpu(), &[3, 0], &[], DType::F32));
     assert!(m.contains("shape [3, 0] is empty"), "{m}");
@@ -124,7 +139,8 @@ fn f16_without_shader_f16_is_unsupported() {
     );
     // Naming an f16 variant on that device is refused too.
     let a = Tensor::from_slice(&plain, &[2, 2], &[1.0; 4], DType::F32).unwrap();
-    let (_, m) = message(ops::matmul_into(&a, &a, &a, Some("f16_wg8_r1_k8")));
+    let c = Tensor::from_slice(&plain, &[2, 2], &[0.0; 4], DType::F32).unwrap();
+    let (_, m) = message(ops::matmul_into(&a, &a, &c, Some("f16_wg8_r1_k8")));
     assert!(m.contains("needs the shader_f16 feature"), "{m}");
 }
 

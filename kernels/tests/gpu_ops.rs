@@ -30,14 +30,20 @@ fn poisoned(shape: &[usize], dtype: DType) -> Tensor {
     Tensor::full(gpu(), shape, f32::NAN, dtype).unwrap()
 }
 
+/// The variants of a family for a dtype on the test adapter; none is a failure, never a skip.
 fn variants(family: &str, dtype: DType) -> Vec<kiln::Variant> {
-    gpu()
+    let vs: Vec<kiln::Variant> = gpu()
         .registry()
         .supported(family, gpu().profile())
         .unwrap()
         .filter(|v| v.text("dtype") == dtype.wgsl())
         .cloned()
-        .collect()
+        .collect();
+    assert!(
+        !vs.is_empty(),
+        "no {family} variant for {dtype:?} on this adapter"
+    );
+    vs
 }
 
 #[test]

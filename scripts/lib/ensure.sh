@@ -15,7 +15,7 @@ ensure_apt() {
   if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing Debian packages: ${missing[*]}"
     as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
 }
 
@@ -59,5 +59,5 @@ ensure_wasm_bindgen() {
 
 # Xvfb and ImageMagick's `import` for the native window test.
 ensure_window_tools() {
-  ensure_apt xvfb xauth imagemagick
+  ensure_apt xvfb xauth imagemagick libxkbcommon-x11-0
 }

@@ -57,6 +57,8 @@ test('the waves page reports its adapter, animates and draws real pixels', async
   console.log(`hud: ${hud.split('\n').slice(1, 3).join(' | ')}`);
   assert.match(hud, /adapter: .*\(webgpu\)/);
   assert.match(hud, /drawing: GPU path/);
+  // Hide the HUD: its changing text must not stand in for a moving picture.
+  await page.addStyleTag({ content: '#hud { visibility: hidden; }' });
   const canvas = page.locator('#canvas');
   const first = await canvas.screenshot();
   await page.waitForTimeout(1500);

@@ -180,8 +180,10 @@ impl Demo for Waves {
                 self.on_gpu = !self.on_gpu;
                 false
             }
-            "+" | "=" => self.rebuild(next(&WAVES, count, true).max(count), res, seed),
-            "-" => self.rebuild(next(&WAVES, count, false), res, seed),
+            "+" | "=" if count < WAVES[WAVES.len() - 1] => {
+                self.rebuild(next(&WAVES, count, true), res, seed)
+            }
+            "-" if count > WAVES[0] => self.rebuild(next(&WAVES, count, false), res, seed),
             "r" => self.rebuild(count, next(&RESOLUTIONS, res, true), seed),
             "s" => self.rebuild(count, res, seed + 1),
             _ => false,

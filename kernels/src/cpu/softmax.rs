@@ -28,6 +28,10 @@ pub fn softmax(x: &Array, causal: bool, scale: f32) -> Result<Array> {
             .iter()
             .map(|v| v * scale)
             .fold(f32::NEG_INFINITY, f32::max);
+        if m == f32::NEG_INFINITY {
+            // Every visible logit is −∞ (masked): zeros, as the GPU kernel writes.
+            continue;
+        }
         let out = &mut y[r * cols..][..cols];
         let mut sum = 0.0f32;
         for j in 0..end {

@@ -6,7 +6,7 @@ use crate::select::{self, Choice, Request};
 use crate::shape::Broadcast;
 use crate::tensor::Tensor;
 
-use super::{check_operands, check_out_shape, dtype_param};
+use super::{check_no_alias, check_operands, check_out_shape, dtype_param};
 
 const OP: &str = "add";
 
@@ -70,6 +70,7 @@ pub fn plan(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<(
     check_operands(OP, &[a, b, c])?;
     let bc = Broadcast::new(OP, a.shape(), b.shape())?;
     check_out_shape(OP, c, &bc.shape)?;
+    check_no_alias(OP, c, &[a, b])?;
     let choice = choose(a, b, named)?;
     let gpu = a.gpu();
     let lanes = if choice.variant.text("form") == "vec4" {

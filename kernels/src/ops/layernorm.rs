@@ -6,7 +6,7 @@ use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
 
-use super::{check_operands, check_out_shape, choose_rowwise};
+use super::{check_no_alias, check_operands, check_out_shape, choose_rowwise};
 
 const OP: &str = "layernorm";
 
@@ -56,6 +56,7 @@ pub fn plan(
 ) -> Result<(Dispatch, Choice)> {
     check_operands(OP, &[x, gamma, beta, y])?;
     check_out_shape(OP, y, x.shape())?;
+    check_no_alias(OP, y, &[x, gamma, beta])?;
     let (rows, cols) = rows_cols(OP, x.shape())?;
     for (name, t) in [("gamma", gamma), ("beta", beta)] {
         if t.shape() != [cols] {

@@ -6,7 +6,7 @@ use crate::select::{self, Choice, Request};
 use crate::shape::MatmulDims;
 use crate::tensor::Tensor;
 
-use super::{check_operands, check_out_shape, dtype_param};
+use super::{check_no_alias, check_operands, check_out_shape, dtype_param};
 
 const OP: &str = "matmul";
 
@@ -88,6 +88,7 @@ pub fn plan(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<(
     check_operands(OP, &[a, b, c])?;
     let d = MatmulDims::new(a.shape(), b.shape())?;
     check_out_shape(OP, c, &d.out_shape(a.shape(), b.shape()))?;
+    check_no_alias(OP, c, &[a, b])?;
     let choice = choose(a, b, named)?;
     let gpu = a.gpu();
     let tile = choice.variant.int("tile").max(1) as usize;

@@ -45,6 +45,17 @@ fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// An output may not share its buffer with an input: the kernels read inputs while writing.
+fn check_no_alias(op: &'static str, out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
+    if inputs.iter().any(|t| t.buffer() == out.buffer()) {
+        return Err(Error::InvalidArgument {
+            op,
+            detail: "the output shares its buffer with an input; give a separate tensor".into(),
+        });
+    }
+    Ok(())
+}
+
 fn check_out_shape(op: &'static str, out: &Tensor, want: &[usize]) -> Result<()> {
     if out.shape() != want {
         return Err(Error::shape(

@@ -5,7 +5,7 @@ use crate::gpu::{Dispatch, fold_groups};
 use crate::select::{self, Choice};
 use crate::tensor::{DType, Tensor};
 
-use super::{check_out_shape, choose_widest};
+use super::{check_no_alias, check_out_shape, choose_widest};
 
 const OP: &str = "rgba8";
 
@@ -60,6 +60,7 @@ pub fn plan(
 ) -> Result<(Dispatch, Choice)> {
     let [_, h, w] = plane_dims(planes)?;
     check_out_shape(OP, pixels, &[h, w])?;
+    check_no_alias(OP, pixels, &[planes])?;
     if pixels.dtype() != DType::U32 || !pixels.gpu().same_device(planes.gpu()) {
         return Err(Error::shape(
             OP,

@@ -5,7 +5,7 @@ use crate::gpu::{Dispatch, fold_groups};
 use crate::select::{self, Choice};
 use crate::tensor::{DType, Tensor};
 
-use super::{check_out_shape, choose_widest};
+use super::{check_no_alias, check_out_shape, choose_widest};
 
 const OP: &str = "sinusoid";
 
@@ -68,6 +68,9 @@ pub fn plan(
             ));
         }
     }
+    if !freq.gpu().same_device(phase.gpu()) || !freq.gpu().same_device(out.gpu()) {
+        return Err(Error::shape(OP, "operands live on different devices"));
+    }
     if freq.shape() != phase.shape() {
         return Err(Error::shape(
             OP,
@@ -87,6 +90,7 @@ pub fn plan(
     let rows = freq.numel();
     let n = out.shape().last().copied().unwrap_or(0);
     check_out_shape(OP, out, &[2 * rows, n])?;
+    check_no_alias(OP, out, &[freq, phase])?;
     let choice = choose_widest(OP, out, format!("n{}", select::bucket(n)), named)?;
     let gpu = freq.gpu();
     let max = gpu.profile().limits.max_compute_workgroups_per_dimension;

@@ -7,7 +7,7 @@ use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
 
-use super::{check_operands, check_out_shape, choose_rowwise};
+use super::{check_no_alias, check_operands, check_out_shape, choose_rowwise};
 
 const OP: &str = "softmax";
 
@@ -56,6 +56,7 @@ pub fn plan(
 ) -> Result<(Dispatch, Choice)> {
     check_operands(OP, &[x, y])?;
     check_out_shape(OP, y, x.shape())?;
+    check_no_alias(OP, y, &[x])?;
     let (rows, cols) = rows_cols(OP, x.shape())?;
     let q = match x.shape() {
         [.., q, _] => *q,
