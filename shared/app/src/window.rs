@@ -17,7 +17,8 @@ use crate::{Demo, Options, Rates, hud, platform};
 /// Events from async work back to the loop.
 enum Event<D> {
     Ready(Result<Box<State<D>>, String>),
-    Rates(Result<Rates, String>),
+    /// Rates measured for the settings of generation `.0`.
+    Rates(u64, Result<Rates, String>),
 }
 
 struct State<D> {
@@ -34,6 +35,8 @@ struct App<D: Demo> {
     window: Option<Arc<Window>>,
     state: Option<Box<State<D>>>,
     rates: Option<Rates>,
+    /// Bumped when the settings change, so a late measurement of old settings is dropped.
+    generation: u64,
     /// Frame timing: last frame, and the displayed rate over the last HUD period.
     last: Instant,
     period_start: Instant,
@@ -55,6 +58,7 @@ pub fn run<D: Demo>(options: Options) {
         window: None,
         state: None,
         rates: None,
+        generation: 0,
         last: Instant::now(),
         period_start: Instant::now(),
         period_frames: 0,
@@ -130,10 +134,10 @@ impl<D: Demo> App<D> {
         let (Some(state), proxy) = (&self.state, self.proxy.clone()) else {
             return;
         };
-        let future = state.demo.measure();
+        let (future, generation) = (state.demo.measure(), self.generation);
         platform::spawn(async move {
             let rates = future.await.map_err(|e| e.to_string());
-            let _ = proxy.send_event(Event::Rates(rates));
+            let _ = proxy.send_event(Event::Rates(generation, rates));
         });
     }
 
@@ -261,11 +265,12 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
                 }
             }
             Event::Ready(Err(e)) => platform::fatal(&format!("{}: {e}", D::NAME)),
-            Event::Rates(Ok(r)) => {
+            Event::Rates(generation, _) if generation != self.generation => {}
+            Event::Rates(_, Ok(r)) => {
                 self.rates = Some(r);
                 self.update_hud();
             }
-            Event::Rates(Err(e)) => log::warn!("measuring the uncapped rates failed: {e}"),
+            Event::Rates(_, Err(e)) => log::warn!("measuring the uncapped rates failed: {e}"),
         }
     }
 
@@ -291,6 +296,7 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
                 };
                 let used = self.state.as_mut().is_some_and(|s| s.demo.key(&key));
                 if used {
+                    self.generation += 1;
                     self.rates = None;
                     self.update_hud();
                     self.measure();
