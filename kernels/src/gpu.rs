@@ -158,7 +158,7 @@ impl Gpu {
             .inner
             .registry
             .render_validated(variant, &self.inner.profile)?;
-        let pipeline = self.compile(&variant.family, &variant.name, &source)?;
+        let pipeline = self.build_pipeline(&variant.family, &variant.name, &source)?;
         self.lock_pipelines().insert(key, pipeline.clone());
         Ok(pipeline)
     }
@@ -172,6 +172,16 @@ impl Gpu {
         source: &str,
     ) -> Result<wgpu::ComputePipeline> {
         crate::registry::validate_wgsl(family, variant, source, &self.inner.profile)?;
+        self.build_pipeline(family, variant, source)
+    }
+
+    /// Builds a pipeline from WGSL that naga has already validated.
+    fn build_pipeline(
+        &self,
+        family: &str,
+        variant: &str,
+        source: &str,
+    ) -> Result<wgpu::ComputePipeline> {
         let device = &self.inner.device;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let label = format!("{family}/{variant}");

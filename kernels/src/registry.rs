@@ -97,19 +97,17 @@ impl Variant {
         matches!(self.get(name), Some(Param::Bool(true)))
     }
 
-    fn context(&self, profile: Option<&DeviceProfile>) -> Value {
+    fn context(&self, profile: &DeviceProfile) -> Value {
         let mut map: BTreeMap<String, Value> = self
             .values
             .iter()
             .chain(self.derived.iter())
             .map(|(k, v)| (k.clone(), param_value(v)))
             .collect();
-        if let Some(p) = profile {
-            map.insert(
-                "enable_subgroups".into(),
-                Value::from(p.wgsl_needs_subgroup_enable()),
-            );
-        }
+        map.insert(
+            "enable_subgroups".into(),
+            Value::from(profile.wgsl_needs_subgroup_enable()),
+        );
         Value::from(map)
     }
 }
@@ -211,7 +209,7 @@ impl Registry {
             .get_template(&variant.family)
             .map_err(|e| template_error(&variant.family, &variant.name, &e))?;
         template
-            .render(variant.context(Some(profile)))
+            .render(variant.context(profile))
             .map_err(|e| template_error(&variant.family, &variant.name, &e))
     }
 

@@ -24,13 +24,22 @@ use crate::select::{self, Choice, Request};
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
 
+/// Tensors of one op must live on one device.
+fn check_same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
+    if tensors
+        .iter()
+        .any(|t| !t.gpu().same_device(tensors[0].gpu()))
+    {
+        return Err(Error::shape(op, "operands live on different devices"));
+    }
+    Ok(())
+}
+
 /// Tensors of one op must live on one device and share a dtype.
 fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
+    check_same_device(op, tensors)?;
     let first = tensors[0];
     for t in &tensors[1..] {
-        if !t.gpu().same_device(first.gpu()) {
-            return Err(Error::shape(op, "operands live on different devices"));
-        }
         if t.dtype() != first.dtype() {
             return Err(Error::shape(
                 op,

@@ -5,7 +5,7 @@ use crate::gpu::{Dispatch, fold_groups};
 use crate::select::{self, Choice};
 use crate::tensor::{DType, Tensor};
 
-use super::{check_no_alias, check_out_shape, choose_widest};
+use super::{check_no_alias, check_out_shape, check_same_device, choose_widest};
 
 const OP: &str = "rgba8";
 
@@ -61,11 +61,9 @@ pub fn plan(
     let [_, h, w] = plane_dims(planes)?;
     check_out_shape(OP, pixels, &[h, w])?;
     check_no_alias(OP, pixels, &[planes])?;
-    if pixels.dtype() != DType::U32 || !pixels.gpu().same_device(planes.gpu()) {
-        return Err(Error::shape(
-            OP,
-            "pixels must be a u32 tensor on the planes' device",
-        ));
+    check_same_device(OP, &[planes, pixels])?;
+    if pixels.dtype() != DType::U32 {
+        return Err(Error::shape(OP, "pixels must be a u32 tensor"));
     }
     if !(scale.is_finite() && bias.is_finite()) {
         return Err(Error::InvalidArgument {

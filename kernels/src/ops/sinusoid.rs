@@ -5,7 +5,7 @@ use crate::gpu::{Dispatch, fold_groups};
 use crate::select::{self, Choice};
 use crate::tensor::{DType, Tensor};
 
-use super::{check_no_alias, check_out_shape, choose_widest};
+use super::{check_no_alias, check_out_shape, check_same_device, choose_widest};
 
 const OP: &str = "sinusoid";
 
@@ -68,9 +68,7 @@ pub fn plan(
             ));
         }
     }
-    if !freq.gpu().same_device(phase.gpu()) || !freq.gpu().same_device(out.gpu()) {
-        return Err(Error::shape(OP, "operands live on different devices"));
-    }
+    check_same_device(OP, &[freq, phase, out])?;
     if freq.shape() != phase.shape() {
         return Err(Error::shape(
             OP,
