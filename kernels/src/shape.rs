@@ -80,6 +80,76 @@ impl MatmulDims {
     }
 }
 
+/// The dimensions of an attention call: Q [.., Nq, D], K and V [.., Nk, D], the leading
+/// extents (batch, heads, …) equal across the three and flattened into `batch_heads`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionDims {
+    pub batch_heads: usize,
+    pub q_len: usize,
+    pub kv_len: usize,
+    pub head_dim: usize,
+}
+
+impl AttentionDims {
+    pub fn new(op: &'static str, q: &[usize], k: &[usize], v: &[usize]) -> Result<Self> {
+        for (name, s) in [("Q", q), ("K", k), ("V", v)] {
+            non_empty(op, s)?;
+            if s.len() < 2 {
+                return Err(Error::shape(
+                    op,
+                    format!("{name} has shape {s:?}: expected [.., sequence, head_dim]"),
+                ));
+            }
+        }
+        let lead = |s: &[usize]| s[..s.len() - 2].to_vec();
+        if lead(q) != lead(k) || lead(k) != lead(v) {
+            return Err(Error::shape(
+                op,
+                format!("Q {q:?}, K {k:?}, V {v:?}: the leading (batch, head) extents differ"),
+            ));
+        }
+        if k != v {
+            return Err(Error::shape(
+                op,
+                format!("K {k:?} and V {v:?} must have one shape"),
+            ));
+        }
+        let head_dim = q[q.len() - 1];
+        if k[k.len() - 1] != head_dim {
+            return Err(Error::shape(
+                op,
+                format!("Q {q:?} and K {k:?} have different head dimensions"),
+            ));
+        }
+        Ok(AttentionDims {
+            batch_heads: numel(&lead(q)),
+            q_len: q[q.len() - 2],
+            kv_len: k[k.len() - 2],
+            head_dim,
+        })
+    }
+
+    /// Whether query row `i` sees key `j`. The causal diagonal ends at the last key
+    /// (bottom-right aligned, as the softmax op's mask): i sees j ≤ i + Nk − Nq, so with
+    /// Nk < Nq the first Nq − Nk rows see no key at all.
+    pub fn visible(&self, causal: bool, i: usize, j: usize) -> bool {
+        j < self.kv_len
+            && (!causal || j as i64 <= i as i64 + self.kv_len as i64 - self.q_len as i64)
+    }
+
+    /// Forward FLOPs, 4·BH·Nq·Nk·D (two products), halved when causal. With `with_backward`,
+    /// forward and backward together: the backward pass counts 2.5× the forward.
+    pub fn flops(&self, causal: bool, with_backward: bool) -> f64 {
+        let f = 4.0
+            * self.batch_heads as f64
+            * self.q_len as f64
+            * self.kv_len as f64
+            * self.head_dim as f64;
+        let f = if causal { f / 2.0 } else { f };
+        if with_backward { f * 3.5 } else { f }
+    }
+}
+
 /// Numpy-style broadcast of two shapes of rank ≤ 4.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Broadcast {

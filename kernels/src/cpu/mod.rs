@@ -3,6 +3,7 @@
 //! (single-threaded, no SIMD intrinsics).
 
 mod add;
+mod attention;
 mod layernorm;
 mod matmul;
 mod rgba8;
@@ -10,6 +11,7 @@ mod sinusoid;
 mod softmax;
 
 pub use add::add;
+pub use attention::{Forward, Grads, attention, attention_backward, flash_backward, flash_forward};
 pub use layernorm::layernorm;
 pub use matmul::matmul;
 pub use rgba8::rgba8;
