@@ -11,7 +11,7 @@ use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 
 /// The families built into Kiln: `(family, template, contract)`.
-const FAMILIES: [(&str, &str, &str); 6] = [
+const FAMILIES: [(&str, &str, &str); 12] = [
     (
         "matmul",
         include_str!("../templates/matmul.wgsl.jinja"),
@@ -42,13 +42,49 @@ const FAMILIES: [(&str, &str, &str); 6] = [
         include_str!("../templates/rgba8.wgsl.jinja"),
         include_str!("../templates/rgba8.toml"),
     ),
+    (
+        "flash_fwd",
+        include_str!("../templates/flash_fwd.wgsl.jinja"),
+        include_str!("../templates/flash_fwd.toml"),
+    ),
+    (
+        "flash_bwd_dq",
+        include_str!("../templates/flash_bwd_dq.wgsl.jinja"),
+        include_str!("../templates/flash_bwd_dq.toml"),
+    ),
+    (
+        "flash_bwd_dkdv",
+        include_str!("../templates/flash_bwd_dkdv.wgsl.jinja"),
+        include_str!("../templates/flash_bwd_dkdv.toml"),
+    ),
+    (
+        "attention_delta",
+        include_str!("../templates/attention_delta.wgsl.jinja"),
+        include_str!("../templates/attention_delta.toml"),
+    ),
+    (
+        "transpose",
+        include_str!("../templates/transpose.wgsl.jinja"),
+        include_str!("../templates/transpose.toml"),
+    ),
+    (
+        "softmax_backward",
+        include_str!("../templates/softmax_backward.wgsl.jinja"),
+        include_str!("../templates/softmax_backward.toml"),
+    ),
 ];
 
 /// Pieces shared by several templates, imported with `{% import %}`.
-const PARTIALS: [(&str, &str); 1] = [(
-    "_reduce.wgsl.jinja",
-    include_str!("../templates/_reduce.wgsl.jinja"),
-)];
+const PARTIALS: [(&str, &str); 2] = [
+    (
+        "_reduce.wgsl.jinja",
+        include_str!("../templates/_reduce.wgsl.jinja"),
+    ),
+    (
+        "_attention.wgsl.jinja",
+        include_str!("../templates/_attention.wgsl.jinja"),
+    ),
+];
 
 /// One assignment of a family's variables: a kernel that can be rendered.
 #[derive(Clone, Debug, PartialEq, Serialize)]
