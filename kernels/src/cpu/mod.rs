@@ -9,6 +9,7 @@ mod matmul;
 mod rgba8;
 mod sinusoid;
 mod softmax;
+mod transpose;
 
 pub use add::add;
 pub use attention::{Forward, Grads, attention, attention_backward, flash_backward, flash_forward};
@@ -16,7 +17,8 @@ pub use layernorm::layernorm;
 pub use matmul::matmul;
 pub use rgba8::rgba8;
 pub use sinusoid::sinusoid;
-pub use softmax::softmax;
+pub use softmax::{softmax, softmax_backward};
+pub use transpose::transpose;
 
 use crate::error::Result;
 use crate::shape;

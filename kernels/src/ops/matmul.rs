@@ -1,6 +1,6 @@
 //! Batched matrix product on the GPU.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::Dispatch;
 use crate::select::{self, Choice, Request};
 use crate::shape::MatmulDims;
@@ -92,23 +92,7 @@ pub fn plan(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<(
     let choice = choose(a, b, named)?;
     let gpu = a.gpu();
     let tile = choice.variant.int("tile").max(1) as usize;
-    let max = gpu.profile().limits.max_compute_workgroups_per_dimension;
-    let mut groups = [0u32; 3];
-    for (g, count) in groups
-        .iter_mut()
-        .zip([d.n.div_ceil(tile), d.m.div_ceil(tile), d.batch])
-    {
-        *g = u32::try_from(count)
-            .ok()
-            .filter(|&c| c <= max)
-            .ok_or(Error::OverLimit {
-                op: OP,
-                what: format!("a grid of {count} workgroups in one dimension"),
-                limit: "max_compute_workgroups_per_dimension",
-                needed: count as u64,
-                allowed: u64::from(max),
-            })?;
-    }
+    let groups = super::grid(OP, gpu, [d.n.div_ceil(tile), d.m.div_ceil(tile), d.batch])?;
     let params = gpu.uniform(&Params {
         m: d.m as u32,
         n: d.n as u32,

@@ -4,21 +4,30 @@
 //! - `plan(…)`: the prepared `Dispatch` and the `Choice`, for benchmarks that launch it often.
 
 pub mod add;
+pub mod attention;
 pub mod layernorm;
 pub mod matmul;
 pub mod rgba8;
 pub mod sinusoid;
 pub mod softmax;
+pub mod softmax_backward;
+pub mod transpose;
 
 pub use add::{add, add_into};
+pub use attention::{
+    flash_attention, flash_attention_backward, naive_attention, naive_attention_backward,
+};
 pub use layernorm::{layernorm, layernorm_into};
 pub use matmul::{matmul, matmul_into};
 pub use rgba8::{rgba8, rgba8_into};
 pub use sinusoid::{sinusoid, sinusoid_into};
 pub use softmax::{softmax, softmax_into};
+pub use softmax_backward::{softmax_backward, softmax_backward_into};
+pub use transpose::{transpose, transpose_into};
 
 use crate::contract::Param;
 use crate::error::{Error, Result};
+use crate::gpu::Gpu;
 use crate::registry::Variant;
 use crate::select::{self, Choice, Request};
 use crate::shape::rows_cols;
@@ -73,6 +82,25 @@ fn check_out_shape(op: &'static str, out: &Tensor, want: &[usize]) -> Result<()>
         ));
     }
     Ok(())
+}
+
+/// Workgroup counts for a 3-D grid, each checked against the per-dimension limit.
+fn grid(op: &'static str, gpu: &Gpu, counts: [usize; 3]) -> Result<[u32; 3]> {
+    let max = gpu.profile().limits.max_compute_workgroups_per_dimension;
+    let mut groups = [0u32; 3];
+    for (g, count) in groups.iter_mut().zip(counts) {
+        *g = u32::try_from(count)
+            .ok()
+            .filter(|&c| c <= max)
+            .ok_or(Error::OverLimit {
+                op,
+                what: format!("a grid of {count} workgroups in one dimension"),
+                limit: "max_compute_workgroups_per_dimension",
+                needed: count as u64,
+                allowed: u64::from(max),
+            })?;
+    }
+    Ok(groups)
 }
 
 /// A simple request: the dtype fixed, every variant fits, the widest workgroup preferred.

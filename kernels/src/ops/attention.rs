@@ -1,0 +1,549 @@
+//! Attention on the GPU, two ways.
+//!
+//! - **Flash** (FlashAttention-2): [`flash_attention`] runs one kernel that walks the keys in
+//!   blocks with an online softmax and writes O and the log-sum-exp (LSE) per row;
+//!   [`flash_attention_backward`] runs three: D = rowsum(dO ∘ O), then dK/dV per key block and
+//!   dQ per query block, each recomputing the probabilities from Q, K and the LSE. Two passes
+//!   rather than atomics: WebGPU has no float atomics, and one writer per element keeps the
+//!   result deterministic.
+//! - **Naive**: [`naive_attention`] materialises the scores with the matmul, softmax and
+//!   transpose ops (S = Q·Kᵀ, P = softmax(S), O = P·V), and [`naive_attention_backward`] runs
+//!   the textbook backward on the saved P. It is the comparison the flash kernels are
+//!   measured against, and the two are tested equal.
+//!
+//! Layout: Q [.., Nq, D], K and V [.., Nk, D], leading extents equal (batch, heads, …). The
+//! causal mask is bottom-right aligned: query i sees keys j ≤ i + Nk − Nq. A row that sees no
+//! key gets output 0 (and LSE +∞), never NaN.
+
+use crate::contract::Param;
+use crate::error::{Error, Result};
+use crate::gpu::{Dispatch, fold_groups};
+use crate::registry::Variant;
+use crate::select::{self, Choice, Request};
+use crate::shape::AttentionDims;
+use crate::tensor::{DType, Tensor};
+
+use super::{check_no_alias, check_operands, check_out_shape, dtype_param, grid};
+
+const OP: &str = "attention";
+
+/// The head dimensions the flash kernels are rendered for.
+pub const HEAD_DIMS: [usize; 5] = [32, 64, 80, 96, 128];
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    bh: u32,
+    nq: u32,
+    nk: u32,
+    shift: i32,
+    scale: f32,
+    scale_log2: f32,
+    inf_bits: u32,
+    _pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct DeltaParams {
+    rows: u32,
+    vecs: u32,
+}
+
+/// The gradients of Q, K and V.
+#[derive(Clone, Debug)]
+pub struct Grads {
+    pub dq: Tensor,
+    pub dk: Tensor,
+    pub dv: Tensor,
+}
+
+impl Grads {
+    /// Uninitialised gradients shaped like Q, K and V.
+    pub fn like(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Grads> {
+        Ok(Grads {
+            dq: Tensor::uninit(q.gpu(), q.shape(), q.dtype())?,
+            dk: Tensor::uninit(k.gpu(), k.shape(), k.dtype())?,
+            dv: Tensor::uninit(v.gpu(), v.shape(), v.dtype())?,
+        })
+    }
+}
+
+/// Checks Q, K, V: one device, one dtype (f32 or f16), compatible shapes, a finite scale.
+pub fn dims(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32) -> Result<AttentionDims> {
+    check_operands(OP, &[q, k, v])?;
+    if q.dtype() == DType::U32 {
+        return Err(Error::shape(OP, "Q, K and V must be f32 or f16"));
+    }
+    if !scale.is_finite() {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: format!("scale must be finite, got {scale}"),
+        });
+    }
+    let d = AttentionDims::new(OP, q.shape(), k.shape(), v.shape())?;
+    let check = |what: &str, n: usize| -> Result<()> {
+        if n > u32::MAX as usize {
+            return Err(Error::shape(
+                OP,
+                format!("{what} {n} does not fit in 32 bits"),
+            ));
+        }
+        Ok(())
+    };
+    check("batch × heads", d.batch_heads)?;
+    check("Nq", d.q_len)?;
+    check("Nk", d.kv_len)?;
+    Ok(d)
+}
+
+fn params(d: &AttentionDims, scale: f32) -> Params {
+    Params {
+        bh: d.batch_heads as u32,
+        nq: d.q_len as u32,
+        nk: d.kv_len as u32,
+        shift: (d.kv_len as i64 - d.q_len as i64).clamp(i32::MIN as i64, i32::MAX as i64) as i32,
+        scale,
+        scale_log2: scale * std::f32::consts::LOG2_E,
+        inf_bits: f32::INFINITY.to_bits(),
+        _pad: 0,
+    }
+}
+
+/// The LSE's shape: Q's without the head dimension.
+fn lse_shape(q: &Tensor) -> Vec<usize> {
+    q.shape()[..q.shape().len() - 1].to_vec()
+}
+
+fn check_lse(lse: &Tensor, q: &Tensor) -> Result<()> {
+    if lse.dtype() != DType::F32 {
+        return Err(Error::shape(OP, "the LSE tensor must be f32"));
+    }
+    check_out_shape(OP, lse, &lse_shape(q))
+}
+
+/// The selector's request for one of the flash families. The rule: the largest block the
+/// device's workgroup storage allows that still gives enough workgroups to fill the device
+/// (128 on a GPU, 8 on a CPU adapter), the streamed block as large as the owned one, subgroup
+/// reductions where offered.
+fn choose_flash(
+    family: &'static str,
+    (owned_var, owned_len): (&'static str, usize),
+    streamed_var: &'static str,
+    d: &AttentionDims,
+    t: &Tensor,
+    causal: bool,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let gpu = t.gpu();
+    if !HEAD_DIMS.contains(&d.head_dim) {
+        return Err(gpu.unsupported(
+            OP,
+            format!(
+                "head dimension {}: the flash kernels are rendered for {HEAD_DIMS:?}",
+                d.head_dim
+            ),
+        ));
+    }
+    let enough = if gpu.profile().device_type == "cpu" {
+        8
+    } else {
+        128
+    };
+    let groups = |b: usize| d.batch_heads * owned_len.div_ceil(b);
+    let target = [64, 32, 16, 8, 4]
+        .into_iter()
+        .find(|&b| groups(b) >= enough)
+        .unwrap_or(4) as i64;
+    let score = |v: &Variant| {
+        let owned = v.int(owned_var);
+        let too_big = i64::from(owned > target) * 10_000;
+        let subgroup = i64::from(v.get("reduce") == Some(&Param::Str("subgroup".into())));
+        -too_big + 100 * owned + 10 * v.int(streamed_var) + subgroup
+    };
+    let request = Request {
+        op: family,
+        fixed: vec![
+            dtype_param(t),
+            ("head_dim", Param::Int(d.head_dim as i64)),
+            ("causal", Param::Bool(causal)),
+        ],
+        bucket: format!(
+            "d{}_q{}_k{}",
+            d.head_dim,
+            select::bucket(d.q_len),
+            select::bucket(d.kv_len)
+        ),
+        fits: &|_| true,
+        score: &score,
+        rule: "the largest block that fits workgroup storage and leaves ≥ 128 workgroups (8 on a CPU adapter); subgroup reductions where offered",
+    };
+    select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
+}
+
+/// Flash attention: O = softmax(scale · Q·Kᵀ, masked) · V, and the LSE [.., Nq] (f32).
+pub fn flash_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    causal: bool,
+    scale: f32,
+) -> Result<(Tensor, Tensor)> {
+    let o = Tensor::uninit(q.gpu(), q.shape(), q.dtype())?;
+    let lse = Tensor::uninit(q.gpu(), &lse_shape(q), DType::F32)?;
+    flash_attention_into(q, k, v, &o, &lse, causal, scale, None)?;
+    Ok((o, lse))
+}
+
+/// Writes flash attention's output and LSE into `o` and `lse`.
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attention_into(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    causal: bool,
+    scale: f32,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let (dispatch, choice) = plan_forward(q, k, v, o, lse, causal, scale, named)?;
+    q.gpu().submit(&[&dispatch]);
+    Ok(choice)
+}
+
+/// Checks a flash forward call and prepares its launch.
+#[allow(clippy::too_many_arguments)]
+pub fn plan_forward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    causal: bool,
+    scale: f32,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    let d = dims(q, k, v, scale)?;
+    check_operands(OP, &[q, o])?;
+    check_out_shape(OP, o, q.shape())?;
+    check_lse(lse, q)?;
+    check_no_alias(OP, o, &[q, k, v, lse])?;
+    check_no_alias(OP, lse, &[q, k, v])?;
+    let choice = choose_flash(
+        "flash_fwd",
+        ("block_q", d.q_len),
+        "block_k",
+        &d,
+        q,
+        causal,
+        named,
+    )?;
+    let gpu = q.gpu();
+    let block = choice.variant.int("block_q").max(1) as usize;
+    let groups = grid(OP, gpu, [d.q_len.div_ceil(block), d.batch_heads, 1])?;
+    let params = gpu.uniform(&params(&d, scale));
+    let pipeline = gpu.pipeline(&choice.variant)?;
+    let buffers = [
+        q.buffer(),
+        k.buffer(),
+        v.buffer(),
+        o.buffer(),
+        lse.buffer(),
+        &params,
+    ];
+    Ok((Dispatch::new(gpu, pipeline, &buffers, groups), choice))
+}
+
+/// Variant names to force in the backward pass (`None`: the selector's choice).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BackwardVariants<'a> {
+    pub dq: Option<&'a str>,
+    pub dkdv: Option<&'a str>,
+}
+
+/// The backward pass's launches, the scratch tensor they share and the variants chosen.
+#[derive(Debug)]
+pub struct BackwardPlan {
+    /// D = rowsum(dO ∘ O), dK/dV, dQ, in order.
+    pub dispatches: Vec<Dispatch>,
+    pub choices: Vec<Choice>,
+    /// The D scratch tensor [.., Nq] (f32).
+    pub delta: Tensor,
+}
+
+/// Flash attention's backward pass: the gradients of Q, K and V given dO, from Q, K, V and the
+/// forward pass's O and LSE.
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attention_backward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    d_o: &Tensor,
+    causal: bool,
+    scale: f32,
+) -> Result<Grads> {
+    let grads = Grads::like(q, k, v)?;
+    let plan = plan_backward(
+        q,
+        k,
+        v,
+        o,
+        lse,
+        d_o,
+        &grads,
+        causal,
+        scale,
+        BackwardVariants::default(),
+    )?;
+    let refs: Vec<&Dispatch> = plan.dispatches.iter().collect();
+    q.gpu().submit(&refs);
+    Ok(grads)
+}
+
+/// Checks a flash backward call and prepares its three launches.
+#[allow(clippy::too_many_arguments)]
+pub fn plan_backward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    d_o: &Tensor,
+    grads: &Grads,
+    causal: bool,
+    scale: f32,
+    named: BackwardVariants<'_>,
+) -> Result<BackwardPlan> {
+    let d = dims(q, k, v, scale)?;
+    let all = [q, k, v, o, d_o, &grads.dq, &grads.dk, &grads.dv];
+    check_operands(OP, &all)?;
+    for (t, like) in [
+        (o, q),
+        (d_o, q),
+        (&grads.dq, q),
+        (&grads.dk, k),
+        (&grads.dv, v),
+    ] {
+        check_out_shape(OP, t, like.shape())?;
+    }
+    check_lse(lse, q)?;
+    let inputs = [q, k, v, o, lse, d_o];
+    for out in [&grads.dq, &grads.dk, &grads.dv] {
+        check_no_alias(OP, out, &inputs)?;
+    }
+    if grads.dq.buffer() == grads.dk.buffer()
+        || grads.dq.buffer() == grads.dv.buffer()
+        || grads.dk.buffer() == grads.dv.buffer()
+    {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: "dQ, dK and dV must be separate tensors".into(),
+        });
+    }
+    let gpu = q.gpu();
+    let delta = Tensor::uninit(gpu, &lse_shape(q), DType::F32)?;
+
+    let rows = d.batch_heads * d.q_len;
+    let delta_choice = super::choose_widest("attention_delta", q, String::new(), None)?;
+    let wg = delta_choice.variant.int("wg").max(1) as u64;
+    let delta_groups = fold_groups(
+        OP,
+        (rows as u64).div_ceil(wg),
+        gpu.profile().limits.max_compute_workgroups_per_dimension,
+    )?;
+    let delta_params = gpu.uniform(&DeltaParams {
+        rows: rows as u32,
+        vecs: (d.head_dim / 4) as u32,
+    });
+    if d.head_dim % 4 != 0 {
+        return Err(gpu.unsupported(
+            OP,
+            format!("head dimension {} is not a multiple of 4", d.head_dim),
+        ));
+    }
+    let pre = Dispatch::new(
+        gpu,
+        gpu.pipeline(&delta_choice.variant)?,
+        &[d_o.buffer(), o.buffer(), delta.buffer(), &delta_params],
+        delta_groups,
+    );
+
+    let params = gpu.uniform(&params(&d, scale));
+    let dkdv_choice = choose_flash(
+        "flash_bwd_dkdv",
+        ("block_k", d.kv_len),
+        "block_q",
+        &d,
+        q,
+        causal,
+        named.dkdv,
+    )?;
+    let block = dkdv_choice.variant.int("block_k").max(1) as usize;
+    let dkdv = Dispatch::new(
+        gpu,
+        gpu.pipeline(&dkdv_choice.variant)?,
+        &[
+            q.buffer(),
+            k.buffer(),
+            v.buffer(),
+            d_o.buffer(),
+            lse.buffer(),
+            delta.buffer(),
+            grads.dk.buffer(),
+            grads.dv.buffer(),
+            &params,
+        ],
+        grid(OP, gpu, [d.kv_len.div_ceil(block), d.batch_heads, 1])?,
+    );
+    let dq_choice = choose_flash(
+        "flash_bwd_dq",
+        ("block_q", d.q_len),
+        "block_k",
+        &d,
+        q,
+        causal,
+        named.dq,
+    )?;
+    let block = dq_choice.variant.int("block_q").max(1) as usize;
+    let dq = Dispatch::new(
+        gpu,
+        gpu.pipeline(&dq_choice.variant)?,
+        &[
+            q.buffer(),
+            k.buffer(),
+            v.buffer(),
+            d_o.buffer(),
+            lse.buffer(),
+            delta.buffer(),
+            grads.dq.buffer(),
+            &params,
+        ],
+        grid(OP, gpu, [d.q_len.div_ceil(block), d.batch_heads, 1])?,
+    );
+    Ok(BackwardPlan {
+        dispatches: vec![pre, dkdv, dq],
+        choices: vec![delta_choice, dkdv_choice, dq_choice],
+        delta,
+    })
+}
+
+/// The naive path's launches and the tensors they write.
+#[derive(Debug)]
+pub struct NaivePlan {
+    pub dispatches: Vec<Dispatch>,
+    /// O, shaped like Q.
+    pub out: Tensor,
+    /// The probabilities P [BH, Nq, Nk], kept for the backward pass.
+    pub probs: Tensor,
+}
+
+/// Naive attention: S = Q·Kᵀ and P = softmax(scale · S) materialised, O = P·V.
+pub fn naive_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    causal: bool,
+    scale: f32,
+) -> Result<NaivePlan> {
+    let plan = plan_naive_forward(q, k, v, causal, scale)?;
+    let refs: Vec<&Dispatch> = plan.dispatches.iter().collect();
+    q.gpu().submit(&refs);
+    Ok(plan)
+}
+
+/// Prepares the naive forward pass: transpose K, two matmuls and a softmax.
+pub fn plan_naive_forward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    causal: bool,
+    scale: f32,
+) -> Result<NaivePlan> {
+    let d = dims(q, k, v, scale)?;
+    let gpu = q.gpu();
+    let (q3, k3, v3) = flat(&d, q, k, v)?;
+    let kt = Tensor::uninit(gpu, &[d.batch_heads, d.head_dim, d.kv_len], q.dtype())?;
+    let s = Tensor::uninit(gpu, &[d.batch_heads, d.q_len, d.kv_len], q.dtype())?;
+    let probs = Tensor::uninit(gpu, s.shape(), q.dtype())?;
+    let out = Tensor::uninit(gpu, q.shape(), q.dtype())?;
+    let dispatches = vec![
+        super::transpose::plan(&k3, &kt, None)?.0,
+        super::matmul::plan(&q3, &kt, &s, None)?.0,
+        super::softmax::plan(&s, &probs, causal, scale, None)?.0,
+        super::matmul::plan(&probs, &v3, &out.reshape(q3.shape())?, None)?.0,
+    ];
+    Ok(NaivePlan {
+        dispatches,
+        out,
+        probs,
+    })
+}
+
+/// Naive backward from the saved P: dV = Pᵀ·dO, dP = dO·Vᵀ, dS = scale · P ∘ (dP − rowsum(P ∘ dP)),
+/// dQ = dS·K, dK = dSᵀ·Q.
+#[allow(clippy::too_many_arguments)]
+pub fn naive_attention_backward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    probs: &Tensor,
+    d_o: &Tensor,
+    scale: f32,
+) -> Result<Grads> {
+    let grads = Grads::like(q, k, v)?;
+    let dispatches = plan_naive_backward(q, k, v, probs, d_o, &grads, scale)?;
+    let refs: Vec<&Dispatch> = dispatches.iter().collect();
+    q.gpu().submit(&refs);
+    Ok(grads)
+}
+
+/// Prepares the naive backward pass: three transposes, four matmuls and a softmax backward.
+pub fn plan_naive_backward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    probs: &Tensor,
+    d_o: &Tensor,
+    grads: &Grads,
+    scale: f32,
+) -> Result<Vec<Dispatch>> {
+    let d = dims(q, k, v, scale)?;
+    check_out_shape(OP, probs, &[d.batch_heads, d.q_len, d.kv_len])?;
+    check_out_shape(OP, d_o, q.shape())?;
+    let gpu = q.gpu();
+    let (q3, k3, v3) = flat(&d, q, k, v)?;
+    let do3 = d_o.reshape(q3.shape())?;
+    let (dq3, dk3, dv3) = (
+        grads.dq.reshape(q3.shape())?,
+        grads.dk.reshape(k3.shape())?,
+        grads.dv.reshape(v3.shape())?,
+    );
+    let nn = [d.batch_heads, d.kv_len, d.q_len];
+    let pt = Tensor::uninit(gpu, &nn, q.dtype())?;
+    let vt = Tensor::uninit(gpu, &[d.batch_heads, d.head_dim, d.kv_len], q.dtype())?;
+    let dp = Tensor::uninit(gpu, probs.shape(), q.dtype())?;
+    let ds = Tensor::uninit(gpu, probs.shape(), q.dtype())?;
+    let dst = Tensor::uninit(gpu, &nn, q.dtype())?;
+    Ok(vec![
+        super::transpose::plan(probs, &pt, None)?.0,
+        super::matmul::plan(&pt, &do3, &dv3, None)?.0,
+        super::transpose::plan(&v3, &vt, None)?.0,
+        super::matmul::plan(&do3, &vt, &dp, None)?.0,
+        super::softmax_backward::plan(probs, &dp, &ds, scale, None)?.0,
+        super::matmul::plan(&ds, &k3, &dq3, None)?.0,
+        super::transpose::plan(&ds, &dst, None)?.0,
+        super::matmul::plan(&dst, &q3, &dk3, None)?.0,
+    ])
+}
+
+/// Q, K, V seen as [BH, N, D].
+fn flat(d: &AttentionDims, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    Ok((
+        q.reshape(&[d.batch_heads, d.q_len, d.head_dim])?,
+        k.reshape(&[d.batch_heads, d.kv_len, d.head_dim])?,
+        v.reshape(&[d.batch_heads, d.kv_len, d.head_dim])?,
+    ))
+}

@@ -1,0 +1,83 @@
+//! The gradient of softmax over the last axis on the GPU.
+
+use crate::error::{Error, Result};
+use crate::gpu::{Dispatch, fold_groups};
+use crate::select::Choice;
+use crate::shape::rows_cols;
+use crate::tensor::Tensor;
+
+use super::{check_no_alias, check_operands, check_out_shape, choose_rowwise};
+
+const OP: &str = "softmax_backward";
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    cols: u32,
+    scale: f32,
+    _pad: u32,
+}
+
+/// dX of y = softmax(scale · x), from the softmax output `p` and the gradient `dp` of y:
+/// dX = scale · p ∘ (dp − rowsum(p ∘ dp)). Masked entries (p = 0) get 0.
+pub fn softmax_backward(p: &Tensor, dp: &Tensor, scale: f32) -> Result<Tensor> {
+    let dx = Tensor::uninit(p.gpu(), p.shape(), p.dtype())?;
+    softmax_backward_into(p, dp, &dx, scale, None)?;
+    Ok(dx)
+}
+
+/// Writes the softmax gradient into `dx`, with the named variant or the selector's choice.
+pub fn softmax_backward_into(
+    p: &Tensor,
+    dp: &Tensor,
+    dx: &Tensor,
+    scale: f32,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let (dispatch, choice) = plan(p, dp, dx, scale, named)?;
+    p.gpu().submit(&[&dispatch]);
+    Ok(choice)
+}
+
+/// Checks the call and prepares its launch.
+pub fn plan(
+    p: &Tensor,
+    dp: &Tensor,
+    dx: &Tensor,
+    scale: f32,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    check_operands(OP, &[p, dp, dx])?;
+    check_out_shape(OP, dp, p.shape())?;
+    check_out_shape(OP, dx, p.shape())?;
+    check_no_alias(OP, dx, &[p, dp])?;
+    if !scale.is_finite() {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: format!("scale must be finite, got {scale}"),
+        });
+    }
+    let (rows, cols) = rows_cols(OP, p.shape())?;
+    let choice = choose_rowwise(OP, p, Vec::new(), named)?;
+    let gpu = p.gpu();
+    let groups = fold_groups(
+        OP,
+        rows as u64,
+        gpu.profile().limits.max_compute_workgroups_per_dimension,
+    )?;
+    let params = gpu.uniform(&Params {
+        rows: rows as u32,
+        cols: cols as u32,
+        scale,
+        _pad: 0,
+    });
+    let pipeline = gpu.pipeline(&choice.variant)?;
+    let dispatch = Dispatch::new(
+        gpu,
+        pipeline,
+        &[p.buffer(), dp.buffer(), dx.buffer(), &params],
+        groups,
+    );
+    Ok((dispatch, choice))
+}

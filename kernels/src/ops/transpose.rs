@@ -1,0 +1,65 @@
+//! Swapping the last two axes of a batch of matrices on the GPU.
+
+use crate::error::{Error, Result};
+use crate::gpu::Dispatch;
+use crate::select::Choice;
+use crate::tensor::Tensor;
+
+use super::{check_no_alias, check_operands, check_out_shape, choose_widest};
+
+const OP: &str = "transpose";
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    cols: u32,
+}
+
+/// [.., rows, cols] → [.., cols, rows].
+pub fn transpose(x: &Tensor) -> Result<Tensor> {
+    let y = Tensor::uninit(x.gpu(), &transposed_shape(x.shape())?, x.dtype())?;
+    transpose_into(x, &y, None)?;
+    Ok(y)
+}
+
+/// Writes the transpose of `x` into `y`, with the named variant or the selector's choice.
+pub fn transpose_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
+    let (dispatch, choice) = plan(x, y, named)?;
+    x.gpu().submit(&[&dispatch]);
+    Ok(choice)
+}
+
+fn transposed_shape(shape: &[usize]) -> Result<Vec<usize>> {
+    crate::shape::non_empty(OP, shape)?;
+    if shape.len() < 2 {
+        return Err(Error::shape(
+            OP,
+            format!("shape {shape:?} has no two axes to swap"),
+        ));
+    }
+    let mut out = shape.to_vec();
+    out.swap(shape.len() - 1, shape.len() - 2);
+    Ok(out)
+}
+
+/// Checks the call and prepares its launch.
+pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+    check_operands(OP, &[x, y])?;
+    let want = transposed_shape(x.shape())?;
+    check_out_shape(OP, y, &want)?;
+    check_no_alias(OP, y, &[x])?;
+    let (rows, cols) = (want[want.len() - 1], want[want.len() - 2]);
+    let batch = x.numel() / (rows * cols);
+    let choice = choose_widest(OP, x, String::new(), named)?;
+    let gpu = x.gpu();
+    let tile = choice.variant.int("tile").max(1) as usize;
+    let groups = super::grid(OP, gpu, [cols.div_ceil(tile), rows.div_ceil(tile), batch])?;
+    let params = gpu.uniform(&Params {
+        rows: rows as u32,
+        cols: cols as u32,
+    });
+    let pipeline = gpu.pipeline(&choice.variant)?;
+    let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
+    Ok((dispatch, choice))
+}

@@ -1,0 +1,358 @@
+//! Attention on the GPU against the CPU references: the flash kernels (forward and backward)
+//! for every head dimension, causal and not, sequence lengths that are not block multiples,
+//! logits scaled ×10; every offered block shape; the naive GPU path; and the two GPU paths
+//! against each other. Outputs are poisoned with NaN first. Runs on lavapipe in CI.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{assert_close, gpu, random, read};
+use kiln::cpu::{self, Array};
+use kiln::ops::attention::{self, BackwardVariants, Grads};
+use kiln::tensor::round_to_f16;
+use kiln::{DType, Error, Tensor};
+
+/// Relative L2 tolerances: (forward, backward). f16 inputs and outputs carry 11 significant
+/// bits, and the backward pass multiplies several rounded values.
+fn tolerance(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F16 => (4e-3, 2e-2),
+        _ => (2e-5, 1e-4),
+    }
+}
+
+struct Case {
+    q: (Tensor, Array),
+    k: (Tensor, Array),
+    v: (Tensor, Array),
+    d_o: (Tensor, Array),
+    scale: f32,
+}
+
+fn input(seed: u64, shape: &[usize], gain: f32, dtype: DType) -> (Tensor, Array) {
+    let mut data: Vec<f32> = random(seed, shape.iter().product())
+        .into_iter()
+        .map(|x| x * gain)
+        .collect();
+    if dtype == DType::F16 {
+        data = round_to_f16(&data);
+    }
+    let t = Tensor::from_slice(gpu(), shape, &data, dtype).unwrap();
+    (t, Array::new(shape, data).unwrap())
+}
+
+/// Q is scaled ×10 so that scores are large and the running max changes between key blocks.
+fn case(seed: u64, heads: usize, nq: usize, nk: usize, d: usize, dtype: DType) -> Case {
+    Case {
+        q: input(seed, &[1, heads, nq, d], 10.0, dtype),
+        k: input(seed + 1, &[1, heads, nk, d], 1.0, dtype),
+        v: input(seed + 2, &[1, heads, nk, d], 1.0, dtype),
+        d_o: input(seed + 3, &[1, heads, nq, d], 1.0, dtype),
+        scale: 1.0 / (d as f32).sqrt(),
+    }
+}
+
+fn poisoned_like(t: &Tensor) -> Tensor {
+    Tensor::full(gpu(), t.shape(), f32::NAN, t.dtype()).unwrap()
+}
+
+fn poisoned_grads(c: &Case) -> Grads {
+    Grads {
+        dq: poisoned_like(&c.q.0),
+        dk: poisoned_like(&c.k.0),
+        dv: poisoned_like(&c.v.0),
+    }
+}
+
+/// LSE: +∞ exactly where the reference has it, the finite rest close.
+fn assert_lse(name: &str, got: &[f32], want: &[f32]) {
+    let inf = |x: &[f32]| x.iter().map(|v| *v == f32::INFINITY).collect::<Vec<_>>();
+    assert_eq!(inf(got), inf(want), "{name}: rows that see no key differ");
+    let finite = |x: &[f32]| {
+        x.iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect::<Vec<_>>()
+    };
+    assert_close(name, &finite(got), &finite(want), 1e-5);
+}
+
+/// Runs the flash forward and backward (with the named variants) and checks them against the
+/// standard CPU algorithm.
+fn check_flash(name: &str, c: &Case, causal: bool, fwd: Option<&str>, bwd: BackwardVariants<'_>) {
+    let dtype = c.q.0.dtype();
+    let (tol_f, tol_b) = tolerance(dtype);
+    let want = cpu::attention(&c.q.1, &c.k.1, &c.v.1, causal, c.scale).unwrap();
+    let want_g =
+        cpu::attention_backward(&c.q.1, &c.k.1, &c.v.1, &c.d_o.1, causal, c.scale).unwrap();
+
+    let o = poisoned_like(&c.q.0);
+    let lse_shape = &c.q.0.shape()[..3];
+    let lse = Tensor::full(gpu(), lse_shape, f32::NAN, DType::F32).unwrap();
+    attention::flash_attention_into(&c.q.0, &c.k.0, &c.v.0, &o, &lse, causal, c.scale, fwd)
+        .unwrap();
+    assert_close(&format!("{name} O"), &read(&o), &want.out.data, tol_f);
+    assert_lse(&format!("{name} LSE"), &read(&lse), &want.lse);
+
+    let g = poisoned_grads(c);
+    let plan = attention::plan_backward(
+        &c.q.0, &c.k.0, &c.v.0, &o, &lse, &c.d_o.0, &g, causal, c.scale, bwd,
+    )
+    .unwrap();
+    let refs: Vec<_> = plan.dispatches.iter().collect();
+    gpu().submit(&refs);
+    assert_close(&format!("{name} dQ"), &read(&g.dq), &want_g.dq.data, tol_b);
+    assert_close(&format!("{name} dK"), &read(&g.dk), &want_g.dk.data, tol_b);
+    assert_close(&format!("{name} dV"), &read(&g.dv), &want_g.dv.data, tol_b);
+    gpu().check().unwrap();
+}
+
+fn every_head_dim_and_length(dtype: DType) {
+    let mut n_cases = 0;
+    for (i, &d) in attention::HEAD_DIMS.iter().enumerate() {
+        for (j, &n) in [1, 17, 64, 100, 257].iter().enumerate() {
+            for causal in [false, true] {
+                let c = case(100 * i as u64 + 10 * j as u64, 2, n, n, d, dtype);
+                let name = format!("{} d{d} n{n} causal={causal}", dtype.wgsl());
+                check_flash(&name, &c, causal, None, BackwardVariants::default());
+                n_cases += 1;
+            }
+        }
+    }
+    println!(
+        "flash {}: {n_cases} cases, forward and backward",
+        dtype.wgsl()
+    );
+}
+
+#[test]
+fn flash_f32_every_head_dim_and_length() {
+    every_head_dim_and_length(DType::F32);
+}
+
+#[test]
+fn flash_f16_every_head_dim_and_length() {
+    every_head_dim_and_length(DType::F16);
+}
+
+#[test]
+fn flash_unequal_lengths_and_rows_that_see_no_key() {
+    // Nq = 20, Nk = 7, causal: rows 0..12 see no key (zeros, LSE +∞), the rest see some.
+    for (nq, nk) in [(20, 7), (7, 20), (33, 64)] {
+        for causal in [false, true] {
+            let c = case(7, 3, nq, nk, 64, DType::F32);
+            check_flash(
+                &format!("nq{nq} nk{nk} causal={causal}"),
+                &c,
+                causal,
+                None,
+                BackwardVariants::default(),
+            );
+        }
+    }
+    let c = case(9, 1, 20, 7, 32, DType::F32);
+    let (o, lse) = attention::flash_attention(&c.q.0, &c.k.0, &c.v.0, true, c.scale).unwrap();
+    let o = read(&o);
+    assert!(
+        o[..13 * 32].iter().all(|&x| x == 0.0),
+        "masked rows are not zeros"
+    );
+    assert!(read(&lse)[..13].iter().all(|&x| x == f32::INFINITY));
+}
+
+fn offered(family: &str, d: i64, dtype: DType, causal: bool) -> Vec<kiln::Variant> {
+    let vs: Vec<_> = gpu()
+        .registry()
+        .supported(family, gpu().profile())
+        .unwrap()
+        .filter(|v| {
+            v.int("head_dim") == d && v.text("dtype") == dtype.wgsl() && v.flag("causal") == causal
+        })
+        .cloned()
+        .collect();
+    assert!(
+        !vs.is_empty(),
+        "no {family} variant for d{d} on this adapter"
+    );
+    vs
+}
+
+#[test]
+fn every_offered_block_shape() {
+    // Head dim 80 (20 vec4 columns, 5 per lane) and a length no block divides.
+    let d = 80;
+    let mut n = 0;
+    for causal in [false, true] {
+        let c = case(21, 2, 37, 37, d as usize, DType::F32);
+        let fwd = offered("flash_fwd", d, DType::F32, causal);
+        let dq = offered("flash_bwd_dq", d, DType::F32, causal);
+        let dkdv = offered("flash_bwd_dkdv", d, DType::F32, causal);
+        // Pair the lists so every variant of each family runs at least once.
+        let count = fwd.len().max(dq.len()).max(dkdv.len());
+        for i in 0..count {
+            let (f, q, k) = (
+                &fwd[i % fwd.len()],
+                &dq[i % dq.len()],
+                &dkdv[i % dkdv.len()],
+            );
+            let bwd = BackwardVariants {
+                dq: Some(&q.name),
+                dkdv: Some(&k.name),
+            };
+            check_flash(
+                &format!("{} + {} + {}", f.name, q.name, k.name),
+                &c,
+                causal,
+                Some(&f.name),
+                bwd,
+            );
+            n += 1;
+        }
+        println!(
+            "causal={causal}: {} forward, {} dQ, {} dK/dV variants in {count} runs",
+            fwd.len(),
+            dq.len(),
+            dkdv.len()
+        );
+    }
+    assert!(n >= 10, "only {n} runs");
+}
+
+#[test]
+fn naive_gpu_path_matches_cpu_and_flash() {
+    for (dtype, causal) in [(DType::F32, false), (DType::F32, true), (DType::F16, true)] {
+        let (tol_f, tol_b) = tolerance(dtype);
+        let c = case(31, 3, 45, 45, 32, dtype);
+        let name = format!("{} causal={causal}", dtype.wgsl());
+        let naive = attention::naive_attention(&c.q.0, &c.k.0, &c.v.0, causal, c.scale).unwrap();
+        let want = cpu::attention(&c.q.1, &c.k.1, &c.v.1, causal, c.scale).unwrap();
+        assert_close(
+            &format!("naive {name} O"),
+            &read(&naive.out),
+            &want.out.data,
+            tol_f,
+        );
+        let g = attention::naive_attention_backward(
+            &c.q.0,
+            &c.k.0,
+            &c.v.0,
+            &naive.probs,
+            &c.d_o.0,
+            c.scale,
+        )
+        .unwrap();
+        let want_g =
+            cpu::attention_backward(&c.q.1, &c.k.1, &c.v.1, &c.d_o.1, causal, c.scale).unwrap();
+        assert_close(
+            &format!("naive {name} dQ"),
+            &read(&g.dq),
+            &want_g.dq.data,
+            tol_b,
+        );
+        assert_close(
+            &format!("naive {name} dK"),
+            &read(&g.dk),
+            &want_g.dk.data,
+            tol_b,
+        );
+        assert_close(
+            &format!("naive {name} dV"),
+            &read(&g.dv),
+            &want_g.dv.data,
+            tol_b,
+        );
+
+        // The two GPU paths against each other.
+        let (o, lse) = attention::flash_attention(&c.q.0, &c.k.0, &c.v.0, causal, c.scale).unwrap();
+        let fg = attention::flash_attention_backward(
+            &c.q.0, &c.k.0, &c.v.0, &o, &lse, &c.d_o.0, causal, c.scale,
+        )
+        .unwrap();
+        assert_close(
+            &format!("flash vs naive {name} O"),
+            &read(&o),
+            &read(&naive.out),
+            tol_f,
+        );
+        assert_close(
+            &format!("flash vs naive {name} dQ"),
+            &read(&fg.dq),
+            &read(&g.dq),
+            tol_b,
+        );
+        assert_close(
+            &format!("flash vs naive {name} dK"),
+            &read(&fg.dk),
+            &read(&g.dk),
+            tol_b,
+        );
+        assert_close(
+            &format!("flash vs naive {name} dV"),
+            &read(&fg.dv),
+            &read(&g.dv),
+            tol_b,
+        );
+    }
+}
+
+#[test]
+fn transpose_and_softmax_backward_match_cpu() {
+    let (x, x_cpu) = input(41, &[3, 17, 35], 1.0, DType::F32);
+    let y = Tensor::full(gpu(), &[3, 35, 17], f32::NAN, DType::F32).unwrap();
+    kiln::ops::transpose_into(&x, &y, None).unwrap();
+    assert_eq!(read(&y), cpu::transpose(&x_cpu).unwrap().data);
+
+    let (s, s_cpu) = input(42, &[5, 70], 3.0, DType::F32);
+    let p = kiln::ops::softmax(&s, true, 0.5).unwrap();
+    let p_cpu = cpu::softmax(&s_cpu, true, 0.5).unwrap();
+    let (dp, dp_cpu) = input(43, &[5, 70], 1.0, DType::F32);
+    let dx = Tensor::full(gpu(), &[5, 70], f32::NAN, DType::F32).unwrap();
+    kiln::ops::softmax_backward_into(&p, &dp, &dx, 0.5, None).unwrap();
+    let want = cpu::softmax_backward(&p_cpu, &dp_cpu, 0.5).unwrap();
+    assert_close("softmax backward", &read(&dx), &want.data, 1e-5);
+}
+
+#[test]
+fn bad_calls_are_refused() {
+    let c = case(51, 1, 8, 8, 48, DType::F32);
+    let err = attention::flash_attention(&c.q.0, &c.k.0, &c.v.0, false, c.scale).unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+    assert!(err.to_string().contains("head dimension 48"), "{err}");
+
+    let c = case(52, 2, 8, 9, 32, DType::F32);
+    let (k_short, _) = input(53, &[1, 2, 8, 32], 1.0, DType::F32);
+    let err = attention::flash_attention(&c.q.0, &c.k.0, &k_short, false, 1.0).unwrap_err();
+    assert!(matches!(err, Error::Shape { .. }), "{err}");
+    let err = attention::flash_attention(&c.q.0, &c.k.0, &c.v.0, false, f32::NAN).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    let (o, lse) = attention::flash_attention(&c.q.0, &c.k.0, &c.v.0, false, 1.0).unwrap();
+    // The output may not alias an input.
+    let err =
+        attention::flash_attention_into(&c.q.0, &c.k.0, &c.v.0, &c.q.0, &lse, false, 1.0, None)
+            .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    // dQ, dK, dV must be separate.
+    let g = Grads {
+        dq: poisoned_like(&c.q.0),
+        dk: poisoned_like(&c.k.0),
+        dv: poisoned_like(&c.k.0),
+    };
+    let same = Grads {
+        dv: g.dk.clone(),
+        ..g
+    };
+    let err = attention::plan_backward(
+        &c.q.0,
+        &c.k.0,
+        &c.v.0,
+        &o,
+        &lse,
+        &c.d_o.0,
+        &same,
+        false,
+        1.0,
+        BackwardVariants::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+}
