@@ -83,16 +83,16 @@ pub fn attention(q: &Array, k: &Array, v: &Array, causal: bool, scale: f32) -> R
     })
 }
 
-/// Standard backward: P from the forward pass, dV = Pᵀ·dO, dP = dO·Vᵀ,
+/// Standard forward and backward: P from the forward pass, dV = Pᵀ·dO, dP = dO·Vᵀ,
 /// dS = P ∘ (dP − rowsum(P ∘ dP)), dQ = scale · dS·K, dK = scale · dSᵀ·Q.
-pub fn attention_backward(
+pub fn attention_forward_backward(
     q: &Array,
     k: &Array,
     v: &Array,
     d_out: &Array,
     causal: bool,
     scale: f32,
-) -> Result<Grads> {
+) -> Result<(Forward, Grads)> {
     let a = dims(q, k, v)?;
     crate::shape::check_len(OP, &q.shape, d_out.data.len())?;
     let fwd = attention(q, k, v, causal, scale)?;
@@ -128,11 +128,24 @@ pub fn attention_backward(
             }
         }
     }
-    Ok(Grads {
+    let grads = Grads {
         dq: Array::new(&q.shape, dq)?,
         dk: Array::new(&k.shape, dk)?,
         dv: Array::new(&v.shape, dv)?,
-    })
+    };
+    Ok((fwd, grads))
+}
+
+/// The gradients alone (see [`attention_forward_backward`]).
+pub fn attention_backward(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    d_out: &Array,
+    causal: bool,
+    scale: f32,
+) -> Result<Grads> {
+    Ok(attention_forward_backward(q, k, v, d_out, causal, scale)?.1)
 }
 
 /// FlashAttention-2's forward pass: for each block of `block_q` query rows, walk the keys in

@@ -12,7 +12,10 @@ mod softmax;
 mod transpose;
 
 pub use add::add;
-pub use attention::{Forward, Grads, attention, attention_backward, flash_backward, flash_forward};
+pub use attention::{
+    Forward, Grads, attention, attention_backward, attention_forward_backward, flash_backward,
+    flash_forward,
+};
 pub use layernorm::layernorm;
 pub use matmul::matmul;
 pub use rgba8::rgba8;

@@ -15,6 +15,8 @@
 //! causal mask is bottom-right aligned: query i sees keys j ≤ i + Nk − Nq. A row that sees no
 //! key gets output 0 (and LSE +∞), never NaN.
 
+pub mod traffic;
+
 use crate::contract::Param;
 use crate::error::{Error, Result};
 use crate::gpu::{Dispatch, fold_groups};
@@ -176,7 +178,7 @@ fn choose_flash(
         ),
         fits: &|_| true,
         score: &score,
-        rule: "the largest block that fits workgroup storage and leaves ≥ 128 workgroups (8 on a CPU adapter); subgroup reductions where offered",
+        rule: "the largest block that fits workgroup storage and leaves ≥ 128 workgroups (8 on a CPU adapter); subgroup reductions where the family has them",
     };
     select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
 }

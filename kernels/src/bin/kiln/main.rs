@@ -1,6 +1,8 @@
 //! `kiln`: the kernel crate's command line — the adapter profile, the kernel variants, their
 //! WGSL, and GPU-vs-CPU benchmarks.
 
+mod attention;
+
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -80,6 +82,8 @@ struct KernelsArgs {
 enum BenchOp {
     /// C = A · B with A [batch, m, k] and B [batch, k, n].
     Matmul(MatmulArgs),
+    /// Attention on Q, K, V [b, h, n, d]: the flash kernels, the naive GPU path and the CPU path.
+    Attention(attention::AttentionArgs),
 }
 
 #[derive(Args)]
@@ -141,6 +145,9 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Bench {
             op: BenchOp::Matmul(args),
         } => bench_matmul(&options, args).await,
+        Command::Bench {
+            op: BenchOp::Attention(args),
+        } => attention::bench_attention(&options, args).await,
     }
 }
 
@@ -341,6 +348,21 @@ fn explain(gpu: &Gpu) -> Result<serde_json::Value> {
             format!("[8,{cols}]"),
             ops::layernorm::choose(&x, None)?,
         ));
+    }
+    for (n, d) in [(17, 64), (1024, 64), (4096, 128)] {
+        let x = t(&[1, 8, n, d])?;
+        let c = ops::attention::plan_forward(
+            &x,
+            &x,
+            &x,
+            &t(&[1, 8, n, d])?,
+            &t(&[1, 8, n])?,
+            true,
+            1.0,
+            None,
+        )?
+        .1;
+        rows.push(("flash_fwd", format!("[1,8,{n},{d}] causal"), c));
     }
     Ok(json!(
         rows.into_iter()
