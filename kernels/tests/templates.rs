@@ -100,6 +100,37 @@ fn f16_and_subgroup_variants_need_their_features() {
 }
 
 #[test]
+fn every_head_dim_has_flash_kernels_that_fit_every_stored_profile() {
+    // The flash families offer, on each profile, an f32 variant of every head dimension that
+    // fits its workgroup storage (16 KiB on WebGPU defaults), so no supported head dimension
+    // is refused for want of a small enough tile; the selector picks among them.
+    let registry = Registry::builtin().unwrap();
+    for (name, profile) in stored_profiles().unwrap() {
+        for family in ["flash_fwd", "flash_bwd_dq", "flash_bwd_dkdv"] {
+            for d in kiln::ops::attention::HEAD_DIMS {
+                for causal in [false, true] {
+                    let fits: Vec<_> = registry
+                        .supported(family, &profile)
+                        .unwrap()
+                        .filter(|v| {
+                            v.int("head_dim") == d as i64
+                                && v.text("dtype") == "f32"
+                                && v.flag("causal") == causal
+                        })
+                        .collect();
+                    assert!(!fits.is_empty(), "{name}: no {family} f32 d{d} causal={causal}");
+                    for v in fits {
+                        assert!(
+                            v.workgroup_storage <= profile.limits.max_compute_workgroup_storage_size
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn stored_profiles_round_trip_through_json() {
     for (name, profile) in stored_profiles().unwrap() {
         let again = DeviceProfile::from_json(name, &profile.to_json()).unwrap();
