@@ -75,7 +75,7 @@ const FAMILIES: [(&str, &str, &str); 12] = [
 ];
 
 /// Pieces shared by several templates, imported with `{% import %}`.
-const PARTIALS: [(&str, &str); 2] = [
+const PARTIALS: [(&str, &str); 3] = [
     (
         "_reduce.wgsl.jinja",
         include_str!("../templates/_reduce.wgsl.jinja"),
@@ -83,6 +83,10 @@ const PARTIALS: [(&str, &str); 2] = [
     (
         "_attention.wgsl.jinja",
         include_str!("../templates/_attention.wgsl.jinja"),
+    ),
+    (
+        "_flash_fwd_tiled.wgsl.jinja",
+        include_str!("../templates/_flash_fwd_tiled.wgsl.jinja"),
     ),
 ];
 
@@ -269,6 +273,16 @@ pub fn unsupported_reason(variant: &Variant, profile: &DeviceProfile) -> Option<
     for feature in &variant.requires {
         if profile.features.has(feature) != Some(true) {
             return Some(format!("needs the {feature} feature"));
+        }
+    }
+    // A contract may ask for a smallest subgroup size (kernels that shuffle across N lanes).
+    let lanes = variant.int("min_subgroup_size");
+    if lanes > 0 && i64::from(profile.subgroup_min_size) < lanes {
+        {
+            return Some(format!(
+                "needs subgroups of at least {lanes} invocations (the adapter's can be {})",
+                profile.subgroup_min_size
+            ));
         }
     }
     let l = &profile.limits;

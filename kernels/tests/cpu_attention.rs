@@ -180,11 +180,17 @@ fn byte_model_counts_the_score_matrix() {
     // B = 4, H = 8, N = 512, f32: one score matrix is 4·B·H·N² = 33.5 MB.
     let s = [4, 8, 512, 64];
     let d = AttentionDims::new("test", &s, &s, &s).unwrap();
-    assert_eq!(traffic::score_matrix_bytes(&d, kiln::DType::F32), 33_554_432);
+    assert_eq!(
+        traffic::score_matrix_bytes(&d, kiln::DType::F32),
+        33_554_432
+    );
     let flash = traffic::total(&traffic::traffic(&d, kiln::DType::F32, Path::Flash, false));
     let naive = traffic::total(&traffic::traffic(&d, kiln::DType::F32, Path::Naive, false));
     // Q, K, V read and O written: 4 × 4·8·512·64·4 bytes, plus the LSE.
     assert_eq!(flash, 4 * 4_194_304 + 4 * 8 * 512 * 4);
     // The naive forward adds S written, read; P written, read; Kᵀ written and read.
-    assert_eq!(naive - (flash - 4 * 8 * 512 * 4), 4 * 33_554_432 + 2 * 4_194_304);
+    assert_eq!(
+        naive - (flash - 4 * 8 * 512 * 4),
+        4 * 33_554_432 + 2 * 4_194_304
+    );
 }

@@ -219,6 +219,46 @@ fn every_offered_block_shape() {
 }
 
 #[test]
+fn tiled_forward_route_every_head_dim() {
+    // The register-blocked route, named explicitly (the selector prefers it on GPUs only).
+    let mut n = 0;
+    for (i, &d) in attention::HEAD_DIMS.iter().enumerate() {
+        for causal in [false, true] {
+            let tiled: Vec<_> = offered("flash_fwd", d as i64, DType::F32, causal)
+                .into_iter()
+                .filter(|v| v.text("route") == "tiled")
+                .collect();
+            assert!(!tiled.is_empty(), "no tiled forward for d{d}");
+            for (j, v) in tiled.iter().enumerate() {
+                let len = [17, 100, 33][j % 3];
+                let c = case(300 + 10 * i as u64 + j as u64, 2, len, len, d, DType::F32);
+                check_flash(
+                    &format!("{} n{len}", v.name),
+                    &c,
+                    causal,
+                    Some(&v.name),
+                    BackwardVariants::default(),
+                );
+                n += 1;
+            }
+        }
+    }
+    let c = case(399, 2, 70, 70, 64, DType::F16);
+    let v = offered("flash_fwd", 64, DType::F16, true)
+        .into_iter()
+        .find(|v| v.text("route") == "tiled")
+        .unwrap();
+    check_flash(
+        &v.name,
+        &c,
+        true,
+        Some(&v.name),
+        BackwardVariants::default(),
+    );
+    println!("tiled route: {n} f32 variants checked");
+}
+
+#[test]
 fn naive_gpu_path_matches_cpu_and_flash() {
     for (dtype, causal) in [(DType::F32, false), (DType::F32, true), (DType::F16, true)] {
         let (tol_f, tol_b) = tolerance(dtype);

@@ -118,10 +118,14 @@ fn every_head_dim_has_flash_kernels_that_fit_every_stored_profile() {
                                 && v.flag("causal") == causal
                         })
                         .collect();
-                    assert!(!fits.is_empty(), "{name}: no {family} f32 d{d} causal={causal}");
+                    assert!(
+                        !fits.is_empty(),
+                        "{name}: no {family} f32 d{d} causal={causal}"
+                    );
                     for v in fits {
                         assert!(
-                            v.workgroup_storage <= profile.limits.max_compute_workgroup_storage_size
+                            v.workgroup_storage
+                                <= profile.limits.max_compute_workgroup_storage_size
                         );
                     }
                 }

@@ -147,11 +147,8 @@ fn choose_flash(
             ),
         ));
     }
-    let enough = if gpu.profile().device_type == "cpu" {
-        8
-    } else {
-        128
-    };
+    let gpu_device = gpu.profile().device_type != "cpu";
+    let enough = if gpu_device { 128 } else { 8 };
     let groups = |b: usize| d.batch_heads * owned_len.div_ceil(b);
     let target = [64, 32, 16, 8, 4]
         .into_iter()
@@ -161,7 +158,9 @@ fn choose_flash(
         let owned = v.int(owned_var);
         let too_big = i64::from(owned > target) * 10_000;
         let subgroup = i64::from(v.get("reduce") == Some(&Param::Str("subgroup".into())));
-        -too_big + 100 * owned + 10 * v.int(streamed_var) + subgroup
+        // The register-blocked route on GPUs (measured faster on the H200, see PERF.md).
+        let tiled = i64::from(gpu_device && v.text("route") == "tiled") * 5;
+        -too_big + 100 * owned + 10 * v.int(streamed_var) + tiled + subgroup
     };
     let request = Request {
         op: family,
@@ -178,7 +177,7 @@ fn choose_flash(
         ),
         fits: &|_| true,
         score: &score,
-        rule: "the largest block that fits workgroup storage and leaves ≥ 128 workgroups (8 on a CPU adapter); subgroup reductions where the family has them",
+        rule: "the largest block that fits workgroup storage and leaves ≥ 128 workgroups (8 on a CPU adapter); the tiled route on GPUs; subgroup reductions where the family has them",
     };
     select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
 }
