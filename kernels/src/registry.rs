@@ -75,7 +75,7 @@ const FAMILIES: [(&str, &str, &str); 12] = [
 ];
 
 /// Pieces shared by several templates, imported with `{% import %}`.
-const PARTIALS: [(&str, &str); 3] = [
+const PARTIALS: [(&str, &str); 5] = [
     (
         "_reduce.wgsl.jinja",
         include_str!("../templates/_reduce.wgsl.jinja"),
@@ -87,6 +87,14 @@ const PARTIALS: [(&str, &str); 3] = [
     (
         "_flash_fwd_tiled.wgsl.jinja",
         include_str!("../templates/_flash_fwd_tiled.wgsl.jinja"),
+    ),
+    (
+        "_flash_bwd_dq_tiled.wgsl.jinja",
+        include_str!("../templates/_flash_bwd_dq_tiled.wgsl.jinja"),
+    ),
+    (
+        "_flash_bwd_dkdv_tiled.wgsl.jinja",
+        include_str!("../templates/_flash_bwd_dkdv_tiled.wgsl.jinja"),
     ),
 ];
 
