@@ -24,6 +24,7 @@ pub mod registry;
 pub mod select;
 pub mod shape;
 pub mod tensor;
+pub mod tensor_ops;
 
 pub use device::DeviceProfile;
 pub use error::{Error, Result};
@@ -31,3 +32,4 @@ pub use gpu::{Dispatch, Gpu, GpuOptions};
 pub use registry::{Registry, Variant};
 pub use select::{Choice, Reason};
 pub use tensor::{DType, Tensor};
+pub use tensor_ops::TensorOps;

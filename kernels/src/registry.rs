@@ -11,7 +11,7 @@ use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 
 /// The families built into Kiln: `(family, template, contract)`.
-const FAMILIES: [(&str, &str, &str); 12] = [
+const FAMILIES: [(&str, &str, &str); 14] = [
     (
         "matmul",
         include_str!("../templates/matmul.wgsl.jinja"),
@@ -71,6 +71,16 @@ const FAMILIES: [(&str, &str, &str); 12] = [
         "softmax_backward",
         include_str!("../templates/softmax_backward.wgsl.jinja"),
         include_str!("../templates/softmax_backward.toml"),
+    ),
+    (
+        "gelu",
+        include_str!("../templates/gelu.wgsl.jinja"),
+        include_str!("../templates/gelu.toml"),
+    ),
+    (
+        "swap_axes",
+        include_str!("../templates/swap_axes.wgsl.jinja"),
+        include_str!("../templates/swap_axes.toml"),
     ),
 ];
 

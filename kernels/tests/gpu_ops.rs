@@ -320,3 +320,57 @@ fn benchmark_timing_reports_the_clock_and_sane_numbers() {
     assert!(t.min_ms <= t.median_ms && t.median_ms <= t.max_ms);
     assert!(t.min_ms > 0.0, "a 64³ matmul cannot take zero time: {t:?}");
 }
+
+#[test]
+fn gelu_and_swap_axes_match_cpu() {
+    for dtype in dtypes() {
+        let (x, x_cpu) = input(61, &[7, 129], dtype);
+        // gelu over a wider range than [-1, 1): the erf approximation's tails.
+        let wide: Vec<f32> = x_cpu.data.iter().map(|v| v * 6.0).collect();
+        let wide = if dtype == DType::F16 {
+            round_to_f16(&wide)
+        } else {
+            wide
+        };
+        x.write(&wide).unwrap();
+        let y = poisoned(&[7, 129], dtype);
+        ops::gelu_into(&x, &y, None).unwrap();
+        let want = cpu::gelu(&Array::new(&[7, 129], wide).unwrap()).unwrap();
+        assert_close(
+            &format!("gelu {dtype:?}"),
+            &read(&y),
+            &want.data,
+            tolerance(dtype),
+        );
+
+        let (a, a_cpu) = input(62, &[5, 3, 33], dtype);
+        let b = poisoned(&[3, 5, 33], dtype);
+        ops::swap_axes01_into(&a, &b, None).unwrap();
+        assert_eq!(read(&b), cpu::swap_axes01(&a_cpu).unwrap().data);
+    }
+}
+
+#[test]
+fn one_function_runs_on_both_paths() {
+    // A generic function over `TensorOps`, run on the GPU tensor and on the CPU array.
+    use kiln::TensorOps;
+    fn block<T: TensorOps>(x: &T, w: &T, b: &T, g: &T, beta: &T) -> kiln::Result<T> {
+        let h = x.matmul(w)?.add(b)?.split_heads(3)?; // [3, N, 4]
+        let s = h.matmul(&h.t()?)?.softmax(false, 0.5)?; // [3, N, N]
+        s.matmul(&h)?
+            .merge_heads()?
+            .gelu()?
+            .layernorm(g, beta, 1e-5)
+    }
+    let (x, xc) = input(71, &[9, 8], DType::F32);
+    let (w, wc) = input(72, &[8, 12], DType::F32);
+    let (b, bc) = input(73, &[12], DType::F32);
+    let (g, gc) = input(74, &[12], DType::F32);
+    let (be, bec) = input(75, &[12], DType::F32);
+    let gpu_out = block(&x, &w, &b, &g, &be).unwrap();
+    let cpu_out = block(&xc, &wc, &bc, &gc, &bec).unwrap();
+    assert_eq!(gpu_out.shape(), &[9, 12]);
+    assert_close("generic block", &read(&gpu_out), &cpu_out.data, 1e-5);
+    let err = x.split_heads(5).unwrap_err();
+    assert!(err.to_string().contains("5 heads"), "{err}");
+}

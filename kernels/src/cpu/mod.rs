@@ -4,11 +4,13 @@
 
 mod add;
 mod attention;
+mod gelu;
 mod layernorm;
 mod matmul;
 mod rgba8;
 mod sinusoid;
 mod softmax;
+mod swap_axes;
 mod transpose;
 
 pub use add::add;
@@ -16,11 +18,13 @@ pub use attention::{
     Forward, Grads, attention, attention_backward, attention_forward_backward, flash_backward,
     flash_forward,
 };
+pub use gelu::gelu;
 pub use layernorm::layernorm;
 pub use matmul::matmul;
 pub use rgba8::rgba8;
 pub use sinusoid::sinusoid;
 pub use softmax::{softmax, softmax_backward};
+pub use swap_axes::swap_axes01;
 pub use transpose::transpose;
 
 use crate::error::Result;

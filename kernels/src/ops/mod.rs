@@ -5,24 +5,28 @@
 
 pub mod add;
 pub mod attention;
+pub mod gelu;
 pub mod layernorm;
 pub mod matmul;
 pub mod rgba8;
 pub mod sinusoid;
 pub mod softmax;
 pub mod softmax_backward;
+pub mod swap_axes;
 pub mod transpose;
 
 pub use add::{add, add_into};
 pub use attention::{
     flash_attention, flash_attention_backward, naive_attention, naive_attention_backward,
 };
+pub use gelu::{gelu, gelu_into};
 pub use layernorm::{layernorm, layernorm_into};
 pub use matmul::{matmul, matmul_into};
 pub use rgba8::{rgba8, rgba8_into};
 pub use sinusoid::{sinusoid, sinusoid_into};
 pub use softmax::{softmax, softmax_into};
 pub use softmax_backward::{softmax_backward, softmax_backward_into};
+pub use swap_axes::{swap_axes01, swap_axes01_into};
 pub use transpose::{transpose, transpose_into};
 
 use crate::contract::Param;

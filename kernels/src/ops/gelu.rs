@@ -1,0 +1,53 @@
+//! Elementwise gelu on the GPU.
+
+use crate::error::Result;
+use crate::gpu::{Dispatch, fold_groups};
+use crate::select::Choice;
+use crate::tensor::Tensor;
+
+use super::{check_no_alias, check_operands, check_out_shape, choose_widest};
+
+const OP: &str = "gelu";
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    _pad: [u32; 3],
+}
+
+/// gelu(x) = x/2 · (1 + erf(x/√2)), elementwise.
+pub fn gelu(x: &Tensor) -> Result<Tensor> {
+    let y = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
+    gelu_into(x, &y, None)?;
+    Ok(y)
+}
+
+/// Writes gelu(x) into `y`, with the named variant or the selector's choice.
+pub fn gelu_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
+    let (dispatch, choice) = plan(x, y, named)?;
+    x.gpu().submit(&[&dispatch]);
+    Ok(choice)
+}
+
+/// Checks the call and prepares its launch.
+pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+    check_operands(OP, &[x, y])?;
+    check_out_shape(OP, y, x.shape())?;
+    check_no_alias(OP, y, &[x])?;
+    let choice = choose_widest(OP, x, String::new(), named)?;
+    let gpu = x.gpu();
+    let wg = choice.variant.int("wg").max(1) as u64;
+    let groups = fold_groups(
+        OP,
+        (x.numel() as u64).div_ceil(wg),
+        gpu.profile().limits.max_compute_workgroups_per_dimension,
+    )?;
+    let params = gpu.uniform(&Params {
+        n: x.numel() as u32,
+        _pad: [0; 3],
+    });
+    let pipeline = gpu.pipeline(&choice.variant)?;
+    let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
+    Ok((dispatch, choice))
+}
