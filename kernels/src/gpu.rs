@@ -163,6 +163,13 @@ impl Gpu {
         Ok(pipeline)
     }
 
+    /// The (family, variant) pairs compiled so far on this device, sorted: what a program ran.
+    pub fn compiled(&self) -> Vec<(String, String)> {
+        let mut keys: Vec<_> = self.lock_pipelines().keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
     /// Builds a compute pipeline (entry point `main`) from WGSL, with naga's validation first
     /// and wgpu's errors captured in an error scope.
     pub fn compile(

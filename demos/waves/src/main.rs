@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use kiln_app::kiln::cpu::{self, Array};
 use kiln_app::kiln::{self, DType, Dispatch, Gpu, Tensor, bench, ops};
-use kiln_app::{BenchReport, Demo, Image, Rates};
+use kiln_app::{BenchReport, Demo, Image, Options, Rates};
 use model::{BIAS, Model, SCALE};
 
 const RESOLUTIONS: [usize; 3] = [256, 512, 1024];
@@ -138,7 +138,7 @@ impl Demo for Waves {
 
     /// 1024×1024 on a GPU; 256×256 on a software adapter, where a 1024² frame takes seconds
     /// (`r` raises it).
-    fn new(gpu: &Gpu) -> kiln::Result<Self> {
+    fn new(gpu: &Gpu, _options: &Options) -> kiln::Result<Self> {
         let res = if gpu.profile().device_type == "cpu" {
             256
         } else {
@@ -230,12 +230,8 @@ impl Demo for Waves {
         }
     }
 
-    fn bench(
-        gpu: &Gpu,
-        frames: usize,
-        size: Option<usize>,
-    ) -> impl Future<Output = kiln::Result<BenchReport>> {
-        let gpu = gpu.clone();
+    fn bench(gpu: &Gpu, options: &Options) -> impl Future<Output = kiln::Result<BenchReport>> {
+        let (gpu, frames, size) = (gpu.clone(), options.frames, options.size);
         async move {
             let w = Waves::build(&gpu, 128, size.unwrap_or(1024), 1)?;
             let gpu_t = bench::time_dispatches(&gpu, &w.gpu_frame.launches(), 3, frames).await?;

@@ -23,7 +23,7 @@ async fn bench<D: Demo>(options: &Options) -> kiln::Result<BenchReport> {
         });
     }
     let gpu = Gpu::new(&GpuOptions::default()).await?;
-    let report = D::bench(&gpu, options.frames, options.size).await?;
+    let report = D::bench(&gpu, options).await?;
     if let (Some(path), Some(image)) = (&options.png, &report.image) {
         platform::write_png(path, image)?;
     }

@@ -21,17 +21,28 @@ pub trait Demo: Sized + 'static {
     /// Window and page title.
     const TITLE: &'static str;
 
-    /// Builds the demo on a device.
-    fn new(gpu: &Gpu) -> kiln::Result<Self>;
+    /// Builds the demo on a device, with the command-line (or URL) options.
+    fn new(gpu: &Gpu, options: &Options) -> kiln::Result<Self>;
 
     /// Advances the animation by `dt` seconds and computes the frame on the current path.
     /// Returns the pixels to show: a u32 RGBA8 tensor [H, W] on the GPU.
     fn frame(&mut self, dt: f32) -> kiln::Result<Tensor>;
 
-    /// A key press (`space`, `g`, `+`, `-`, `r`, `s`, …); returns whether the demo used it.
+    /// A key press — a character (lower-cased) or `space`, `left`, `right`, `up`, `down`,
+    /// `tab`, `enter`, `backspace` — returns whether the settings changed (the uncapped rates
+    /// are then measured again).
     fn key(&mut self, _key: &str) -> bool {
         false
     }
+
+    /// The page's text field changed (in the browser; natively, text arrives as keys).
+    /// Returns whether the settings changed.
+    fn set_text(&mut self, _text: &str) -> bool {
+        false
+    }
+
+    /// The pointer is over pixel (x, y) of the last frame, or has left it (`None`).
+    fn pointer(&mut self, _at: Option<(f32, f32)>) {}
 
     /// Lines for the heads-up display.
     fn hud(&self) -> Vec<String>;
@@ -39,13 +50,10 @@ pub trait Demo: Sized + 'static {
     /// Measures the uncapped rates of both paths for the current settings (the HUD shows them).
     fn measure(&self) -> impl Future<Output = kiln::Result<Rates>> + 'static;
 
-    /// Headless benchmark: `frames` frames on each path, timed, compared, the last GPU frame
-    /// kept. `size` overrides the demo's default problem size (a smaller frame for slow devices).
-    fn bench(
-        gpu: &Gpu,
-        frames: usize,
-        size: Option<usize>,
-    ) -> impl Future<Output = kiln::Result<BenchReport>>;
+    /// Headless benchmark: `options.frames` frames on each path, timed, compared, the last GPU
+    /// frame kept. `options.size` overrides the demo's default problem size (a smaller frame
+    /// for slow devices).
+    fn bench(gpu: &Gpu, options: &Options) -> impl Future<Output = kiln::Result<BenchReport>>;
 }
 
 /// Uncapped frame rates of the two paths.
@@ -112,4 +120,36 @@ pub struct Options {
     pub size: Option<usize>,
     /// Close the window after this many displayed frames (window tests).
     pub exit_after: Option<u64>,
+    /// Input text, for demos that take text.
+    pub text: Option<String>,
+    /// A model directory in the Hugging Face layout, for demos that load weights.
+    pub model: Option<String>,
+    /// Write the demo's intermediate results here (JSON), for comparison with a reference.
+    pub dump: Option<String>,
+}
+
+/// The files of a model in the Hugging Face layout, as bytes, and where they came from.
+#[derive(Clone, Debug)]
+pub struct ModelFiles {
+    pub source: String,
+    pub config: Vec<u8>,
+    pub weights: Vec<u8>,
+    pub vocab: Vec<u8>,
+}
+
+/// Runs a future to completion: natively at once (blocking), in the browser in the background.
+pub fn spawn(f: impl Future<Output = ()> + 'static) {
+    platform::spawn(f);
+}
+
+/// Writes a file (natively; the browser has no files and says so).
+pub fn write_file(path: &str, bytes: &[u8]) -> kiln::Result<()> {
+    platform::write_file(path, bytes)
+}
+
+/// The model files: natively from `dir`, else from `default_dir` when it exists (`Ok(None)`
+/// when it does not); in the browser, those the page fetched before starting (`Ok(None)` when
+/// the site was built without them).
+pub fn model_files(dir: Option<&str>, default_dir: &str) -> Result<Option<ModelFiles>, String> {
+    platform::model_files(dir, default_dir)
 }

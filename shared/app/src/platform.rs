@@ -31,6 +31,16 @@ mod imp {
         /// Close the window after this many displayed frames.
         #[arg(long)]
         exit_after: Option<u64>,
+        /// Input text, for demos that take text.
+        #[arg(long)]
+        text: Option<String>,
+        /// A model directory (Hugging Face layout: config.json, model.safetensors, vocab.txt),
+        /// or `synthetic` for the built-in weights.
+        #[arg(long)]
+        model: Option<String>,
+        /// Write the demo's intermediate results to this JSON file.
+        #[arg(long)]
+        dump: Option<String>,
     }
 
     pub fn init_logging() {
@@ -46,7 +56,37 @@ mod imp {
             png: cli.png,
             size: cli.size,
             exit_after: cli.exit_after,
+            text: cli.text,
+            model: cli.model,
+            dump: cli.dump,
         }
+    }
+
+    /// Reads config.json, model.safetensors and vocab.txt from the directory.
+    pub fn model_files(
+        dir: Option<&str>,
+        default_dir: &str,
+    ) -> Result<Option<crate::ModelFiles>, String> {
+        let dir = match dir {
+            Some(d) => d,
+            None if std::path::Path::new(default_dir).is_dir() => default_dir,
+            None => return Ok(None),
+        };
+        let read = |name: &str| {
+            let path = std::path::Path::new(dir).join(name);
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        Ok(Some(crate::ModelFiles {
+            source: dir.to_string(),
+            config: read("config.json")?,
+            weights: read("model.safetensors")?,
+            vocab: read("vocab.txt")?,
+        }))
+    }
+
+    /// Natively there is no page text field: text arrives as key presses.
+    pub fn text_field() -> Option<String> {
+        None
     }
 
     /// Natively a future runs to completion at once (the GPU is polled while it waits).
@@ -83,6 +123,13 @@ mod imp {
         winit::window::Window::default_attributes()
             .with_title(title)
             .with_inner_size(winit::dpi::LogicalSize::new(900.0, 900.0))
+    }
+
+    pub fn write_file(path: &str, bytes: &[u8]) -> kiln::Result<()> {
+        std::fs::write(path, bytes).map_err(|e| kiln::Error::InvalidArgument {
+            op: "write",
+            detail: format!("cannot write {path}: {e}"),
+        })
     }
 
     /// Writes an RGBA8 image as PNG.
@@ -127,7 +174,50 @@ mod imp {
             png: None,
             size: number("size"),
             exit_after: number("exit_after").map(|n: usize| n as u64),
+            text: get("text"),
+            model: get("model"),
+            dump: None,
         }
+    }
+
+    /// The model files the page's loader fetched into `window.kilnModel` (an object of
+    /// Uint8Arrays keyed by file name), if the site was built with them.
+    pub fn model_files(
+        _dir: Option<&str>,
+        _default_dir: &str,
+    ) -> Result<Option<crate::ModelFiles>, String> {
+        let Some(window) = web_sys::window() else {
+            return Ok(None);
+        };
+        let model = js_sys::Reflect::get(&window, &"kilnModel".into()).unwrap_or_default();
+        if model.is_undefined() || model.is_null() {
+            return Ok(None);
+        }
+        let file = |name: &str| -> Result<Vec<u8>, String> {
+            let v = js_sys::Reflect::get(&model, &name.into())
+                .map_err(|_| format!("the page's model has no {name}"))?;
+            v.dyn_into::<js_sys::Uint8Array>()
+                .map(|a| a.to_vec())
+                .map_err(|_| format!("the page's model file {name} is not bytes"))
+        };
+        let source = js_sys::Reflect::get(&model, &"source".into())
+            .ok()
+            .and_then(|v| v.as_string())
+            .unwrap_or_else(|| "the site's model".into());
+        Ok(Some(crate::ModelFiles {
+            source,
+            config: file("config.json")?,
+            weights: file("model.safetensors")?,
+            vocab: file("vocab.txt")?,
+        }))
+    }
+
+    /// The page's `#text` input, if it has one.
+    pub fn text_field() -> Option<String> {
+        element("text")?
+            .dyn_into::<web_sys::HtmlInputElement>()
+            .ok()
+            .map(|input| input.value())
     }
 
     /// The benchmark's report goes into the page's `#report` element.
@@ -170,6 +260,13 @@ mod imp {
     ) {
         use winit::platform::web::EventLoopExtWebSys;
         event_loop.spawn_app(app);
+    }
+
+    pub fn write_file(path: &str, _bytes: &[u8]) -> kiln::Result<()> {
+        Err(kiln::Error::InvalidArgument {
+            op: "write",
+            detail: format!("cannot write {path} from the browser"),
+        })
     }
 
     /// The benchmark is a native mode: there is no file to write in the browser.

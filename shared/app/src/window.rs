@@ -27,6 +27,10 @@ struct State<D> {
     config: wgpu::SurfaceConfiguration,
     display: Display,
     demo: D,
+    /// The last frame's [height, width], to map the pointer onto its pixels.
+    frame_size: [usize; 2],
+    /// The page's text field as last given to the demo.
+    text: Option<String>,
 }
 
 struct App<D: Demo> {
@@ -69,7 +73,10 @@ pub fn run<D: Demo>(options: Options) {
 }
 
 /// Opens the device on an adapter that can present to the window's surface.
-async fn connect<D: Demo>(window: Arc<Window>) -> Result<Box<State<D>>, String> {
+async fn connect<D: Demo>(
+    window: Arc<Window>,
+    demo_options: Options,
+) -> Result<Box<State<D>>, String> {
     let options = GpuOptions::default();
     let mut desc =
         wgpu::InstanceDescriptor::new_with_display_handle(Box::new(window.clone())).with_env();
@@ -119,13 +126,15 @@ async fn connect<D: Demo>(window: Arc<Window>) -> Result<Box<State<D>>, String> 
     };
     surface.configure(gpu.device(), &config);
     let display = Display::new(gpu.device(), format);
-    let demo = D::new(&gpu).map_err(|e| e.to_string())?;
+    let demo = D::new(&gpu, &demo_options).map_err(|e| e.to_string())?;
     Ok(Box::new(State {
         gpu,
         surface,
         config,
         display,
         demo,
+        frame_size: [1, 1],
+        text: None,
     }))
 }
 
@@ -139,6 +148,14 @@ impl<D: Demo> App<D> {
             let rates = future.await.map_err(|e| e.to_string());
             let _ = proxy.send_event(Event::Rates(generation, rates));
         });
+    }
+
+    /// The demo's settings changed: old rates are void, measure again.
+    fn settings_changed(&mut self) {
+        self.generation += 1;
+        self.rates = None;
+        self.update_hud();
+        self.measure();
     }
 
     fn update_hud(&mut self) {
@@ -184,6 +201,17 @@ impl<D: Demo> App<D> {
         let Some(state) = &mut self.state else {
             return;
         };
+        let field = platform::text_field();
+        if field.is_some() && field != state.text {
+            state.text = field;
+            let text = state.text.clone().unwrap_or_default();
+            if state.demo.set_text(&text) {
+                self.settings_changed();
+            }
+        }
+        let Some(state) = &mut self.state else {
+            return;
+        };
         let now = Instant::now();
         let dt = (now - self.last).as_secs_f32().min(0.1);
         self.last = now;
@@ -195,6 +223,9 @@ impl<D: Demo> App<D> {
             Ok(p) => p,
             Err(e) => platform::fatal(&format!("{}: {e}", D::NAME)),
         };
+        if let [h, w] = pixels.shape() {
+            state.frame_size = [*h, *w];
+        }
         let frame = match state.surface.get_current_texture() {
             wgpu::CurrentSurfaceTexture::Success(f)
             | wgpu::CurrentSurfaceTexture::Suboptimal(f) => f,
@@ -247,9 +278,9 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
             Err(e) => platform::fatal(&format!("cannot open a window: {e}")),
         };
         self.window = Some(window.clone());
-        let proxy = self.proxy.clone();
+        let (proxy, options) = (self.proxy.clone(), self.options.clone());
         platform::spawn(async move {
-            let state = connect::<D>(window).await;
+            let state = connect::<D>(window, options).await;
             let _ = proxy.send_event(Event::Ready(state));
         });
     }
@@ -287,6 +318,13 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
             WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
                 let key = match &event.logical_key {
                     Key::Named(NamedKey::Space) => "space".to_string(),
+                    Key::Named(NamedKey::ArrowLeft) => "left".to_string(),
+                    Key::Named(NamedKey::ArrowRight) => "right".to_string(),
+                    Key::Named(NamedKey::ArrowUp) => "up".to_string(),
+                    Key::Named(NamedKey::ArrowDown) => "down".to_string(),
+                    Key::Named(NamedKey::Tab) => "tab".to_string(),
+                    Key::Named(NamedKey::Enter) => "enter".to_string(),
+                    Key::Named(NamedKey::Backspace) => "backspace".to_string(),
                     Key::Named(NamedKey::Escape) => {
                         event_loop.exit();
                         return;
@@ -296,10 +334,31 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
                 };
                 let used = self.state.as_mut().is_some_and(|s| s.demo.key(&key));
                 if used {
-                    self.generation += 1;
-                    self.rates = None;
+                    self.settings_changed();
+                } else {
                     self.update_hud();
-                    self.measure();
+                }
+            }
+            WindowEvent::CursorMoved { position, .. } => {
+                if let Some(state) = &mut self.state {
+                    // The frame is letterboxed into the surface (see display.rs).
+                    let [h, w] = state.frame_size.map(|v| v as f64);
+                    let (sw, sh) = (
+                        f64::from(state.config.width),
+                        f64::from(state.config.height),
+                    );
+                    let scale = (sw / w).min(sh / h);
+                    let x = (position.x - (sw - w * scale) / 2.0) / scale;
+                    let y = (position.y - (sh - h * scale) / 2.0) / scale;
+                    let inside = (0.0..w).contains(&x) && (0.0..h).contains(&y);
+                    state.demo.pointer(inside.then_some((x as f32, y as f32)));
+                    self.update_hud();
+                }
+            }
+            WindowEvent::CursorLeft { .. } => {
+                if let Some(state) = &mut self.state {
+                    state.demo.pointer(None);
+                    self.update_hud();
                 }
             }
             WindowEvent::RedrawRequested => {

@@ -1,0 +1,3 @@
+fn main() {
+    kiln_app::run::<attention::Attention>();
+}

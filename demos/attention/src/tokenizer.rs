@@ -1,0 +1,73 @@
+//! Text → WordPiece tokens for a BERT vocabulary, through the `tokenizers` crate (the
+//! `unstable_wasm` build, so the page runs the same code): BERT's normaliser (clean text,
+//! lower case, CJK characters split), its pre-tokeniser (whitespace and punctuation), then
+//! greedy longest-match WordPiece with `##` continuations; [CLS] … [SEP] around the result.
+
+use std::str::FromStr;
+
+use crate::model::ModelError;
+
+#[derive(Debug)]
+pub struct Tokenizer {
+    inner: tokenizers::Tokenizer,
+    cls: u32,
+    sep: u32,
+}
+
+/// A tokenised text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tokens {
+    pub tokens: Vec<String>,
+    pub ids: Vec<u32>,
+}
+
+impl Tokenizer {
+    /// The tokenizer of a vocabulary (one token per line, id = line number).
+    pub fn new(vocab: &[String]) -> Result<Tokenizer, ModelError> {
+        let id = |t: &str| {
+            vocab
+                .iter()
+                .position(|w| w == t)
+                .map(|i| i as u32)
+                .ok_or_else(|| ModelError::Vocab(format!("no {t} token")))
+        };
+        let (cls, sep) = (id("[CLS]")?, id("[SEP]")?);
+        let map: serde_json::Map<String, serde_json::Value> = vocab
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.clone(), (i as u32).into()))
+            .collect();
+        // The crate builds a tokenizer from its JSON form; this is the form of BERT's uncased
+        // tokenizer.json, with the vocabulary given.
+        let json = serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+            "normalizer": {"type": "BertNormalizer", "clean_text": true,
+                           "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
+            "pre_tokenizer": {"type": "BertPreTokenizer"},
+            "post_processor": null, "decoder": null,
+            "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                      "max_input_chars_per_word": 100, "vocab": map},
+        });
+        let inner = tokenizers::Tokenizer::from_str(&json.to_string())
+            .map_err(|e| ModelError::Vocab(format!("cannot build the tokenizer: {e}")))?;
+        Ok(Tokenizer { inner, cls, sep })
+    }
+
+    /// [CLS] + the text's tokens + [SEP], truncated to `max_len` tokens in all.
+    pub fn encode(&self, text: &str, max_len: usize) -> Result<Tokens, ModelError> {
+        let enc = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| ModelError::Vocab(format!("cannot tokenise: {e}")))?;
+        let keep = max_len.saturating_sub(2);
+        let mut tokens = vec!["[CLS]".to_string()];
+        let mut ids = vec![self.cls];
+        for (t, &i) in enc.get_tokens().iter().zip(enc.get_ids()).take(keep) {
+            tokens.push(t.clone());
+            ids.push(i);
+        }
+        tokens.push("[SEP]".into());
+        ids.push(self.sep);
+        Ok(Tokens { tokens, ids })
+    }
+}
