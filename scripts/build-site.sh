@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
 
-DEMOS=(waves)
+DEMOS=(waves attention)
 
 ensure_rust_parts
 ensure_wasm_bindgen
@@ -27,4 +27,20 @@ for demo in "${DEMOS[@]}"; do
     "$out/$demo/${demo}_bg.wasm" -o "$out/$demo/${demo}_bg.wasm"
   echo "   $out/$demo/${demo}_bg.wasm: $(du -k "$out/$demo/${demo}_bg.wasm" | cut -f1) KiB"
 done
+# The attention page shows the encoder's code, taken from the source between its markers.
+python3 - "$out/attention.html" demos/attention/src/encoder.rs <<'PY'
+import html, sys
+page, source = sys.argv[1], open(sys.argv[2]).read().splitlines()
+start = next(i for i, l in enumerate(source) if l.startswith("// demo:begin")) + 1
+end = next(i for i, l in enumerate(source) if l.startswith("// demo:end"))
+text = open(page).read().replace("<!-- encoder-code -->", html.escape("\n".join(source[start:end])))
+open(page, "w").write(text)
+PY
+# The attention model, when scripts/fetch-model.sh has fetched it (the page falls back to
+# built-in weights without it).
+if [ -f models/all-minilm-l6-v2/model.safetensors ]; then
+  mkdir -p "$out/models/all-minilm-l6-v2"
+  cp models/all-minilm-l6-v2/{config.json,model.safetensors,vocab.txt} "$out/models/all-minilm-l6-v2/"
+  echo "   included the model: models/all-minilm-l6-v2"
+fi
 echo "== site built in $out/"

@@ -59,5 +59,5 @@ ensure_wasm_bindgen() {
 
 # Xvfb and ImageMagick's `import` for the native window test.
 ensure_window_tools() {
-  ensure_apt xvfb xauth imagemagick libxkbcommon-x11-0
+  ensure_apt xvfb xauth imagemagick libxkbcommon-x11-0 xdotool
 }

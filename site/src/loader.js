@@ -21,11 +21,35 @@ for (const button of document.querySelectorAll('button[data-key]')) {
   });
 }
 
+// A page may offer a model in the Hugging Face layout: fetched before the demo starts, handed
+// over as bytes (window.kilnModel). When the site was built without it the demo says so and
+// runs on its built-in weights.
+async function fetchModel(dir) {
+  const note = document.getElementById('weights');
+  const head = await fetch(`${dir}/config.json`).catch(() => null);
+  if (!head || !head.ok) {
+    if (note) note.textContent = 'built-in synthetic weights (this site was built without the model)';
+    return;
+  }
+  if (note) note.textContent = `downloading ${dir}…`;
+  const files = {};
+  for (const name of ['config.json', 'model.safetensors', 'vocab.txt']) {
+    const r = await fetch(`${dir}/${name}`);
+    if (!r.ok) throw new Error(`${dir}/${name}: HTTP ${r.status}`);
+    files[name] = new Uint8Array(await r.arrayBuffer());
+  }
+  window.kilnModel = { source: dir, ...files };
+  if (note) note.textContent = dir;
+}
+
 if (!navigator.gpu) {
   fail('This browser has no WebGPU. Use a current Chrome or Edge, Safari 26, or Firefox 141+ ' +
        '(on Linux, Chrome needs --enable-unsafe-webgpu).');
 } else {
   try {
+    const asked = new URLSearchParams(location.search).get('model');
+    if (script.dataset.model && asked !== 'synthetic') await fetchModel(script.dataset.model);
+    else if (asked === 'synthetic') document.getElementById('weights').textContent = 'built-in synthetic weights (asked for in the URL)';
     const module = await import(`./${demo}/${demo}.js`);
     await module.default();
   } catch (e) {

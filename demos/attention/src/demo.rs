@@ -188,7 +188,7 @@ impl Attention {
         let n = c.tokens.len();
         let w = c.probs.get(self.layer)?.get((self.head * n + i) * n + j)?;
         Some(format!(
-            "weight of query '{}' on key '{}': {w:.4}",
+            "weight '{}' -> '{}': {w:.4}",
             c.tokens[i], c.tokens[j]
         ))
     }
@@ -221,6 +221,7 @@ impl Attention {
 impl Demo for Attention {
     const NAME: &'static str = "attention";
     const TITLE: &'static str = "Kiln · attention";
+    const WINDOW: (u32, u32) = (1600, 900);
 
     fn new(gpu: &Gpu, options: &Options) -> kiln::Result<Self> {
         let loaded = Loaded::new(gpu, options.model.as_deref()).map_err(model_error)?;
@@ -316,25 +317,29 @@ impl Demo for Attention {
     }
 
     fn hud(&self) -> Vec<String> {
+        // Short lines: natively the HUD shares the left half of the view with the code.
         let mut lines = Vec::new();
         if self.loaded.model.synthetic {
-            lines.push("weights: SYNTHETIC (built-in, deterministic; the".into());
-            lines.push("  attention means nothing). scripts/fetch-model.sh".into());
-            lines.push("  gets all-MiniLM-L6-v2.".into());
+            lines.push("weights: SYNTHETIC, built in".into());
+            lines.push("  (fetch-model.sh gets MiniLM)".into());
         } else {
             lines.push(format!("weights: {}", self.loaded.model.source));
         }
         let c = &self.loaded.model.config;
         lines.push(format!(
-            "{} layers x {} heads, hidden {}",
+            "{} layers, {} heads, hidden {}",
             c.num_hidden_layers, c.num_attention_heads, c.hidden_size
         ));
         lines.push(format!("text: {}", self.text));
-        lines.push(format!(
-            "{} tokens: {}",
-            self.tokens.tokens.len(),
-            self.tokens.tokens.join(" ")
-        ));
+        let mut line = format!("{} tokens:", self.tokens.tokens.len());
+        for t in &self.tokens.tokens {
+            if line.chars().count() + t.chars().count() > 40 {
+                lines.push(std::mem::take(&mut line));
+            }
+            line.push(' ');
+            line.push_str(t);
+        }
+        lines.push(line);
         lines.push(format!(
             "path: {}; layer {}/{}, head {}/{}",
             if self.on_gpu { "GPU" } else { "CPU" },
@@ -349,8 +354,8 @@ impl Demo for Attention {
         if let Some(e) = &self.error {
             lines.push(format!("error: {e}"));
         }
-        lines.push("type to edit; <- -> head, up/down layer,".into());
-        lines.push("Tab GPU/CPU path; hover a cell for its weight".into());
+        lines.push("type to edit; arrows: head, layer;".into());
+        lines.push("Tab: GPU/CPU; hover: read a weight".into());
         lines
     }
 

@@ -20,12 +20,8 @@ pub fn encoder_layer<T: TensorOps>(x: &T, w: &Layer<T>, heads: usize, eps: f32) 
     let attn = probs.matmul(&v)?.merge_heads()?.matmul(&w.wo)?.add(&w.bo)?;
     let x = attn.add(x)?.layernorm(&w.ln1_g, &w.ln1_b, eps)?;
     // Feed-forward: expand, gelu, project back; residual and layernorm.
-    let ff = x
-        .matmul(&w.w1)?
-        .add(&w.b1)?
-        .gelu()?
-        .matmul(&w.w2)?
-        .add(&w.b2)?;
+    let h = x.matmul(&w.w1)?.add(&w.b1)?.gelu()?;
+    let ff = h.matmul(&w.w2)?.add(&w.b2)?;
     let out = ff.add(&x)?.layernorm(&w.ln2_g, &w.ln2_b, eps)?;
     Ok((out, probs))
 }

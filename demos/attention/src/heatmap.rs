@@ -4,14 +4,15 @@
 
 use font8x8::UnicodeFonts;
 
-/// The view's size and layout: a dark left column (the HUD sits there in the window), the
-/// heatmap with its labels on the right, the code panel below.
-pub const WIDTH: usize = 1400;
+/// The view's size and layout: the left half holds the HUD (in the window) above the code
+/// panel; the right half the heatmap with its labels.
+pub const WIDTH: usize = 1600;
 pub const HEIGHT: usize = 900;
-const MAP_X: usize = 540;
-const MAP_Y: usize = 120;
-const MAP_SIZE: usize = 500;
-const CODE_Y: usize = 660;
+const MAP_X: usize = 960;
+const MAP_Y: usize = 150;
+const MAP_SIZE: usize = 520;
+const CODE_X: usize = 20;
+const CODE_Y: usize = 600;
 
 const BACKGROUND: [u8; 3] = [14, 14, 20];
 const TEXT: [u8; 3] = [225, 225, 232];
@@ -185,7 +186,7 @@ pub fn view(
     img.text(MAP_X + MAP_SIZE + 52, MAP_Y, "1", DIM, 1, false);
     img.text(MAP_X + MAP_SIZE + 52, MAP_Y + 192, "0", DIM, 1, false);
     img.text(
-        40,
+        CODE_X,
         CODE_Y - 20,
         "the layer, on kiln's ops (demos/attention/src/encoder.rs):",
         DIM,
@@ -193,7 +194,7 @@ pub fn view(
         false,
     );
     for (k, line) in code.iter().enumerate() {
-        img.text(40, CODE_Y + k * 11, line, TEXT, 1, false);
+        img.text(CODE_X, CODE_Y + k * 11, line, TEXT, 1, false);
     }
     img
 }

@@ -20,6 +20,8 @@ pub trait Demo: Sized + 'static {
     const NAME: &'static str;
     /// Window and page title.
     const TITLE: &'static str;
+    /// The native window's initial size in logical pixels (width, height).
+    const WINDOW: (u32, u32) = (900, 900);
 
     /// Builds the demo on a device, with the command-line (or URL) options.
     fn new(gpu: &Gpu, options: &Options) -> kiln::Result<Self>;

@@ -119,10 +119,10 @@ mod imp {
         }
     }
 
-    pub fn window_attributes(title: &str) -> winit::window::WindowAttributes {
+    pub fn window_attributes(title: &str, (w, h): (u32, u32)) -> winit::window::WindowAttributes {
         winit::window::Window::default_attributes()
             .with_title(title)
-            .with_inner_size(winit::dpi::LogicalSize::new(900.0, 900.0))
+            .with_inner_size(winit::dpi::LogicalSize::new(w, h))
     }
 
     pub fn write_file(path: &str, bytes: &[u8]) -> kiln::Result<()> {
@@ -277,7 +277,8 @@ mod imp {
         })
     }
 
-    pub fn window_attributes(title: &str) -> winit::window::WindowAttributes {
+    /// In the browser the page's canvas decides the size.
+    pub fn window_attributes(title: &str, _size: (u32, u32)) -> winit::window::WindowAttributes {
         use winit::platform::web::WindowAttributesExtWebSys;
         let canvas =
             element("canvas").and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok());

@@ -273,10 +273,11 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
         if self.window.is_some() {
             return;
         }
-        let window = match event_loop.create_window(platform::window_attributes(D::TITLE)) {
-            Ok(w) => Arc::new(w),
-            Err(e) => platform::fatal(&format!("cannot open a window: {e}")),
-        };
+        let window =
+            match event_loop.create_window(platform::window_attributes(D::TITLE, D::WINDOW)) {
+                Ok(w) => Arc::new(w),
+                Err(e) => platform::fatal(&format!("cannot open a window: {e}")),
+            };
         self.window = Some(window.clone());
         let (proxy, options) = (self.proxy.clone(), self.options.clone());
         platform::spawn(async move {

@@ -1,0 +1,89 @@
+//! `attention --bench` as a user runs it: on the built-in weights it prints the tokens, the
+//! kernels, GPU and CPU times with the paths compared, writes the heatmaps as PNG and the dump;
+//! a missing model directory is a clear error, not a panic.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+fn attention() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_attention"));
+    c.env("NODEVICE_SELECT", "1");
+    c
+}
+
+#[test]
+fn bench_json_on_the_built_in_weights() {
+    let dir = std::env::temp_dir().join(format!("kiln-attention-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (png, dump) = (dir.join("heatmaps.png"), dir.join("dump.json"));
+    let out = attention()
+        .args([
+            "--bench",
+            "--json",
+            "--frames",
+            "3",
+            "--model",
+            "synthetic",
+            "--text",
+        ])
+        .arg("The cat sat on the mat because it was tired.")
+        .arg("--png")
+        .arg(&png)
+        .arg("--dump")
+        .arg(&dump)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "attention --bench failed: {stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let checks = &r["checks"];
+    println!(
+        "attention bench: gpu {} ms, cpu {} ms, kernels {}",
+        r["gpu"]["median_ms"], r["cpu"]["median_ms"], checks["kernels"]
+    );
+    let tokens: Vec<&str> = checks["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(tokens.first(), Some(&"[CLS]"));
+    assert!(
+        tokens.contains(&"cat") && tokens.contains(&"tired"),
+        "{tokens:?}"
+    );
+    assert_eq!(checks["synthetic_weights"], true);
+    assert_eq!(checks["agree"], true);
+    let kernels = checks["kernels"].as_array().unwrap();
+    for family in ["matmul", "softmax", "add", "layernorm", "gelu"] {
+        assert!(
+            kernels
+                .iter()
+                .any(|k| k.as_str().unwrap().starts_with(family)),
+            "no {family} in {kernels:?}"
+        );
+    }
+    assert!(
+        r["gpu"]["median_ms"].as_f64().unwrap() > 0.0
+            && r["cpu"]["median_ms"].as_f64().unwrap() > 0.0
+    );
+    assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+    let d: serde_json::Value = serde_json::from_slice(&std::fs::read(&dump).unwrap()).unwrap();
+    assert_eq!(d["attentions"].as_array().unwrap().len(), 2);
+    assert_eq!(d["hidden_states"].as_array().unwrap().len(), 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_missing_model_is_a_clear_error() {
+    let out = attention()
+        .args(["--bench", "--frames", "1", "--model", "/nonexistent/model"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("/nonexistent/model/config.json") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}

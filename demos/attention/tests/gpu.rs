@@ -1,0 +1,106 @@
+//! The encoder on the GPU against the same function on the CPU path, with random weights of
+//! MiniLM's shapes and of the synthetic model, at token counts that are not tile multiples.
+//! Runs on lavapipe in CI; no adapter is a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use attention::encoder;
+use attention::model::{Layer, Model};
+use kiln_app::kiln::cpu::{self, Array};
+use kiln_app::kiln::{DType, Gpu, GpuOptions, Tensor};
+use rand::{Rng, SeedableRng, rngs::StdRng};
+
+fn gpu() -> Gpu {
+    pollster::block_on(Gpu::new(&GpuOptions::default()))
+        .expect("GPU tests need an adapter (Mesa lavapipe in CI)")
+}
+
+fn random(rng: &mut StdRng, shape: &[usize], gain: f32) -> Array {
+    let n = shape.iter().product();
+    Array::new(
+        shape,
+        (0..n).map(|_| rng.random_range(-gain..gain)).collect(),
+    )
+    .unwrap()
+}
+
+fn up(gpu: &Gpu, a: &Array) -> Tensor {
+    Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32).unwrap()
+}
+
+#[test]
+fn one_layer_gpu_matches_cpu_with_random_weights() {
+    let gpu = gpu();
+    let mut rng = StdRng::seed_from_u64(5);
+    // MiniLM's shapes: hidden 384, 12 heads, feed-forward 1536.
+    let (d, i, heads) = (384, 1536, 12);
+    let mut r = |s: &[usize], g: f32| random(&mut rng, s, g);
+    let layer = Layer {
+        wq: r(&[d, d], 0.1),
+        bq: r(&[d], 0.1),
+        wk: r(&[d, d], 0.1),
+        bk: r(&[d], 0.1),
+        wv: r(&[d, d], 0.1),
+        bv: r(&[d], 0.1),
+        wo: r(&[d, d], 0.1),
+        bo: r(&[d], 0.1),
+        ln1_g: r(&[d], 1.0),
+        ln1_b: r(&[d], 0.1),
+        w1: r(&[d, i], 0.1),
+        b1: r(&[i], 0.1),
+        w2: r(&[i, d], 0.1),
+        b2: r(&[d], 0.1),
+        ln2_g: r(&[d], 1.0),
+        ln2_b: r(&[d], 0.1),
+    };
+    let on_gpu = layer
+        .try_map(|a| Ok::<_, kiln_app::kiln::Error>(up(&gpu, a)))
+        .unwrap();
+    for n in [1, 7, 37] {
+        let x = r(&[n, d], 1.0);
+        let (want, want_p) = encoder::encoder_layer(&x, &layer, heads, 1e-12).unwrap();
+        let (got, got_p) = encoder::encoder_layer(&up(&gpu, &x), &on_gpu, heads, 1e-12).unwrap();
+        assert_eq!(got.shape(), &[n, d]);
+        assert_eq!(got_p.shape(), &[heads, n, n]);
+        let (got, got_p) = (
+            pollster::block_on(got.read()).unwrap(),
+            pollster::block_on(got_p.read()).unwrap(),
+        );
+        let (e, ep) = (
+            cpu::rel_l2(&got, &want.data),
+            cpu::rel_l2(&got_p, &want_p.data),
+        );
+        println!("N = {n}: layer output rel L2 {e:.2e}, attention {ep:.2e}");
+        assert!(
+            e < 1e-5 && ep < 1e-5,
+            "N = {n}: GPU and CPU differ: {e:.2e}, {ep:.2e}"
+        );
+    }
+}
+
+#[test]
+fn whole_forward_pass_gpu_matches_cpu_on_the_synthetic_model() {
+    let gpu = gpu();
+    let m = Model::synthetic().unwrap();
+    let on_gpu = m.upload(&gpu).unwrap();
+    let ids: Vec<u32> = (0..23)
+        .map(|k| (k * 7 % m.config.vocab_size) as u32)
+        .collect();
+    let rows = m.embedding_rows(&ids).unwrap();
+    let (h, eps) = (m.config.num_attention_heads, m.config.layer_norm_eps);
+    let want = encoder::forward(&rows, &m.weights, h, eps).unwrap();
+    let rows_gpu = [up(&gpu, &rows[0]), up(&gpu, &rows[1]), up(&gpu, &rows[2])];
+    let got = encoder::forward(&rows_gpu, &on_gpu, h, eps).unwrap();
+    assert_eq!(got.hidden.len(), m.config.num_hidden_layers + 1);
+    for (g, w) in got
+        .hidden
+        .iter()
+        .zip(&want.hidden)
+        .chain(got.probs.iter().zip(&want.probs))
+    {
+        let e = cpu::rel_l2(&pollster::block_on(g.read()).unwrap(), &w.data);
+        assert!(e < 1e-5, "rel L2 {e:.2e}");
+    }
+    // Too many tokens for the model is an error, not a panic.
+    let long: Vec<u32> = vec![5; m.config.max_position_embeddings + 1];
+    assert!(m.embedding_rows(&long).is_err());
+}

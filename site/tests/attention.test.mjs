@@ -1,0 +1,83 @@
+// The attention page in headless Chromium (WebGPU on SwiftShader): it starts on the built-in
+// weights, says they are synthetic, takes a typed sentence, draws the heatmap over its tokens,
+// reads a weight under the pointer, switches to the CPU path, and logs no console error.
+// Needs site/dist (scripts/build-site.sh).
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { launch, serve } from './browser.mjs';
+
+const dist = fileURLToPath(new URL('../dist/', import.meta.url));
+let browser, server;
+
+before(async () => {
+  assert.ok(existsSync(`${dist}attention/attention_bg.wasm`), 'site/dist is not built: run scripts/build-site.sh');
+  server = await serve(dist);
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+const hud = (page) => page.textContent('#hud');
+
+// Colour variety in the canvas's right half (the heatmap), decoded by the browser.
+async function heatmapColours(page) {
+  const png = await page.locator('#canvas').screenshot();
+  return page.evaluate(async (b64) => {
+    const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
+    const bitmap = await createImageBitmap(blob);
+    const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
+    ctx.drawImage(bitmap, 0, 0);
+    const x0 = Math.floor(bitmap.width * 0.4);
+    const { data } = ctx.getImageData(x0, 0, bitmap.width - x0, Math.floor(bitmap.height * 0.7));
+    const colours = new Set();
+    for (let i = 0; i < data.length; i += 4) colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+    return colours.size;
+  }, png.toString('base64'));
+}
+
+test('the attention page takes a sentence and draws its heatmap', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
+  const errors = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${server.url}/attention.html?model=synthetic`);
+  await page.waitForFunction(() => /tokens: \[CLS\] the cat/.test(document.getElementById('hud').textContent),
+    null, { timeout: 90000 });
+  let text = await hud(page);
+  console.log(text.split('\n').slice(0, 8).join(' | '));
+  assert.match(text, /adapter: .*\(webgpu\)/);
+  assert.match(text, /SYNTHETIC/);
+  assert.match(await page.textContent('#weights'), /synthetic/);
+  assert.match(await page.textContent('#code'), /fn encoder_layer<T: TensorOps>/);
+
+  // Type a new sentence: the tokens and the heatmap follow.
+  await page.fill('#text', 'the dog ran in the park');
+  await page.waitForFunction(() => /tokens:\s+\[CLS\]\s+the\s+dog\s+ran\s+in\s+the\s+park\s+\[SEP\]/.test(document.getElementById('hud').textContent),
+    null, { timeout: 60000 });
+  await page.addStyleTag({ content: '#hud { visibility: hidden; }' });
+  await page.waitForTimeout(1500);
+  const colours = await heatmapColours(page);
+  console.log(`heatmap region: ${colours} distinct colours`);
+  assert.ok(colours > 20, `the heatmap region is nearly blank: ${colours} colours`);
+
+  // The pointer over the heatmap reads a weight.
+  const box = await page.locator('#canvas').boundingBox();
+  await page.mouse.move(box.x + box.width * (980 / 1600), box.y + box.height * (170 / 900));
+  await page.waitForFunction(() => /weight '.*' -> '.*': [0-9.]+/.test(document.getElementById('hud').textContent),
+    null, { timeout: 30000 });
+  text = await hud(page);
+  console.log(text.split('\n').find((l) => l.startsWith('weight ')));
+
+  // The GPU/CPU button switches the path.
+  await page.click('button[data-key="Tab"]');
+  await page.waitForFunction(() => /path: CPU/.test(document.getElementById('hud').textContent), null, { timeout: 30000 });
+  assert.equal(await page.isVisible('#error'), false, await page.textContent('#error'));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
