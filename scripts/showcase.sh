@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
 
-DEMOS=(waves)
+DEMOS=(waves attention)
 PORT=${PORT:-8080}
 
 ensure_lavapipe
@@ -46,11 +46,12 @@ else
   python3 - "${DEMOS[@]}" <<'PY'
 import json, sys
 rows = [json.load(open(f"showcase/{d}.json")) for d in sys.argv[1:]]
-print(f"{'demo':<8} {'settings':<28} {'GPU frames/s':>13} {'CPU frames/s':>13} {'GPU/CPU':>8}  agree  clock (GPU)")
+print(f"{'demo':<10} {'settings':<44} {'GPU frames/s':>13} {'CPU frames/s':>13} {'GPU/CPU':>8}  agree  clock (GPU)")
 for r in rows:
     g, c = 1e3 / r["gpu"]["median_ms"], 1e3 / r["cpu"]["median_ms"]
-    print(f"{r['demo']:<8} {r['settings']:<28} {g:>13.1f} {c:>13.2f} {g / c:>7.1f}x  {str(r['checks'].get('agree')):<5}  {r['gpu']['clock']}")
+    print(f"{r['demo']:<10} {r['settings'][:44]:<44} {g:>13.1f} {c:>13.2f} {g / c:>7.1f}x  {str(r['checks'].get('agree')):<5}  {r['gpu']['clock']}")
 print(f"adapter: {rows[0]['adapter']} ({rows[0]['backend']}); CPU path: plain single-threaded loops")
+print("attention: a frame is one forward pass of the encoder over the text's tokens")
 PY
   echo "frames written: showcase/*.png"
 fi

@@ -50,7 +50,12 @@ fn print(r: &BenchReport, options: &Options) {
             t.clock
         ));
     }
-    lines.push(format!("GPU/CPU {:.1}x", r.cpu.median_ms / r.gpu.median_ms));
+    let ratio = r.cpu.median_ms / r.gpu.median_ms;
+    lines.push(if ratio < 0.1 {
+        format!("GPU/CPU {ratio:.3}x (the CPU path is faster here)")
+    } else {
+        format!("GPU/CPU {ratio:.1}x")
+    });
     lines.push(format!("checks  {}", r.checks));
     if let Some(path) = &options.png {
         lines.push(format!("wrote {path}"));
