@@ -2,72 +2,21 @@
 //! move. Screenshots of the X screen come from ImageMagick's `import`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+#[path = "../../../shared/testing/x11.rs"]
+mod x11;
+
+use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn screenshot(display: &str, path: &Path) -> bool {
-    Command::new("import")
-        .args(["-window", "root", path.to_str().unwrap()])
-        .env("DISPLAY", display)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// ImageMagick's statistic of an image, in 0..1.
-fn stat(path: &Path, expr: &str) -> f64 {
-    let out = Command::new("convert")
-        .args([path.to_str().unwrap(), "-format", expr, "info:"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0.0)
-}
-
-fn differing_pixels(a: &Path, b: &Path) -> u64 {
-    let out = Command::new("compare")
-        .args([
-            "-metric",
-            "AE",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "null:",
-        ])
-        .output()
-        .unwrap();
-    // `compare` prints the count on stderr (and exits 1 when the images differ).
-    String::from_utf8_lossy(&out.stderr)
-        .trim()
-        .parse::<f64>()
-        .unwrap_or(0.0) as u64
-}
+use x11::{Killed, differing_pixels, screenshot, stat, xvfb};
 
 #[test]
 fn window_draws_moving_waves_under_xvfb() {
     let display = ":73";
     let dir = std::env::temp_dir().join(format!("kiln-window-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let _xvfb = Killed(
-        Command::new("Xvfb")
-            .args([display, "-screen", "0", "1024x1024x24", "-nolisten", "tcp"])
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("Xvfb is needed for the window test (scripts/test.sh installs it)"),
-    );
-    sleep(Duration::from_secs(1));
+    let _xvfb = xvfb(display, "1024x1024x24");
     let mut demo = Killed(
         Command::new(env!("CARGO_BIN_EXE_waves"))
             .env("DISPLAY", display)

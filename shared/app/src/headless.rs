@@ -32,7 +32,14 @@ async fn bench<D: Demo>(options: &Options) -> kiln::Result<BenchReport> {
 
 fn print(r: &BenchReport, options: &Options) {
     if options.json {
-        platform::emit_report(&serde_json::to_string_pretty(r).unwrap_or_default());
+        let mut json = serde_json::to_value(r).unwrap_or_default();
+        if let Some(obj) = json.as_object_mut() {
+            obj.insert(
+                "gpu_over_cpu".into(),
+                (r.cpu.median_ms / r.gpu.median_ms).into(),
+            );
+        }
+        platform::emit_report(&serde_json::to_string_pretty(&json).unwrap_or_default());
         return;
     }
     let mut lines = vec![format!(

@@ -42,17 +42,8 @@ pub struct AttentionArgs {
     /// Batch × head slices the CPU path runs (0 = all); its time is scaled to all of them.
     #[arg(long, default_value_t = 0)]
     cpu_slices: usize,
-    #[arg(long, default_value_t = 3)]
-    warmup: usize,
-    #[arg(long, default_value_t = 10)]
-    repeats: usize,
-    /// Seconds the CPU path may spend on its measured runs (it stops early, after one run).
-    #[arg(long, default_value_t = 10.0)]
-    cpu_budget: f64,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    run: crate::RunArgs,
 }
 
 /// Inputs on the GPU and, for the CPU path, their first `slices` batch × head slices.
@@ -77,7 +68,7 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
     };
     let gpu = Gpu::new(options).await?;
     let scale = 1.0 / (args.d as f32).sqrt();
-    let inputs = inputs(&gpu, &shape, slices, dtype, args.seed)?;
+    let inputs = inputs(&gpu, &shape, slices, dtype, args.run.seed)?;
     let (tol_f, tol_b) = match dtype {
         DType::F16 => (1e-2, 5e-2),
         _ => (1e-4, 1e-3),
@@ -87,7 +78,7 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
     // The CPU path first: its result is the reference every GPU path is checked against.
     let mut want: Outputs = Vec::new();
     let [q, k, v, d_o] = &inputs.cpu;
-    let cpu_t = bench::time_cpu(0, args.repeats, args.cpu_budget, || {
+    let cpu_t = bench::time_cpu(0, args.run.repeats, args.run.cpu_budget, || {
         want = cpu_path(q, k, v, d_o, args.causal, scale, args.backward).unwrap_or_default();
     })?;
     if want.is_empty() {
@@ -106,14 +97,16 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
         None,
         BackwardVariants::default(),
     )?;
-    let flash_t = bench::time_dispatches(&gpu, &flash.refs(), args.warmup, args.repeats).await?;
+    let flash_t =
+        bench::time_dispatches(&gpu, &flash.refs(), args.run.warmup, args.run.repeats).await?;
     let flash_err = error(&flash.outputs(slices, &dims).await?, &want);
 
     let naive = if args.no_naive {
         None
     } else {
         let run = NaiveRun::plan(&inputs, args.causal, scale, args.backward)?;
-        let t = bench::time_dispatches(&gpu, &run.refs(), args.warmup, args.repeats).await?;
+        let t =
+            bench::time_dispatches(&gpu, &run.refs(), args.run.warmup, args.run.repeats).await?;
         Some((t, error(&run.outputs(slices, &dims).await?, &want)))
     };
 
@@ -156,7 +149,7 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
         "gflop": flops / 1e9, "score_matrix_mb": traffic::score_matrix_bytes(&dims, dtype) as f64 / 1e6,
         "tolerance": tol, "paths": paths, "sweep": sweep,
     });
-    if args.json {
+    if args.run.json {
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
         print_table(&out);
@@ -234,6 +227,22 @@ async fn head(t: &Tensor, slices: usize, dims: &AttentionDims, rows: usize) -> R
     Ok(all)
 }
 
+/// O and (with the backward pass) dQ, dK, dV on the checked slices.
+async fn outputs(
+    o: &Tensor,
+    grads: Option<&Grads>,
+    slices: usize,
+    dims: &AttentionDims,
+) -> Result<Outputs> {
+    let mut out = vec![head(o, slices, dims, dims.q_len).await?];
+    if let Some(g) = grads {
+        out.push(head(&g.dq, slices, dims, dims.q_len).await?);
+        out.push(head(&g.dk, slices, dims, dims.kv_len).await?);
+        out.push(head(&g.dv, slices, dims, dims.kv_len).await?);
+    }
+    Ok(out)
+}
+
 struct FlashRun {
     dispatches: Vec<Dispatch>,
     choices: Vec<Value>,
@@ -285,13 +294,7 @@ impl FlashRun {
     }
 
     async fn outputs(&self, slices: usize, dims: &AttentionDims) -> Result<Outputs> {
-        let mut out = vec![head(&self.o, slices, dims, dims.q_len).await?];
-        if let Some(g) = &self.grads {
-            out.push(head(&g.dq, slices, dims, dims.q_len).await?);
-            out.push(head(&g.dk, slices, dims, dims.kv_len).await?);
-            out.push(head(&g.dv, slices, dims, dims.kv_len).await?);
-        }
-        Ok(out)
+        outputs(&self.o, self.grads.as_ref(), slices, dims).await
     }
 }
 
@@ -330,13 +333,7 @@ impl NaiveRun {
     }
 
     async fn outputs(&self, slices: usize, dims: &AttentionDims) -> Result<Outputs> {
-        let mut out = vec![head(&self.o, slices, dims, dims.q_len).await?];
-        if let Some(g) = &self.grads {
-            out.push(head(&g.dq, slices, dims, dims.q_len).await?);
-            out.push(head(&g.dk, slices, dims, dims.kv_len).await?);
-            out.push(head(&g.dv, slices, dims, dims.kv_len).await?);
-        }
-        Ok(out)
+        outputs(&self.o, self.grads.as_ref(), slices, dims).await
     }
 }
 
@@ -401,9 +398,13 @@ async fn sweep_variants(
                 "flash_bwd_dkdv" => 2,
                 _ => 3,
             };
-            let t =
-                bench::time_dispatches(gpu, &[&run.dispatches[index]], args.warmup, args.repeats)
-                    .await?;
+            let t = bench::time_dispatches(
+                gpu,
+                &[&run.dispatches[index]],
+                args.run.warmup,
+                args.run.repeats,
+            )
+            .await?;
             rows.push(
                 json!({"family": family, "variant": v.name, "rel_l2_error": err,
                              "median_ms": t.median_ms, "clock": t.clock}),

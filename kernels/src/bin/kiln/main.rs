@@ -101,17 +101,24 @@ struct MatmulArgs {
     /// Run this variant instead of the selector's choice.
     #[arg(long)]
     variant: Option<String>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// How a benchmark runs and reports, shared by every `kiln bench` op.
+#[derive(Args, Debug)]
+pub struct RunArgs {
     #[arg(long, default_value_t = 3)]
-    warmup: usize,
+    pub warmup: usize,
     #[arg(long, default_value_t = 10)]
-    repeats: usize,
+    pub repeats: usize,
     /// Seconds the CPU path may spend on its measured runs (it stops early, after one run).
     #[arg(long, default_value_t = 10.0)]
-    cpu_budget: f64,
+    pub cpu_budget: f64,
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub seed: u64,
     #[arg(long)]
-    json: bool,
+    pub json: bool,
 }
 
 fn main() -> ExitCode {
@@ -385,7 +392,7 @@ async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> {
     let a = Tensor::uninit(&gpu, &a_shape, dtype)?;
     let b = Tensor::uninit(&gpu, &b_shape, dtype)?;
     let c = Tensor::full(&gpu, &[args.batch, args.m, args.n], f32::NAN, dtype)?;
-    let mut rng = StdRng::seed_from_u64(args.seed);
+    let mut rng = StdRng::seed_from_u64(args.run.seed);
     let mut random =
         |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0..1.0)).collect() };
     let (mut a_data, mut b_data) = (random(a.numel()), random(b.numel()));
@@ -398,12 +405,13 @@ async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> {
     b.write(&b_data)?;
     let (dispatch, choice) = ops::matmul::plan(&a, &b, &c, args.variant.as_deref())?;
 
-    let gpu_timing = bench::time_dispatches(&gpu, &[&dispatch], args.warmup, args.repeats).await?;
+    let gpu_timing =
+        bench::time_dispatches(&gpu, &[&dispatch], args.run.warmup, args.run.repeats).await?;
     let got = c.read().await?;
 
     let (a_cpu, b_cpu) = (Array::new(&a_shape, a_data)?, Array::new(&b_shape, b_data)?);
     let mut want = None;
-    let cpu_timing = bench::time_cpu(0, args.repeats, args.cpu_budget, || {
+    let cpu_timing = bench::time_cpu(0, args.run.repeats, args.run.cpu_budget, || {
         want = Some(cpu::matmul(&a_cpu, &b_cpu));
     })?;
     let want = want.ok_or_else(|| Error::InvalidArgument {
@@ -448,7 +456,7 @@ fn report(
 ) {
     let flops = work.flops;
     let speedup = cpu_t.median_ms / gpu_t.median_ms;
-    if args.json {
+    if args.run.json {
         let out = json!({
             "op": "matmul",
             "shape": {"batch": args.batch, "m": args.m, "n": args.n, "k": args.k},

@@ -373,57 +373,44 @@ pub fn plan_backward(
     );
 
     let params = gpu.uniform(&params(&d, scale));
-    let dkdv_choice = choose_flash(
+    // The two passes bind Q, K, V, dO, LSE, D, then their outputs; each owns blocks of one
+    // sequence and walks the other.
+    let pass = |family: &'static str,
+                owned: (&'static str, usize),
+                streamed: &'static str,
+                named: Option<&str>,
+                outputs: &[&wgpu::Buffer]|
+     -> Result<(Dispatch, Choice)> {
+        let choice = choose_flash(family, owned, streamed, &d, q, causal, named)?;
+        let block = choice.variant.int(owned.0).max(1) as usize;
+        let mut buffers = vec![
+            q.buffer(),
+            k.buffer(),
+            v.buffer(),
+            d_o.buffer(),
+            lse.buffer(),
+            delta.buffer(),
+        ];
+        buffers.extend_from_slice(outputs);
+        buffers.push(&params);
+        let groups = grid(OP, gpu, [owned.1.div_ceil(block), d.batch_heads, 1])?;
+        let pipeline = gpu.pipeline(&choice.variant)?;
+        Ok((Dispatch::new(gpu, pipeline, &buffers, groups), choice))
+    };
+    let (dkdv, dkdv_choice) = pass(
         "flash_bwd_dkdv",
         ("block_k", d.kv_len),
         "block_q",
-        &d,
-        q,
-        causal,
         named.dkdv,
+        &[grads.dk.buffer(), grads.dv.buffer()],
     )?;
-    let block = dkdv_choice.variant.int("block_k").max(1) as usize;
-    let dkdv = Dispatch::new(
-        gpu,
-        gpu.pipeline(&dkdv_choice.variant)?,
-        &[
-            q.buffer(),
-            k.buffer(),
-            v.buffer(),
-            d_o.buffer(),
-            lse.buffer(),
-            delta.buffer(),
-            grads.dk.buffer(),
-            grads.dv.buffer(),
-            &params,
-        ],
-        grid(OP, gpu, [d.kv_len.div_ceil(block), d.batch_heads, 1])?,
-    );
-    let dq_choice = choose_flash(
+    let (dq, dq_choice) = pass(
         "flash_bwd_dq",
         ("block_q", d.q_len),
         "block_k",
-        &d,
-        q,
-        causal,
         named.dq,
+        &[grads.dq.buffer()],
     )?;
-    let block = dq_choice.variant.int("block_q").max(1) as usize;
-    let dq = Dispatch::new(
-        gpu,
-        gpu.pipeline(&dq_choice.variant)?,
-        &[
-            q.buffer(),
-            k.buffer(),
-            v.buffer(),
-            d_o.buffer(),
-            lse.buffer(),
-            delta.buffer(),
-            grads.dq.buffer(),
-            &params,
-        ],
-        grid(OP, gpu, [d.q_len.div_ceil(block), d.batch_heads, 1])?,
-    );
     Ok(BackwardPlan {
         dispatches: vec![pre, dkdv, dq],
         choices: vec![delta_choice, dkdv_choice, dq_choice],
