@@ -47,7 +47,11 @@ if (!navigator.gpu) {
        '(on Linux, Chrome needs --enable-unsafe-webgpu).');
 } else {
   try {
-    const asked = new URLSearchParams(location.search).get('model');
+    const params = new URLSearchParams(location.search);
+    // A text in the URL (?text=…) goes into the page's text field, which the demo follows.
+    const field = document.getElementById('text');
+    if (field && params.has('text')) field.value = params.get('text');
+    const asked = params.get('model');
     if (script.dataset.model && asked !== 'synthetic') await fetchModel(script.dataset.model);
     else if (asked === 'synthetic') document.getElementById('weights').textContent = 'built-in synthetic weights (asked for in the URL)';
     const module = await import(`./${demo}/${demo}.js`);

@@ -81,3 +81,16 @@ test('the attention page takes a sentence and draws its heatmap', async () => {
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('a text in the URL is the one the page shows', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
+  const errors = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${server.url}/attention.html?model=synthetic&text=${encodeURIComponent('a red car')}`);
+  await page.waitForFunction(() => /tokens:\s+\[CLS\]\s+a\s+red\s+car\s+\[SEP\]/.test(document.getElementById('hud').textContent),
+    null, { timeout: 90000 });
+  assert.equal(await page.inputValue('#text'), 'a red car');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
