@@ -49,7 +49,8 @@ rows = [json.load(open(f"showcase/{d}.json")) for d in sys.argv[1:]]
 print(f"{'demo':<10} {'settings':<44} {'GPU frames/s':>13} {'CPU frames/s':>13} {'GPU/CPU':>8}  agree  clock (GPU)")
 for r in rows:
     g, c = 1e3 / r["gpu"]["median_ms"], 1e3 / r["cpu"]["median_ms"]
-    print(f"{r['demo']:<10} {r['settings'][:44]:<44} {g:>13.1f} {c:>13.2f} {g / c:>7.1f}x  {str(r['checks'].get('agree')):<5}  {r['gpu']['clock']}")
+    ratio = f"{g / c:.1f}" if g / c >= 0.1 else f"{g / c:.3f}"
+    print(f"{r['demo']:<10} {r['settings'][:44]:<44} {g:>13.1f} {c:>13.2f} {ratio:>7}x  {str(r['checks'].get('agree')):<5}  {r['gpu']['clock']}")
 print(f"adapter: {rows[0]['adapter']} ({rows[0]['backend']}); CPU path: plain single-threaded loops")
 print("attention: a frame is one forward pass of the encoder over the text's tokens")
 PY
