@@ -263,6 +263,19 @@ impl Gpu {
         Ok(buffer)
     }
 
+    /// Workgroup counts for `groups` workgroups in a row on this device, folded into y past
+    /// its per-dimension limit (see [`fold_groups`]).
+    pub(crate) fn groups(&self, op: &'static str, groups: u64) -> Result<[u32; 3]> {
+        fold_groups(
+            op,
+            groups,
+            self.inner
+                .profile
+                .limits
+                .max_compute_workgroups_per_dimension,
+        )
+    }
+
     /// A uniform buffer holding `params`.
     pub(crate) fn uniform<T: bytemuck::Pod>(&self, params: &T) -> wgpu::Buffer {
         use wgpu::util::DeviceExt;

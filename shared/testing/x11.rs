@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A child process killed (and reaped) when dropped.
 pub struct Killed(pub Child);
@@ -69,4 +69,36 @@ pub fn xvfb(display: &str, size: &str) -> Killed {
     );
     sleep(Duration::from_secs(1));
     server
+}
+
+/// Starts `binary` with `args` on `display` (no Wayland, the adapter in hand).
+pub fn start(display: &str, binary: &str, args: &[&str]) -> Killed {
+    Killed(
+        Command::new(binary)
+            .args(args)
+            .env("DISPLAY", display)
+            .env_remove("WAYLAND_DISPLAY")
+            .env("NODEVICE_SELECT", "1")
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Waits (up to 120 s: the first frames are slow on a software adapter) until a screenshot of
+/// `display`, written to `path`, shows a picture with contrast; fails if `demo` exits first.
+pub fn wait_for_picture(demo: &mut Killed, display: &str, path: &Path) {
+    let started = Instant::now();
+    loop {
+        if let Ok(Some(status)) = demo.0.try_wait() {
+            panic!("the window exited early: {status}");
+        }
+        if screenshot(display, path) && stat(path, "%[fx:standard_deviation]") > 0.05 {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no picture after 120 s"
+        );
+        sleep(Duration::from_millis(500));
+    }
 }

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use x11::{Killed, differing_pixels, screenshot, stat, xvfb};
+use x11::{differing_pixels, screenshot, start, stat, wait_for_picture, xvfb};
 
 #[test]
 fn window_draws_the_heatmap_and_follows_typing() {
@@ -17,30 +17,13 @@ fn window_draws_the_heatmap_and_follows_typing() {
     let dir = std::env::temp_dir().join(format!("kiln-attention-window-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let _xvfb = xvfb(display, "1600x900x24");
-    let mut demo = Killed(
-        Command::new(env!("CARGO_BIN_EXE_attention"))
-            .args(["--model", "synthetic", "--text", "the cat sat"])
-            .env("DISPLAY", display)
-            .env_remove("WAYLAND_DISPLAY")
-            .env("NODEVICE_SELECT", "1")
-            .spawn()
-            .unwrap(),
+    let mut demo = start(
+        display,
+        env!("CARGO_BIN_EXE_attention"),
+        &["--model", "synthetic", "--text", "the cat sat"],
     );
     let (first, second) = (dir.join("first.png"), dir.join("second.png"));
-    let started = Instant::now();
-    loop {
-        if let Ok(Some(status)) = demo.0.try_wait() {
-            panic!("the attention window exited early: {status}");
-        }
-        if screenshot(display, &first) && stat(&first, "%[fx:standard_deviation]") > 0.05 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no picture after 120 s"
-        );
-        sleep(Duration::from_millis(500));
-    }
+    wait_for_picture(&mut demo, display, &first);
     sleep(Duration::from_secs(2));
     assert!(screenshot(display, &first));
     // Type a word into the window: the text gains tokens, the heatmap grows.

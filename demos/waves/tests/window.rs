@@ -5,11 +5,10 @@
 #[path = "../../../shared/testing/x11.rs"]
 mod x11;
 
-use std::process::Command;
 use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use x11::{Killed, differing_pixels, screenshot, stat, xvfb};
+use x11::{differing_pixels, screenshot, start, stat, wait_for_picture, xvfb};
 
 #[test]
 fn window_draws_moving_waves_under_xvfb() {
@@ -17,32 +16,12 @@ fn window_draws_moving_waves_under_xvfb() {
     let dir = std::env::temp_dir().join(format!("kiln-window-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let _xvfb = xvfb(display, "1024x1024x24");
-    let mut demo = Killed(
-        Command::new(env!("CARGO_BIN_EXE_waves"))
-            .env("DISPLAY", display)
-            .env_remove("WAYLAND_DISPLAY")
-            .env("NODEVICE_SELECT", "1")
-            .spawn()
-            .unwrap(),
-    );
+    let mut demo = start(display, env!("CARGO_BIN_EXE_waves"), &[]);
 
     // Wait until the window shows a picture with contrast (the first frames and the
     // uncapped-rate measurement take a while on a software adapter).
     let (first, second) = (dir.join("first.png"), dir.join("second.png"));
-    let started = Instant::now();
-    loop {
-        if let Ok(Some(status)) = demo.0.try_wait() {
-            panic!("the waves window exited early: {status}");
-        }
-        if screenshot(display, &first) && stat(&first, "%[fx:standard_deviation]") > 0.05 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no picture after 120 s"
-        );
-        sleep(Duration::from_millis(500));
-    }
+    wait_for_picture(&mut demo, display, &first);
     sleep(Duration::from_secs(2));
     assert!(screenshot(display, &second));
     let mean = stat(&second, "%[fx:mean]");

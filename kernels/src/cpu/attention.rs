@@ -43,6 +43,38 @@ fn row(x: &[f32], rows: usize, d: usize, bh: usize, i: usize) -> &[f32] {
     &x[(bh * rows + i) * d..][..d]
 }
 
+/// Row `i` of matrix `bh` of the probabilities softmax(scale · q_i·Kᵀ, masked), and the row's
+/// natural LSE; `None` for a row that sees no key.
+fn probs_row(
+    a: &AttentionDims,
+    (q, k): (&Array, &Array),
+    causal: bool,
+    scale: f32,
+    bh: usize,
+    i: usize,
+) -> Option<(Vec<f32>, f32)> {
+    let (nq, nk, d) = (a.q_len, a.kv_len, a.head_dim);
+    let qi = row(&q.data, nq, d, bh, i);
+    let s: Vec<Option<f32>> = (0..nk)
+        .map(|j| {
+            a.visible(causal, i, j)
+                .then(|| scale * dot(qi, row(&k.data, nk, d, bh, j)))
+        })
+        .collect();
+    let m = s
+        .iter()
+        .flatten()
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max);
+    if m == f32::NEG_INFINITY {
+        return None;
+    }
+    let mut p: Vec<f32> = s.iter().map(|x| x.map_or(0.0, |x| (x - m).exp())).collect();
+    let sum: f32 = p.iter().sum();
+    p.iter_mut().for_each(|x| *x /= sum);
+    Some((p, m + sum.ln()))
+}
+
 /// Standard attention: softmax(scale · Q·Kᵀ, masked) · V, one full score row at a time.
 pub fn attention(q: &Array, k: &Array, v: &Array, causal: bool, scale: f32) -> Result<Forward> {
     let a = dims(q, k, v)?;
@@ -51,30 +83,16 @@ pub fn attention(q: &Array, k: &Array, v: &Array, causal: bool, scale: f32) -> R
     let mut lse = vec![f32::INFINITY; a.batch_heads * nq];
     for bh in 0..a.batch_heads {
         for i in 0..nq {
-            let qi = row(&q.data, nq, d, bh, i);
-            let s: Vec<Option<f32>> = (0..nk)
-                .map(|j| {
-                    a.visible(causal, i, j)
-                        .then(|| scale * dot(qi, row(&k.data, nk, d, bh, j)))
-                })
-                .collect();
-            let m = s
-                .iter()
-                .flatten()
-                .copied()
-                .fold(f32::NEG_INFINITY, f32::max);
-            if m == f32::NEG_INFINITY {
+            let Some((p, l)) = probs_row(&a, (q, k), causal, scale, bh, i) else {
                 continue;
-            }
-            let p: Vec<f32> = s.iter().map(|x| x.map_or(0.0, |x| (x - m).exp())).collect();
-            let sum: f32 = p.iter().sum();
+            };
             let o = &mut out[(bh * nq + i) * d..][..d];
             for (j, pj) in p.iter().enumerate() {
                 for (o, vj) in o.iter_mut().zip(row(&v.data, nk, d, bh, j)) {
-                    *o += pj / sum * vj;
+                    *o += pj * vj;
                 }
             }
-            lse[bh * nq + i] = m + sum.ln();
+            lse[bh * nq + i] = l;
         }
     }
     Ok(Forward {
@@ -83,7 +101,7 @@ pub fn attention(q: &Array, k: &Array, v: &Array, causal: bool, scale: f32) -> R
     })
 }
 
-/// Standard forward and backward: P from the forward pass, dV = Pᵀ·dO, dP = dO·Vᵀ,
+/// Standard forward and backward, one pass over the query rows: P, O = P·V, dV = Pᵀ·dO, dP = dO·Vᵀ,
 /// dS = P ∘ (dP − rowsum(P ∘ dP)), dQ = scale · dS·K, dK = scale · dSᵀ·Q.
 pub fn attention_forward_backward(
     q: &Array,
@@ -95,32 +113,30 @@ pub fn attention_forward_backward(
 ) -> Result<(Forward, Grads)> {
     let a = dims(q, k, v)?;
     crate::shape::check_len(OP, &q.shape, d_out.data.len())?;
-    let fwd = attention(q, k, v, causal, scale)?;
     let (nq, nk, d) = (a.q_len, a.kv_len, a.head_dim);
+    let mut out = vec![0.0f32; q.data.len()];
+    let mut lse = vec![f32::INFINITY; a.batch_heads * nq];
     let mut dq = vec![0.0f32; q.data.len()];
     let mut dk = vec![0.0f32; k.data.len()];
     let mut dv = vec![0.0f32; v.data.len()];
+    // Each query row once: its probabilities give the forward output and, with dO, every
+    // gradient term of the row. A row that sees no key contributes nothing.
     for bh in 0..a.batch_heads {
         for i in 0..nq {
-            let qi = row(&q.data, nq, d, bh, i);
-            let p: Vec<f32> = (0..nk)
-                .map(|j| {
-                    if a.visible(causal, i, j) {
-                        (scale * dot(qi, row(&k.data, nk, d, bh, j)) - fwd.lse[bh * nq + i]).exp()
-                    } else {
-                        0.0
-                    }
-                })
-                .collect();
-            let doi = row(&d_out.data, nq, d, bh, i);
+            let Some((p, l)) = probs_row(&a, (q, k), causal, scale, bh, i) else {
+                continue;
+            };
+            lse[bh * nq + i] = l;
+            let (qi, doi) = (row(&q.data, nq, d, bh, i), row(&d_out.data, nq, d, bh, i));
             let dp: Vec<f32> = (0..nk)
                 .map(|j| dot(doi, row(&v.data, nk, d, bh, j)))
                 .collect();
             let pdp: f32 = p.iter().zip(&dp).map(|(p, g)| p * g).sum();
             for j in 0..nk {
                 let ds = p[j] * (dp[j] - pdp);
-                let kj = row(&k.data, nk, d, bh, j);
+                let (kj, vj) = (row(&k.data, nk, d, bh, j), row(&v.data, nk, d, bh, j));
                 for c in 0..d {
+                    out[(bh * nq + i) * d + c] += p[j] * vj[c];
                     dq[(bh * nq + i) * d + c] += scale * ds * kj[c];
                     dk[(bh * nk + j) * d + c] += scale * ds * qi[c];
                     dv[(bh * nk + j) * d + c] += p[j] * doi[c];
@@ -128,6 +144,10 @@ pub fn attention_forward_backward(
             }
         }
     }
+    let fwd = Forward {
+        out: Array::new(&q.shape, out)?,
+        lse,
+    };
     let grads = Grads {
         dq: Array::new(&q.shape, dq)?,
         dk: Array::new(&k.shape, dk)?,

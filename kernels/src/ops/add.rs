@@ -1,7 +1,7 @@
 //! Elementwise addition with broadcasting on the GPU.
 
 use crate::error::Result;
-use crate::gpu::{Dispatch, fold_groups};
+use crate::gpu::Dispatch;
 use crate::select::{self, Choice, Request};
 use crate::shape::Broadcast;
 use crate::tensor::Tensor;
@@ -80,11 +80,7 @@ pub fn plan(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<(
     };
     let count = (c.numel() / lanes) as u64;
     let wg = choice.variant.int("wg").max(1) as u64;
-    let groups = fold_groups(
-        OP,
-        count.div_ceil(wg),
-        gpu.profile().limits.max_compute_workgroups_per_dimension,
-    )?;
+    let groups = gpu.groups(OP, count.div_ceil(wg))?;
     let as_u32 = |x: [usize; 4]| x.map(|v| v as u32);
     let params = gpu.uniform(&Params {
         count: count as u32,

@@ -1,7 +1,7 @@
 //! Elementwise gelu on the GPU.
 
 use crate::error::Result;
-use crate::gpu::{Dispatch, fold_groups};
+use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
@@ -38,11 +38,7 @@ pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Ch
     let choice = choose_widest(OP, x, String::new(), named)?;
     let gpu = x.gpu();
     let wg = choice.variant.int("wg").max(1) as u64;
-    let groups = fold_groups(
-        OP,
-        (x.numel() as u64).div_ceil(wg),
-        gpu.profile().limits.max_compute_workgroups_per_dimension,
-    )?;
+    let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
     let params = gpu.uniform(&Params {
         n: x.numel() as u32,
         _pad: [0; 3],

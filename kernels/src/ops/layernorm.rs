@@ -1,7 +1,7 @@
 //! Layer normalisation over the last axis on the GPU.
 
 use crate::error::{Error, Result};
-use crate::gpu::{Dispatch, fold_groups};
+use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
@@ -74,11 +74,7 @@ pub fn plan(
     }
     let choice = choose(x, named)?;
     let gpu = x.gpu();
-    let groups = fold_groups(
-        OP,
-        rows as u64,
-        gpu.profile().limits.max_compute_workgroups_per_dimension,
-    )?;
+    let groups = gpu.groups(OP, rows as u64)?;
     let params = gpu.uniform(&Params {
         rows: rows as u32,
         cols: cols as u32,

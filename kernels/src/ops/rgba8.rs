@@ -1,7 +1,7 @@
 //! Four planes to packed RGBA8 pixels on the GPU.
 
 use crate::error::{Error, Result};
-use crate::gpu::{Dispatch, fold_groups};
+use crate::gpu::Dispatch;
 use crate::select::{self, Choice};
 use crate::tensor::{DType, Tensor};
 
@@ -75,11 +75,7 @@ pub fn plan(
     let choice = choose_widest(OP, planes, format!("n{}", select::bucket(count)), named)?;
     let gpu = planes.gpu();
     let wg = choice.variant.int("wg").max(1) as u64;
-    let groups = fold_groups(
-        OP,
-        (count as u64).div_ceil(wg),
-        gpu.profile().limits.max_compute_workgroups_per_dimension,
-    )?;
+    let groups = gpu.groups(OP, (count as u64).div_ceil(wg))?;
     let params = gpu.uniform(&Params {
         count: count as u32,
         scale,

@@ -2,7 +2,7 @@
 
 use crate::contract::Param;
 use crate::error::{Error, Result};
-use crate::gpu::{Dispatch, fold_groups};
+use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
@@ -70,11 +70,7 @@ pub fn plan(
     }
     let choice = choose(x, causal, named)?;
     let gpu = x.gpu();
-    let groups = fold_groups(
-        OP,
-        rows as u64,
-        gpu.profile().limits.max_compute_workgroups_per_dimension,
-    )?;
+    let groups = gpu.groups(OP, rows as u64)?;
     let params = gpu.uniform(&Params {
         rows: rows as u32,
         cols: cols as u32,

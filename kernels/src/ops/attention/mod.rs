@@ -19,7 +19,7 @@ pub mod traffic;
 
 use crate::contract::Param;
 use crate::error::{Error, Result};
-use crate::gpu::{Dispatch, fold_groups};
+use crate::gpu::Dispatch;
 use crate::registry::Variant;
 use crate::select::{self, Choice, Request};
 use crate::shape::AttentionDims;
@@ -99,6 +99,22 @@ pub fn dims(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32) -> Result<AttentionD
     Ok(d)
 }
 
+/// `dims`, for the flash kernels: the head dimension must be one they are rendered for (a
+/// multiple of 4, as the D pre-pass reads vec4s), checked before any launch is prepared.
+fn flash_dims(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32) -> Result<AttentionDims> {
+    let d = dims(q, k, v, scale)?;
+    if !HEAD_DIMS.contains(&d.head_dim) {
+        return Err(q.gpu().unsupported(
+            OP,
+            format!(
+                "head dimension {}: the flash kernels are rendered for {HEAD_DIMS:?}",
+                d.head_dim
+            ),
+        ));
+    }
+    Ok(d)
+}
+
 fn params(d: &AttentionDims, scale: f32) -> Params {
     Params {
         bh: d.batch_heads as u32,
@@ -138,15 +154,6 @@ fn choose_flash(
     named: Option<&str>,
 ) -> Result<Choice> {
     let gpu = t.gpu();
-    if !HEAD_DIMS.contains(&d.head_dim) {
-        return Err(gpu.unsupported(
-            OP,
-            format!(
-                "head dimension {}: the flash kernels are rendered for {HEAD_DIMS:?}",
-                d.head_dim
-            ),
-        ));
-    }
     let gpu_device = gpu.profile().device_type != "cpu";
     let enough = if gpu_device { 128 } else { 8 };
     let groups = |b: usize| d.batch_heads * owned_len.div_ceil(b);
@@ -225,7 +232,7 @@ pub fn plan_forward(
     scale: f32,
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
-    let d = dims(q, k, v, scale)?;
+    let d = flash_dims(q, k, v, scale)?;
     check_operands(OP, &[q, o])?;
     check_out_shape(OP, o, q.shape())?;
     check_lse(lse, q)?;
@@ -318,7 +325,7 @@ pub fn plan_backward(
     scale: f32,
     named: BackwardVariants<'_>,
 ) -> Result<BackwardPlan> {
-    let d = dims(q, k, v, scale)?;
+    let d = flash_dims(q, k, v, scale)?;
     let all = [q, k, v, o, d_o, &grads.dq, &grads.dk, &grads.dv];
     check_operands(OP, &all)?;
     for (t, like) in [
@@ -350,21 +357,11 @@ pub fn plan_backward(
     let rows = d.batch_heads * d.q_len;
     let delta_choice = super::choose_widest("attention_delta", q, String::new(), None)?;
     let wg = delta_choice.variant.int("wg").max(1) as u64;
-    let delta_groups = fold_groups(
-        OP,
-        (rows as u64).div_ceil(wg),
-        gpu.profile().limits.max_compute_workgroups_per_dimension,
-    )?;
+    let delta_groups = gpu.groups(OP, (rows as u64).div_ceil(wg))?;
     let delta_params = gpu.uniform(&DeltaParams {
         rows: rows as u32,
         vecs: (d.head_dim / 4) as u32,
     });
-    if d.head_dim % 4 != 0 {
-        return Err(gpu.unsupported(
-            OP,
-            format!("head dimension {} is not a multiple of 4", d.head_dim),
-        ));
-    }
     let pre = Dispatch::new(
         gpu,
         gpu.pipeline(&delta_choice.variant)?,
