@@ -89,6 +89,13 @@ pub struct CoopMatrixConfig {
     pub cr: String,
 }
 
+impl CoopMatrixConfig {
+    /// `MxNxK ab>cr`, as contracts name the configuration they need (`16x16x16 f16>f32`).
+    pub fn name(&self) -> String {
+        format!("{}x{}x{} {}>{}", self.m, self.n, self.k, self.ab, self.cr)
+    }
+}
+
 /// Everything about an adapter that kernel rendering and selection depend on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceProfile {

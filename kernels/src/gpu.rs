@@ -31,7 +31,22 @@ impl GpuOptions {
 /// The features Kiln's kernels can use, requested whenever the adapter offers them.
 const WANTED: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SUBGROUP)
-    .union(wgpu::Features::TIMESTAMP_QUERY);
+    .union(wgpu::Features::TIMESTAMP_QUERY)
+    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+
+/// The opt-in wgpu asks for before it enables an `EXPERIMENTAL_*` feature.
+#[allow(unsafe_code)] // the crate's one unsafe block: wgpu's token, no memory is touched here
+fn experimental(features: wgpu::Features) -> wgpu::ExperimentalFeatures {
+    if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+        // SAFETY: wgpu marks cooperative matrices experimental because its implementation is
+        // young. Kiln offers the route only where the adapter reports configurations, checks
+        // every result against the CPU reference in its tests and benchmarks, and `kiln
+        // --without coop` turns the feature off.
+        unsafe { wgpu::ExperimentalFeatures::enabled() }
+    } else {
+        wgpu::ExperimentalFeatures::disabled()
+    }
+}
 
 /// A GPU ready to run Kiln's kernels. Cheap to clone: clones share one device.
 #[derive(Clone, Debug)]
@@ -83,6 +98,7 @@ impl Gpu {
                 label: Some("kiln"),
                 required_features: features,
                 required_limits: limits.clone(),
+                experimental_features: experimental(features),
                 ..Default::default()
             })
             .await

@@ -85,7 +85,27 @@ const FAMILIES: [(&str, &str, &str); 14] = [
 ];
 
 /// Pieces shared by several templates, imported with `{% import %}`.
-const PARTIALS: [(&str, &str); 5] = [
+const PARTIALS: [(&str, &str); 10] = [
+    (
+        "_flash_fwd_coop.wgsl.jinja",
+        include_str!("../templates/_flash_fwd_coop.wgsl.jinja"),
+    ),
+    (
+        "_matmul_coop_global.wgsl.jinja",
+        include_str!("../templates/_matmul_coop_global.wgsl.jinja"),
+    ),
+    (
+        "_matmul_tiled.wgsl.jinja",
+        include_str!("../templates/_matmul_tiled.wgsl.jinja"),
+    ),
+    (
+        "_matmul_vec4.wgsl.jinja",
+        include_str!("../templates/_matmul_vec4.wgsl.jinja"),
+    ),
+    (
+        "_matmul_coop.wgsl.jinja",
+        include_str!("../templates/_matmul_coop.wgsl.jinja"),
+    ),
     (
         "_reduce.wgsl.jinja",
         include_str!("../templates/_reduce.wgsl.jinja"),
@@ -302,6 +322,28 @@ pub fn unsupported_reason(variant: &Variant, profile: &DeviceProfile) -> Option<
                 profile.subgroup_min_size
             ));
         }
+    }
+    // Bodies unrolled for hardware GPUs: a software adapter's compiler takes minutes on them.
+    if variant.flag("hardware_only") && profile.device_type == "cpu" {
+        return Some("is unrolled for hardware GPUs, not offered on a software adapter".into());
+    }
+    // Kernels that lay their work out by subgroup need that exact size.
+    let size = variant.int("subgroup_size");
+    if size > 0
+        && (i64::from(profile.subgroup_min_size) != size
+            || i64::from(profile.subgroup_max_size) != size)
+    {
+        return Some(format!(
+            "needs subgroups of exactly {size} invocations (the adapter's are {}..{})",
+            profile.subgroup_min_size, profile.subgroup_max_size
+        ));
+    }
+    // Cooperative-matrix kernels need their shape and types among the adapter's configurations.
+    let coop = variant.text("coop_config");
+    if !coop.is_empty() && !profile.cooperative_matrix.iter().any(|c| c.name() == coop) {
+        return Some(format!(
+            "needs the cooperative matrix configuration {coop}, which the adapter does not offer"
+        ));
     }
     let l = &profile.limits;
     let [x, y, z] = variant.workgroup_size;

@@ -57,6 +57,24 @@ impl MatmulDims {
         })
     }
 
+    /// `a: [.., m, k]` times the transpose of `b: [.., n, k]`.
+    pub fn new_bt(a: &[usize], b: &[usize]) -> Result<Self> {
+        let swapped = match *b {
+            [n, k] => vec![k, n],
+            [bb, n, k] => vec![bb, k, n],
+            _ => b.to_vec(),
+        };
+        let mut d = Self::new(a, &swapped).map_err(|e| match e {
+            Error::Shape { op, detail } => Error::Shape {
+                op,
+                detail: format!("{detail} (B is given transposed as {b:?})"),
+            },
+            other => other,
+        })?;
+        d.stride_b = if d.stride_b == 0 { 0 } else { d.k * d.n };
+        Ok(d)
+    }
+
     /// The shape of C: rank 3 when either input was batched, else rank 2.
     pub fn out_shape(&self, a: &[usize], b: &[usize]) -> Vec<usize> {
         if a.len() == 3 || b.len() == 3 {

@@ -276,6 +276,58 @@ fn tiled_route_every_head_dim() {
 }
 
 #[test]
+fn coop_route_every_head_dim() {
+    // The cooperative-matrix forward (offered only where the adapter has cooperative matrices;
+    // none on lavapipe): every offered variant, named, on lengths that are multiples of 16 but
+    // not of the 64-row or key blocks, equal and unequal, causal and not.
+    let mut n = 0;
+    for (i, &d) in attention::HEAD_DIMS.iter().enumerate() {
+        for causal in [false, true] {
+            let coop: Vec<_> = gpu()
+                .registry()
+                .supported("flash_fwd", gpu().profile())
+                .unwrap()
+                .filter(|v| {
+                    v.text("route") == "coop"
+                        && v.int("head_dim") == d as i64
+                        && v.flag("causal") == causal
+                })
+                .cloned()
+                .collect();
+            for (j, v) in coop.iter().enumerate() {
+                let (nq, nk) = [(80, 80), (48, 112), (112, 48)][j % 3];
+                let c = case(500 + 10 * i as u64 + j as u64, 2, nq, nk, d, DType::F16);
+                let name = format!("{} nq{nq} nk{nk}", v.name);
+                check_flash(
+                    &name,
+                    &c,
+                    causal,
+                    Some(&v.name),
+                    BackwardVariants::default(),
+                );
+                n += 1;
+            }
+        }
+    }
+    // A length they cannot take is refused, not computed wrongly.
+    if let Some(v) = gpu()
+        .registry()
+        .supported("flash_fwd", gpu().profile())
+        .unwrap()
+        .find(|v| v.text("route") == "coop" && v.int("head_dim") == 64)
+    {
+        let c = case(599, 1, 40, 40, 64, DType::F16);
+        let o = poisoned_like(&c.q.0);
+        let lse = Tensor::full(gpu(), &[1, 1, 40], f32::NAN, DType::F32).unwrap();
+        let name = Some(v.name.as_str());
+        let r =
+            attention::flash_attention_into(&c.q.0, &c.k.0, &c.v.0, &o, &lse, false, c.scale, name);
+        assert!(r.is_err(), "{} took a length of 40", v.name);
+    }
+    println!("coop route: {n} runs");
+}
+
+#[test]
 fn naive_gpu_path_matches_cpu_and_flash() {
     for (dtype, causal) in [(DType::F32, false), (DType::F32, true), (DType::F16, true)] {
         let (tol_f, tol_b) = tolerance(dtype);

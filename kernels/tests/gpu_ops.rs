@@ -7,6 +7,7 @@ mod common;
 
 use common::{assert_close, gpu, random, read, tolerance};
 use kiln::cpu::{self, Array};
+use kiln::ops::matmul::fits;
 use kiln::tensor::round_to_f16;
 use kiln::{DType, Tensor, ops};
 
@@ -63,6 +64,8 @@ fn matmul_every_variant_on_an_odd_shape() {
         let want = cpu::matmul(&a_cpu, &b_cpu).unwrap();
         let vs = variants("matmul", dtype);
         assert!(vs.len() >= 9, "only {} matmul {dtype:?} variants", vs.len());
+        let dims = kiln::shape::MatmulDims::new(&[m, k], &[k, n]).unwrap();
+        let vs: Vec<_> = vs.into_iter().filter(|v| fits(v, &dims)).collect();
         for v in &vs {
             let c = poisoned(&[m, n], dtype);
             ops::matmul_into(&a, &b, &c, Some(&v.name)).unwrap();
@@ -75,6 +78,76 @@ fn matmul_every_variant_on_an_odd_shape() {
         }
         println!("matmul: {} {} variants checked", vs.len(), dtype.wgsl());
     }
+}
+
+#[test]
+fn matmul_whole_fragment_variants_on_tiles_that_overhang() {
+    // Variants that need multiples of 16 (none on lavapipe; the cooperative-matrix routes on
+    // GPUs that have them): M, N, K multiples of 16 but not of the 64 or 128 tiles, batched,
+    // with B plain and transposed. Every other variant is covered by the odd shapes above.
+    let (batch, m, k, n) = (2, 80, 48, 144);
+    let (a, a_cpu) = input(11, &[batch, m, k], DType::F16);
+    let (b, b_cpu) = input(12, &[batch, k, n], DType::F16);
+    let (bt, bt_cpu) = input(13, &[batch, n, k], DType::F16);
+    let want = cpu::matmul(&a_cpu, &b_cpu).unwrap();
+    let want_bt = cpu::matmul(&a_cpu, &cpu::transpose(&bt_cpu).unwrap()).unwrap();
+    let whole: Vec<_> = variants("matmul", DType::F16)
+        .into_iter()
+        .filter(|v| v.int("multiple") > 1)
+        .collect();
+    for v in &whole {
+        let c = poisoned(&[batch, m, n], DType::F16);
+        ops::matmul_into(&a, &b, &c, Some(&v.name)).unwrap();
+        assert_close(
+            &format!("matmul {}", v.name),
+            &read(&c),
+            &want.data,
+            tolerance(DType::F16),
+        );
+        let c = poisoned(&[batch, m, n], DType::F16);
+        let (dispatch, _) = ops::matmul::plan_bt(&a, &bt, &c, Some(&v.name)).unwrap();
+        gpu().submit(&[&dispatch]);
+        assert_close(
+            &format!("matmul_bt {}", v.name),
+            &read(&c),
+            &want_bt.data,
+            tolerance(DType::F16),
+        );
+        // A shape they cannot take is refused, not computed wrongly.
+        let odd = poisoned(&[batch, m, n - 1], DType::F16);
+        let (b_odd, _) = input(14, &[batch, k, n - 1], DType::F16);
+        assert!(ops::matmul_into(&a, &b_odd, &odd, Some(&v.name)).is_err());
+    }
+    println!("matmul: {} whole-fragment variants checked", whole.len());
+}
+
+#[test]
+fn matmul_bt_every_variant_reads_b_transposed() {
+    // C = A · Bᵀ with B stored [N, K], batched with a broadcast A, on a shape no tile divides.
+    let (batch, m, k, n) = (2, 37, 45, 19);
+    for dtype in dtypes() {
+        let (a, a_cpu) = input(3, &[m, k], dtype);
+        let (b, b_cpu) = input(4, &[batch, n, k], dtype);
+        let bt = cpu::transpose(&b_cpu).unwrap();
+        let want = cpu::matmul(&a_cpu, &bt).unwrap();
+        let dims = kiln::shape::MatmulDims::new_bt(&[m, k], &[batch, n, k]).unwrap();
+        for v in variants("matmul", dtype).iter().filter(|v| fits(v, &dims)) {
+            let c = poisoned(&[batch, m, n], dtype);
+            let (dispatch, _) = ops::matmul::plan_bt(&a, &b, &c, Some(&v.name)).unwrap();
+            gpu().submit(&[&dispatch]);
+            assert_close(
+                &format!("matmul_bt {} {batch}x{m}x{k}x{n}", v.name),
+                &read(&c),
+                &want.data,
+                tolerance(dtype),
+            );
+        }
+    }
+    let c = ops::matmul_bt(
+        &input(5, &[4, 3], DType::F32).0,
+        &input(6, &[5, 3], DType::F32).0,
+    );
+    assert_eq!(c.unwrap().shape(), &[4, 5]);
 }
 
 #[test]

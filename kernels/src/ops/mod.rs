@@ -21,7 +21,7 @@ pub use attention::{
 };
 pub use gelu::{gelu, gelu_into};
 pub use layernorm::{layernorm, layernorm_into};
-pub use matmul::{matmul, matmul_into};
+pub use matmul::{matmul, matmul_bt, matmul_into};
 pub use rgba8::{rgba8, rgba8_into};
 pub use sinusoid::{sinusoid, sinusoid_into};
 pub use softmax::{softmax, softmax_into};

@@ -2,18 +2,14 @@
 //! WGSL, and GPU-vs-CPU benchmarks.
 
 mod attention;
+mod matmul;
 
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde_json::json;
 
-use kiln::bench::{self, Timing};
-use kiln::cpu::{self, Array};
 use kiln::registry::unsupported_reason;
-use kiln::shape::MatmulDims;
-use kiln::tensor::round_to_f16;
 use kiln::{DType, DeviceProfile, Error, Gpu, GpuOptions, Registry, Result, Tensor, ops};
 
 #[derive(Parser)]
@@ -35,6 +31,8 @@ enum Feature {
     F16,
     Subgroup,
     Timestamp,
+    /// Cooperative matrices (`EXPERIMENTAL_COOPERATIVE_MATRIX`).
+    Coop,
 }
 
 #[derive(Subcommand)]
@@ -81,28 +79,9 @@ struct KernelsArgs {
 #[derive(Subcommand)]
 enum BenchOp {
     /// C = A · B with A [batch, m, k] and B [batch, k, n].
-    Matmul(MatmulArgs),
+    Matmul(matmul::MatmulArgs),
     /// Attention on Q, K, V [b, h, n, d]: the flash kernels, the naive GPU path and the CPU path.
     Attention(attention::AttentionArgs),
-}
-
-#[derive(Args)]
-struct MatmulArgs {
-    #[arg(long)]
-    m: usize,
-    #[arg(long)]
-    n: usize,
-    #[arg(long)]
-    k: usize,
-    #[arg(long, default_value_t = 1)]
-    batch: usize,
-    #[arg(long, default_value = "f32")]
-    dtype: String,
-    /// Run this variant instead of the selector's choice.
-    #[arg(long)]
-    variant: Option<String>,
-    #[command(flatten)]
-    run: RunArgs,
 }
 
 /// How a benchmark runs and reports, shared by every `kiln bench` op.
@@ -140,6 +119,7 @@ async fn run(cli: Cli) -> Result<()> {
             Feature::F16 => wgpu::Features::SHADER_F16,
             Feature::Subgroup => wgpu::Features::SUBGROUP,
             Feature::Timestamp => wgpu::Features::TIMESTAMP_QUERY,
+            Feature::Coop => wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
         };
     }
     match cli.command {
@@ -151,7 +131,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Kernels(args) => kernels(&options, args).await,
         Command::Bench {
             op: BenchOp::Matmul(args),
-        } => bench_matmul(&options, args).await,
+        } => matmul::bench_matmul(&options, args).await,
         Command::Bench {
             op: BenchOp::Attention(args),
         } => attention::bench_attention(&options, args).await,
@@ -379,130 +359,4 @@ fn explain(gpu: &Gpu) -> Result<serde_json::Value> {
             }))
             .collect::<Vec<_>>()
     ))
-}
-
-async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> {
-    let dtype = DType::parse(&args.dtype)?;
-    let (a_shape, b_shape) = ([args.batch, args.m, args.k], [args.batch, args.k, args.n]);
-    // Shape errors before touching the GPU.
-    let dims = MatmulDims::new(&a_shape, &b_shape)?;
-    let gpu = Gpu::new(options).await?;
-
-    // Device tensors first: their limit checks refuse absurd sizes before host memory is taken.
-    let a = Tensor::uninit(&gpu, &a_shape, dtype)?;
-    let b = Tensor::uninit(&gpu, &b_shape, dtype)?;
-    let c = Tensor::full(&gpu, &[args.batch, args.m, args.n], f32::NAN, dtype)?;
-    let mut rng = StdRng::seed_from_u64(args.run.seed);
-    let mut random =
-        |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0..1.0)).collect() };
-    let (mut a_data, mut b_data) = (random(a.numel()), random(b.numel()));
-    if dtype == DType::F16 {
-        // The CPU reference sees the values the GPU sees.
-        a_data = round_to_f16(&a_data);
-        b_data = round_to_f16(&b_data);
-    }
-    a.write(&a_data)?;
-    b.write(&b_data)?;
-    let (dispatch, choice) = ops::matmul::plan(&a, &b, &c, args.variant.as_deref())?;
-
-    let gpu_timing =
-        bench::time_dispatches(&gpu, &[&dispatch], args.run.warmup, args.run.repeats).await?;
-    let got = c.read().await?;
-
-    let (a_cpu, b_cpu) = (Array::new(&a_shape, a_data)?, Array::new(&b_shape, b_data)?);
-    let mut want = None;
-    let cpu_timing = bench::time_cpu(0, args.run.repeats, args.run.cpu_budget, || {
-        want = Some(cpu::matmul(&a_cpu, &b_cpu));
-    })?;
-    let want = want.ok_or_else(|| Error::InvalidArgument {
-        op: "bench",
-        detail: "the CPU path did not run".into(),
-    })??;
-    let error = cpu::rel_l2(&got, &want.data);
-
-    let work = Work {
-        flops: dims.flops(),
-        bytes: dims.min_bytes(dtype.size()),
-    };
-    report(&gpu, &args, &choice, &gpu_timing, &cpu_timing, &work, error);
-    // A fast wrong kernel does not count: the run fails (after its report) above tolerance.
-    let tolerance = if dtype == DType::F16 { 1e-2 } else { 1e-4 };
-    if error > tolerance {
-        return Err(Error::InvalidArgument {
-            op: "bench",
-            detail: format!(
-                "{} is wrong: relative L2 error {error:.3e} against the CPU reference, over {tolerance:.0e}",
-                choice.variant.name
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// What one call does: floating-point operations, and the fewest bytes it must move.
-struct Work {
-    flops: f64,
-    bytes: f64,
-}
-
-fn report(
-    gpu: &Gpu,
-    args: &MatmulArgs,
-    choice: &kiln::Choice,
-    gpu_t: &Timing,
-    cpu_t: &Timing,
-    work: &Work,
-    rel_l2: f64,
-) {
-    let flops = work.flops;
-    let speedup = cpu_t.median_ms / gpu_t.median_ms;
-    if args.run.json {
-        let out = json!({
-            "op": "matmul",
-            "shape": {"batch": args.batch, "m": args.m, "n": args.n, "k": args.k},
-            "dtype": args.dtype,
-            "adapter": gpu.profile().name,
-            "backend": gpu.profile().backend,
-            "variant": choice.variant.name,
-            "reason": choice.reason.to_string(),
-            "gpu": {"clock": gpu_t.clock, "median_ms": gpu_t.median_ms, "min_ms": gpu_t.min_ms,
-                    "max_ms": gpu_t.max_ms, "repeats": gpu_t.samples_ms.len(), "warmup": gpu_t.warmup,
-                    "gflops": gpu_t.rate(flops) / 1e9, "gbytes_per_s": gpu_t.rate(work.bytes) / 1e9},
-            "cpu": {"path": "plain single-threaded loops (kiln::cpu)", "clock": cpu_t.clock,
-                    "median_ms": cpu_t.median_ms, "min_ms": cpu_t.min_ms, "max_ms": cpu_t.max_ms,
-                    "repeats": cpu_t.samples_ms.len(), "gflops": cpu_t.rate(flops) / 1e9},
-            "speedup_gpu_over_cpu": speedup,
-            "rel_l2_error": rel_l2,
-        });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-        return;
-    }
-    println!(
-        "matmul {}x{}x{} (batch {}) {} on {} ({})",
-        args.m,
-        args.n,
-        args.k,
-        args.batch,
-        args.dtype,
-        gpu.profile().name,
-        gpu.profile().backend
-    );
-    println!("variant {} — {}", choice.variant.name, choice.reason);
-    for (name, t) in [("GPU", gpu_t), ("CPU", cpu_t)] {
-        println!(
-            "{name}  median {:>10.4} ms  min {:>10.4}  max {:>10.4}  ({} runs, {})  {:>9.2} GFLOP/s  {:>8.2} GB/s",
-            t.median_ms,
-            t.min_ms,
-            t.max_ms,
-            t.samples_ms.len(),
-            t.clock,
-            t.rate(flops) / 1e9,
-            t.rate(work.bytes) / 1e9
-        );
-    }
-    println!("GPU/CPU speed-up {speedup:.1}x (CPU path: plain single-threaded loops)");
-    println!(
-        "(GB/s counts the fewest bytes the product must move: A and B read once, C written once)"
-    );
-    println!("relative L2 error against the CPU reference: {rel_l2:.3e}");
 }

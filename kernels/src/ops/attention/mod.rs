@@ -165,9 +165,17 @@ fn choose_flash(
         let owned = v.int(owned_var);
         let too_big = i64::from(owned > target) * 10_000;
         let subgroup = i64::from(v.get("reduce") == Some(&Param::Str("subgroup".into())));
-        // The register-blocked route on GPUs (measured faster on the H200, see PERF.md).
+        // The register-blocked route on GPUs (measured faster on the H200, see PERF.md), and
+        // cooperative matrices before it where the adapter has them and the lengths fit.
         let tiled = i64::from(gpu_device && v.text("route") == "tiled") * 5;
-        -too_big + 100 * owned + 10 * v.int(streamed_var) + tiled + subgroup
+        let coop = i64::from(gpu_device && v.text("route") == "coop") * 5_000;
+        let unrolled = i64::from(v.flag("unroll")) * 2;
+        -too_big + 100 * owned + 10 * v.int(streamed_var) + tiled + coop + unrolled + subgroup
+    };
+    // Routes that load whole cooperative fragments need lengths that are multiples of 16.
+    let fits = |v: &Variant| {
+        let m = v.int("multiple").max(1) as usize;
+        d.q_len.is_multiple_of(m) && d.kv_len.is_multiple_of(m)
     };
     let request = Request {
         op: family,
@@ -182,9 +190,9 @@ fn choose_flash(
             select::bucket(d.q_len),
             select::bucket(d.kv_len)
         ),
-        fits: &|_| true,
+        fits: &fits,
         score: &score,
-        rule: "the largest block that fits workgroup storage and leaves ≥ 128 workgroups (8 on a CPU adapter); the tiled route on GPUs; subgroup reductions where the family has them",
+        rule: "the largest block that fits workgroup storage and leaves ≥ 128 workgroups (8 on a CPU adapter); on GPUs the cooperative-matrix route where it fits, else the tiled route; subgroup reductions where the family has them",
     };
     select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
 }
@@ -439,7 +447,7 @@ pub fn naive_attention(
     Ok(plan)
 }
 
-/// Prepares the naive forward pass: transpose K, two matmuls and a softmax.
+/// Prepares the naive forward pass: Q·Kᵀ (K read transposed in place), softmax, P·V.
 pub fn plan_naive_forward(
     q: &Tensor,
     k: &Tensor,
@@ -450,13 +458,11 @@ pub fn plan_naive_forward(
     let d = dims(q, k, v, scale)?;
     let gpu = q.gpu();
     let (q3, k3, v3) = flat(&d, q, k, v)?;
-    let kt = Tensor::uninit(gpu, &[d.batch_heads, d.head_dim, d.kv_len], q.dtype())?;
     let s = Tensor::uninit(gpu, &[d.batch_heads, d.q_len, d.kv_len], q.dtype())?;
     let probs = Tensor::uninit(gpu, s.shape(), q.dtype())?;
     let out = Tensor::uninit(gpu, q.shape(), q.dtype())?;
     let dispatches = vec![
-        super::transpose::plan(&k3, &kt, None)?.0,
-        super::matmul::plan(&q3, &kt, &s, None)?.0,
+        super::matmul::plan_bt(&q3, &k3, &s, None)?.0,
         super::softmax::plan(&s, &probs, causal, scale, None)?.0,
         super::matmul::plan(&probs, &v3, &out.reshape(q3.shape())?, None)?.0,
     ];
@@ -485,7 +491,8 @@ pub fn naive_attention_backward(
     Ok(grads)
 }
 
-/// Prepares the naive backward pass: three transposes, four matmuls and a softmax backward.
+/// Prepares the naive backward pass: two transposes, four matmuls (dO·Vᵀ reads V transposed in
+/// place) and a softmax backward.
 pub fn plan_naive_backward(
     q: &Tensor,
     k: &Tensor,
@@ -508,15 +515,13 @@ pub fn plan_naive_backward(
     );
     let nn = [d.batch_heads, d.kv_len, d.q_len];
     let pt = Tensor::uninit(gpu, &nn, q.dtype())?;
-    let vt = Tensor::uninit(gpu, &[d.batch_heads, d.head_dim, d.kv_len], q.dtype())?;
     let dp = Tensor::uninit(gpu, probs.shape(), q.dtype())?;
     let ds = Tensor::uninit(gpu, probs.shape(), q.dtype())?;
     let dst = Tensor::uninit(gpu, &nn, q.dtype())?;
     Ok(vec![
         super::transpose::plan(probs, &pt, None)?.0,
         super::matmul::plan(&pt, &do3, &dv3, None)?.0,
-        super::transpose::plan(&v3, &vt, None)?.0,
-        super::matmul::plan(&do3, &vt, &dp, None)?.0,
+        super::matmul::plan_bt(&do3, &v3, &dp, None)?.0,
         super::softmax_backward::plan(probs, &dp, &ds, scale, None)?.0,
         super::matmul::plan(&ds, &k3, &dq3, None)?.0,
         super::transpose::plan(&ds, &dst, None)?.0,

@@ -51,14 +51,12 @@ pub fn traffic(d: &AttentionDims, dtype: DType, path: Path, backward: bool) -> V
             }
         }
         Path::Naive => {
-            out.push(k("transpose K", kv, kv));
             out.push(k("matmul S = Q·Kᵀ", q + kv, nn));
             out.push(k("softmax P", nn, nn));
             out.push(k("matmul O = P·V", nn + kv, q));
             if backward {
                 out.push(k("transpose P", nn, nn));
                 out.push(k("matmul dV = Pᵀ·dO", nn + q, kv));
-                out.push(k("transpose V", kv, kv));
                 out.push(k("matmul dP = dO·Vᵀ", q + kv, nn));
                 out.push(k("softmax backward dS", 2 * nn, nn));
                 out.push(k("matmul dQ = dS·K", nn + kv, q));

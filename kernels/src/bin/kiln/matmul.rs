@@ -1,0 +1,294 @@
+//! `kiln bench matmul`: one product on the GPU — the selector's choice, named variants, or every
+//! variant — against the plain CPU path. Each GPU result is checked against the CPU reference
+//! before its time counts; a wrong variant fails the run after the report.
+
+use clap::Args;
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use serde_json::{Value, json};
+
+use kiln::bench::{self, Timing};
+use kiln::cpu::{self, Array};
+use kiln::shape::MatmulDims;
+use kiln::tensor::round_to_f16;
+use kiln::{DType, Error, Gpu, GpuOptions, Result, Tensor, ops};
+
+use super::RunArgs;
+
+#[derive(Args)]
+pub struct MatmulArgs {
+    #[arg(long)]
+    m: usize,
+    #[arg(long)]
+    n: usize,
+    #[arg(long)]
+    k: usize,
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    #[arg(long, default_value = "f32")]
+    dtype: String,
+    /// Also run these variants (comma-separated) after the selector's choice.
+    #[arg(long, value_delimiter = ',')]
+    variant: Vec<String>,
+    /// Also run every variant the adapter offers for the dtype.
+    #[arg(long)]
+    sweep: bool,
+    /// B is given transposed, [batch, N, K]: C = A · Bᵀ.
+    #[arg(long)]
+    bt: bool,
+    /// Rows of C the CPU reference computes, evenly spaced and the last one included (0: all).
+    /// Its time is scaled to the whole product.
+    #[arg(long, default_value_t = 0)]
+    cpu_rows: usize,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// One variant's run: its time and its error against the CPU reference.
+struct Run {
+    variant: String,
+    reason: String,
+    timing: Timing,
+    rel_l2: f64,
+}
+
+impl Run {
+    /// Over tolerance, or NaN (an output never written).
+    fn wrong(&self, tolerance: f64) -> bool {
+        self.rel_l2.is_nan() || self.rel_l2 > tolerance
+    }
+}
+
+pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> {
+    let dtype = DType::parse(&args.dtype)?;
+    let a_shape = [args.batch, args.m, args.k];
+    let b_shape = if args.bt {
+        [args.batch, args.n, args.k]
+    } else {
+        [args.batch, args.k, args.n]
+    };
+    // Shape errors before touching the GPU.
+    let dims = if args.bt {
+        MatmulDims::new_bt(&a_shape, &b_shape)?
+    } else {
+        MatmulDims::new(&a_shape, &b_shape)?
+    };
+    let gpu = Gpu::new(options).await?;
+
+    // Device tensors first: their limit checks refuse absurd sizes before host memory is taken.
+    let a = Tensor::uninit(&gpu, &a_shape, dtype)?;
+    let b = Tensor::uninit(&gpu, &b_shape, dtype)?;
+    let mut rng = StdRng::seed_from_u64(args.run.seed);
+    let mut random =
+        |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0..1.0)).collect() };
+    let (mut a_data, mut b_data) = (random(a.numel()), random(b.numel()));
+    if dtype == DType::F16 {
+        // The CPU reference sees the values the GPU sees.
+        a_data = round_to_f16(&a_data);
+        b_data = round_to_f16(&b_data);
+    }
+    a.write(&a_data)?;
+    b.write(&b_data)?;
+
+    // The CPU reference on the sampled rows of every batch.
+    let rows = sample_rows(args.m, args.cpu_rows);
+    let a_rows: Vec<f32> = (0..args.batch)
+        .flat_map(|bi| {
+            let a_data = &a_data;
+            rows.iter()
+                .flat_map(move |&r| a_data[(bi * args.m + r) * args.k..][..args.k].iter())
+        })
+        .copied()
+        .collect();
+    let a_cpu = Array::new(&[args.batch, rows.len(), args.k], a_rows)?;
+    let mut b_cpu = Array::new(&b_shape, b_data)?;
+    if args.bt {
+        b_cpu = cpu::transpose(&b_cpu)?;
+    }
+    let mut want = None;
+    let cpu_t = bench::time_cpu(0, args.run.repeats, args.run.cpu_budget, || {
+        want = Some(cpu::matmul(&a_cpu, &b_cpu));
+    })?;
+    let want = want.ok_or_else(|| Error::InvalidArgument {
+        op: "bench",
+        detail: "the CPU path did not run".into(),
+    })??;
+    let cpu_scale = args.m as f64 / rows.len() as f64;
+
+    let mut names: Vec<Option<String>> = vec![None];
+    names.extend(args.variant.iter().cloned().map(Some));
+    if args.sweep {
+        let all = gpu.registry().supported("matmul", gpu.profile())?;
+        names.extend(
+            all.filter(|v| v.text("dtype") == dtype.wgsl() && ops::matmul::fits(v, &dims))
+                .map(|v| Some(v.name.clone())),
+        );
+    }
+    let mut runs: Vec<Run> = Vec::new();
+    for name in names {
+        let c = Tensor::full(&gpu, &[args.batch, args.m, args.n], f32::NAN, dtype)?;
+        let (dispatch, choice) = if args.bt {
+            ops::matmul::plan_bt(&a, &b, &c, name.as_deref())?
+        } else {
+            ops::matmul::plan(&a, &b, &c, name.as_deref())?
+        };
+        if runs.iter().any(|r| r.variant == choice.variant.name) {
+            continue;
+        }
+        let timing =
+            bench::time_dispatches(&gpu, &[&dispatch], args.run.warmup, args.run.repeats).await?;
+        let got = c.read().await?;
+        let got_rows: Vec<f32> = (0..args.batch)
+            .flat_map(|bi| {
+                let got = &got;
+                rows.iter()
+                    .flat_map(move |&r| got[(bi * args.m + r) * args.n..][..args.n].iter())
+            })
+            .copied()
+            .collect();
+        runs.push(Run {
+            variant: choice.variant.name.clone(),
+            reason: choice.reason.to_string(),
+            timing,
+            rel_l2: cpu::rel_l2(&got_rows, &want.data),
+        });
+    }
+
+    let tolerance = if dtype == DType::F16 { 1e-2 } else { 1e-4 };
+    report(
+        &gpu,
+        &args,
+        &dims,
+        &runs,
+        &cpu_t,
+        cpu_scale,
+        rows.len(),
+        tolerance,
+    );
+    // A fast wrong kernel does not count: the run fails (after its report) above tolerance.
+    let wrong: Vec<String> = runs
+        .iter()
+        .filter(|r| r.wrong(tolerance))
+        .map(|r| format!("{} (relative L2 error {:.3e})", r.variant, r.rel_l2))
+        .collect();
+    if !wrong.is_empty() {
+        return Err(Error::InvalidArgument {
+            op: "bench",
+            detail: format!(
+                "wrong against the CPU reference, over {tolerance:.0e}: {}",
+                wrong.join(", ")
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `count` rows of `m`, evenly spaced and ending with the last (all of them when `count` is 0
+/// or at least `m`).
+fn sample_rows(m: usize, count: usize) -> Vec<usize> {
+    if count == 0 || count >= m {
+        return (0..m).collect();
+    }
+    let mut rows: Vec<usize> = (0..count).map(|i| i * m / count).collect();
+    rows[count - 1] = m - 1;
+    rows
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    gpu: &Gpu,
+    args: &MatmulArgs,
+    dims: &MatmulDims,
+    runs: &[Run],
+    cpu_t: &Timing,
+    cpu_scale: f64,
+    cpu_rows: usize,
+    tolerance: f64,
+) {
+    let flops = dims.flops();
+    let bytes = dims.min_bytes(DType::parse(&args.dtype).map_or(4, |d| d.size()));
+    let cpu_ms = cpu_t.median_ms * cpu_scale;
+    let fastest = runs
+        .iter()
+        .filter(|r| !r.wrong(tolerance))
+        .min_by(|x, y| x.timing.median_ms.total_cmp(&y.timing.median_ms));
+    if args.run.json {
+        let run_json = |r: &Run| -> Value {
+            let t = &r.timing;
+            json!({"variant": r.variant, "clock": t.clock, "median_ms": t.median_ms,
+                   "min_ms": t.min_ms, "max_ms": t.max_ms, "repeats": t.samples_ms.len(),
+                   "warmup": t.warmup, "gflops": t.rate(flops) / 1e9,
+                   "gbytes_per_s": t.rate(bytes) / 1e9, "rel_l2_error": r.rel_l2,
+                   "wrong": r.wrong(tolerance)})
+        };
+        let Some(chosen) = runs.first() else { return };
+        let out = json!({
+            "op": "matmul",
+            "shape": {"batch": args.batch, "m": args.m, "n": args.n, "k": args.k},
+            "b_transposed": args.bt,
+            "dtype": args.dtype,
+            "adapter": gpu.profile().name,
+            "backend": gpu.profile().backend,
+            "variant": chosen.variant,
+            "reason": chosen.reason,
+            "gpu": run_json(chosen),
+            "cpu": {"path": "plain single-threaded loops (kiln::cpu)", "clock": cpu_t.clock,
+                    "median_ms": cpu_ms, "repeats": cpu_t.samples_ms.len(),
+                    "rows_measured": cpu_rows, "scaled_by": cpu_scale,
+                    "gflops": flops / cpu_ms / 1e6},
+            "speedup_gpu_over_cpu": cpu_ms / chosen.timing.median_ms,
+            "rel_l2_error": chosen.rel_l2,
+            "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
+            "fastest": fastest.map(run_json),
+        });
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        return;
+    }
+    println!(
+        "matmul {}x{}x{} (batch {}{}) {} on {} ({})",
+        args.m,
+        args.n,
+        args.k,
+        args.batch,
+        if args.bt { ", B transposed" } else { "" },
+        args.dtype,
+        gpu.profile().name,
+        gpu.profile().backend
+    );
+    for (i, r) in runs.iter().enumerate() {
+        let t = &r.timing;
+        println!(
+            "{:<24} median {:>10.4} ms  min {:>10.4}  max {:>10.4}  ({} runs, {})  {:>9.2} GFLOP/s  {:>8.2} GB/s  rel L2 {:.2e}{}",
+            r.variant,
+            t.median_ms,
+            t.min_ms,
+            t.max_ms,
+            t.samples_ms.len(),
+            t.clock,
+            t.rate(flops) / 1e9,
+            t.rate(bytes) / 1e9,
+            r.rel_l2,
+            if i == 0 {
+                format!("  (selector: {})", r.reason)
+            } else {
+                String::new()
+            }
+        );
+    }
+    println!(
+        "CPU  median {cpu_ms:>10.4} ms ({} runs, {}, {cpu_rows} of {} rows measured, scaled)  {:>9.2} GFLOP/s",
+        cpu_t.samples_ms.len(),
+        cpu_t.clock,
+        args.m,
+        flops / cpu_ms / 1e6
+    );
+    if let Some(f) = fastest {
+        println!(
+            "fastest correct: {} — GPU/CPU speed-up {:.1}x (CPU path: plain single-threaded loops)",
+            f.variant,
+            cpu_ms / f.timing.median_ms
+        );
+    }
+    println!(
+        "(GB/s counts the fewest bytes the product must move: A and B read once, C written once)"
+    );
+}
