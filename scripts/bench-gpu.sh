@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine over binaries built beforehand (no Rust toolchain there):
+#   scripts/bench-gpu.sh KILN_BIN OUT_DIR [TORCH_ANCHORS_PY] [GPU_TEST_BIN...]
+# In one command: the adapter profile; every variant compiled by the driver; the GPU test
+# binaries given (every variant against the CPU reference); the matmul shapes (1024³, 4096³,
+# 8192³ in f32 and f16, the waves frame), each timed for the selector's choice and the candidate
+# variants and checked against the CPU reference on sampled rows before its time counts; the
+# attention shapes (B1 H16 N4096 D64, B8 H12 N1024 D64; causal or not; forward and forward +
+# backward; f32 and f16), each checked against the CPU reference on one slice; PyTorch's cuBLAS
+# and SDPA in the same command; then one table (scripts/lib/gpu_table.py) in OUT_DIR/table.md.
+# STAGES="matmul attention" (the default) picks the parts. Exits non-zero when a step fails.
+set -uo pipefail
+kiln=$1; out=$2; anchors=${3:-}
+shift $(( $# < 3 ? $# : 3 ))
+stages=${STAGES:-matmul attention}
+here=$(cd "$(dirname "$0")" && pwd)
+failed=0
+mkdir -p "$out"
+
+"$kiln" info | tee "$out/info.txt"
+"$kiln" info --json > "$out/profile.json"
+"$kiln" kernels --compile > "$out/kernels.txt" 2>&1 || failed=1
+tail -n 1 "$out/kernels.txt"
+for t in "$@"; do
+  "$t" > "$out/tests-$(basename "$t").txt" 2>&1 || { failed=1; echo "FAILED: $t"; }
+  grep -E "^test result|FAILED|panicked" "$out/tests-$(basename "$t").txt" | head -n 5
+done
+
+# Candidates for the large shapes: the vec4 and coop routes, and the tiled route's register
+# blocks of 4 × 4 and up (smaller blocks measured 2–5× slower on this GPU, PERF.md).
+candidates() {
+  "$kiln" kernels --family matmul --json | python3 -c "
+import json, sys
+vs = [v for v in json.load(sys.stdin)['variants'] if v['valid'] and v['variant'].startswith('$1')]
+keep = [v['variant'] for v in vs if '_vec4' in v['variant'] or '_coop' in v['variant']
+        or '_r4_' in v['variant'] or '_r8_' in v['variant']]
+print(','.join(keep))"
+}
+
+if [[ " $stages " == *" matmul "* ]]; then
+  mm() { "$kiln" bench matmul --json --cpu-budget 2 "$@" || failed=1; }
+  {
+    for dtype in f32 f16; do
+      vs=$(candidates "$dtype")
+      mm --m 1024 --n 1024 --k 1024 --dtype "$dtype" --variant "$vs" --repeats 20 --cpu-rows 64
+      mm --m 4096 --n 4096 --k 4096 --dtype "$dtype" --variant "$vs" --repeats 10 --cpu-rows 16
+      mm --m 8192 --n 8192 --k 8192 --dtype "$dtype" --variant "$vs" --repeats 5 --warmup 2 --cpu-rows 8
+    done
+    # The waves frame: [4·1024, 256] · [256, 1024] as one batch-4 product.
+    mm --batch 4 --m 1024 --n 1024 --k 256 --variant "$(candidates f32)" --repeats 20 --cpu-rows 64
+    # A · Bᵀ, as attention and training use it.
+    mm --m 4096 --n 4096 --k 4096 --bt --variant "$(candidates f32)" --repeats 10 --cpu-rows 16
+  } > "$out/matmul.jsonl"
+fi
+
+if [[ " $stages " == *" attention "* ]]; then
+  at() { "$kiln" bench attention --json --cpu-slices 1 --cpu-budget 1 --repeats 10 "$@" || failed=1; }
+  {
+    for dtype in f32 f16; do
+      for shape in "--b 1 --h 16 --n 4096 --d 64" "--b 8 --h 12 --n 1024 --d 64"; do
+        for causal in "" "--causal"; do
+          # shellcheck disable=SC2086
+          at $shape --dtype $dtype $causal
+          # shellcheck disable=SC2086
+          at $shape --dtype $dtype $causal --backward --no-naive
+        done
+      done
+    done
+  } > "$out/attention.jsonl"
+fi
+
+if [ -n "$anchors" ]; then
+  python3 "$anchors" > "$out/anchors.jsonl" 2> "$out/anchors.err" || failed=1
+fi
+
+python3 "$here/lib/gpu_table.py" "$out" | tee "$out/table.md"
+exit "$failed"
