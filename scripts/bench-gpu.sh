@@ -8,23 +8,28 @@
 # attention shapes (B1 H16 N4096 D64, B8 H12 N1024 D64; causal or not; forward and forward +
 # backward; f32 and f16), each checked against the CPU reference on one slice; PyTorch's cuBLAS
 # and SDPA in the same command; then one table (scripts/lib/gpu_table.py) in OUT_DIR/table.md.
-# STAGES="matmul attention" (the default) picks the parts. Exits non-zero when a step fails.
+# STAGES="check matmul attention" (the default) picks the parts (check: compile and tests);
+# SWEEP=1 also times every offered flash variant per attention shape (for the tuned table).
+# Exits non-zero when a step fails.
 set -uo pipefail
 kiln=$1; out=$2; anchors=${3:-}
 shift $(( $# < 3 ? $# : 3 ))
-stages=${STAGES:-matmul attention}
+stages=${STAGES:-check matmul attention}
+sweep=${SWEEP:+--sweep}
 here=$(cd "$(dirname "$0")" && pwd)
 failed=0
 mkdir -p "$out"
 
 "$kiln" info | tee "$out/info.txt"
 "$kiln" info --json > "$out/profile.json"
-"$kiln" kernels --compile > "$out/kernels.txt" 2>&1 || failed=1
-tail -n 1 "$out/kernels.txt"
-for t in "$@"; do
-  "$t" > "$out/tests-$(basename "$t").txt" 2>&1 || { failed=1; echo "FAILED: $t"; }
-  grep -E "^test result|FAILED|panicked" "$out/tests-$(basename "$t").txt" | head -n 5
-done
+if [[ " $stages " == *" check "* ]]; then
+  "$kiln" kernels --compile > "$out/kernels.txt" 2>&1 || failed=1
+  tail -n 1 "$out/kernels.txt"
+  for t in "$@"; do
+    "$t" > "$out/tests-$(basename "$t").txt" 2>&1 || { failed=1; echo "FAILED: $t"; }
+    grep -E "^test result|FAILED|panicked" "$out/tests-$(basename "$t").txt" | head -n 5
+  done
+fi
 
 # Candidates for the large shapes: the vec4 and coop routes, and the tiled route's register
 # blocks of 4 × 4 and up (smaller blocks measured 2–5× slower on this GPU, PERF.md).
@@ -60,9 +65,9 @@ if [[ " $stages " == *" attention "* ]]; then
       for shape in "--b 1 --h 16 --n 4096 --d 64" "--b 8 --h 12 --n 1024 --d 64"; do
         for causal in "" "--causal"; do
           # shellcheck disable=SC2086
-          at $shape --dtype $dtype $causal
+          at $shape --dtype $dtype $causal $sweep
           # shellcheck disable=SC2086
-          at $shape --dtype $dtype $causal --backward --no-naive
+          at $shape --dtype $dtype $causal --backward --no-naive $sweep
         done
       done
     done

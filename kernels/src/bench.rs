@@ -93,6 +93,20 @@ fn check_repeats(repeats: usize) -> Result<()> {
     Ok(())
 }
 
+/// Keeps the GPU busy with `dispatches` for at least `ms` of wall time, unmeasured. A GPU that sat
+/// idle (while the CPU reference ran, say) starts at low clocks, and a few warm-up runs of a
+/// short kernel end before the clocks are back up.
+pub async fn spin_up(gpu: &Gpu, dispatches: &[&Dispatch], ms: f64) -> Result<()> {
+    let start = Instant::now();
+    while start.elapsed().as_secs_f64() * 1e3 < ms {
+        for _ in 0..4 {
+            gpu.submit(dispatches);
+        }
+        gpu.idle().await?;
+    }
+    Ok(())
+}
+
 /// Times prepared dispatches run in order as one unit (one op, or a whole frame of several):
 /// `warmup` unmeasured runs, then `repeats` measured ones.
 pub async fn time_dispatches(

@@ -97,6 +97,7 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
         None,
         BackwardVariants::default(),
     )?;
+    bench::spin_up(&gpu, &flash.refs(), 300.0).await?;
     let flash_t =
         bench::time_dispatches(&gpu, &flash.refs(), args.run.warmup, args.run.repeats).await?;
     let flash_err = error(&flash.outputs(slices, &dims).await?, &want);

@@ -134,6 +134,9 @@ pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> 
         if runs.iter().any(|r| r.variant == choice.variant.name) {
             continue;
         }
+        if runs.is_empty() {
+            bench::spin_up(&gpu, &[&dispatch], 300.0).await?;
+        }
         let timing =
             bench::time_dispatches(&gpu, &[&dispatch], args.run.warmup, args.run.repeats).await?;
         let got = c.read().await?;
