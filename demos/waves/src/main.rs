@@ -26,14 +26,27 @@ struct GpuFrame {
     variants: Vec<String>,
 }
 
+/// The element type of the frame's matrices on the GPU path: f16 (with f32 accumulation) where
+/// the adapter has cooperative matrices, so the product runs on them; f32 elsewhere. The CPU path
+/// stays f32, and the benchmark checks that both paths' pixels agree within 2/255.
+fn frame_dtype(gpu: &Gpu) -> DType {
+    let f = &gpu.profile().features;
+    if f.cooperative_matrix && f.shader_f16 {
+        DType::F16
+    } else {
+        DType::F32
+    }
+}
+
 impl GpuFrame {
     fn new(gpu: &Gpu, m: &Model) -> kiln::Result<GpuFrame> {
         let (res, w) = (m.res, m.count());
-        let left = Tensor::from_slice(gpu, &[4 * res, 2 * w], &m.left(), DType::F32)?;
+        let dtype = frame_dtype(gpu);
+        let left = Tensor::from_slice(gpu, &[4 * res, 2 * w], &m.left(), dtype)?;
         let freq = Tensor::from_slice(gpu, &[w], &m.freq(), DType::F32)?;
         let phase = Tensor::from_slice(gpu, &[w], &m.phases(0.0), DType::F32)?;
-        let right = Tensor::uninit(gpu, &[2 * w, res], DType::F32)?;
-        let planes = Tensor::uninit(gpu, &[4 * res, res], DType::F32)?;
+        let right = Tensor::uninit(gpu, &[2 * w, res], dtype)?;
+        let planes = Tensor::uninit(gpu, &[4 * res, res], dtype)?;
         let pixels = Tensor::uninit(gpu, &[res, res], DType::U32)?;
         let (table, c1) = ops::sinusoid::plan(&freq, &phase, &right, 0.0, m.step(), None)?;
         let (product, c2) = ops::matmul::plan(&left, &right, &planes, None)?;
