@@ -151,6 +151,21 @@ impl Gpu {
         &self.inner.registry
     }
 
+    /// This GPU with `table` in place of the built-in tuned table (a freshly merged one, say).
+    /// Only before the handle is cloned: clones share one table.
+    pub fn with_tuned(mut self, table: TunedTable) -> Result<Gpu> {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => {
+                inner.tuned = table;
+                Ok(self)
+            }
+            None => Err(Error::InvalidArgument {
+                op: "with_tuned",
+                detail: "the GPU handle has been cloned; set the table before sharing it".into(),
+            }),
+        }
+    }
+
     pub fn tuned(&self) -> &TunedTable {
         &self.inner.tuned
     }

@@ -30,6 +30,6 @@ pub use device::DeviceProfile;
 pub use error::{Error, Result};
 pub use gpu::{Dispatch, Gpu, GpuOptions};
 pub use registry::{Registry, Variant};
-pub use select::{Choice, Reason};
+pub use select::{Choice, Reason, TunedEntry, TunedTable};
 pub use tensor::{DType, Tensor};
 pub use tensor_ops::TensorOps;

@@ -11,7 +11,17 @@ use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 
 /// The families built into Kiln: `(family, template, contract)`.
-const FAMILIES: [(&str, &str, &str); 14] = [
+const FAMILIES: [(&str, &str, &str); 16] = [
+    (
+        "copy",
+        include_str!("../templates/copy.wgsl.jinja"),
+        include_str!("../templates/copy.toml"),
+    ),
+    (
+        "fma_chain",
+        include_str!("../templates/fma_chain.wgsl.jinja"),
+        include_str!("../templates/fma_chain.toml"),
+    ),
     (
         "matmul",
         include_str!("../templates/matmul.wgsl.jinja"),

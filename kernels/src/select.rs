@@ -88,6 +88,8 @@ impl fmt::Display for Reason {
 pub struct Choice {
     pub variant: Variant,
     pub reason: Reason,
+    /// The call's shape bucket, as tuned-table entries name it.
+    pub bucket: String,
 }
 
 /// What an op asks of the selector.
@@ -149,6 +151,7 @@ pub fn choose(
         return Ok(Choice {
             variant: variant.clone(),
             reason: Reason::Forced,
+            bucket: req.bucket.clone(),
         });
     }
 
@@ -169,6 +172,7 @@ pub fn choose(
                 class,
                 bucket: req.bucket.clone(),
             },
+            bucket: req.bucket.clone(),
         });
     }
     // Highest score wins; on a tie the first in registry order.
@@ -185,6 +189,7 @@ pub fn choose(
     Ok(Choice {
         variant: best.clone(),
         reason: Reason::Rule(req.rule.to_string()),
+        bucket: req.bucket.clone(),
     })
 }
 

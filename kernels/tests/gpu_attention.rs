@@ -198,6 +198,7 @@ fn every_offered_block_shape() {
             let bwd = BackwardVariants {
                 dq: Some(&q.name),
                 dkdv: Some(&k.name),
+                ..Default::default()
             };
             check_flash(
                 &format!("{} + {} + {}", f.name, q.name, k.name),
@@ -249,6 +250,7 @@ fn tiled_route_every_head_dim() {
                 let bwd = BackwardVariants {
                     dq: q.as_deref(),
                     dkdv: k.as_deref(),
+                    ..Default::default()
                 };
                 check_flash(
                     &format!("d{d} {f:?} + {q:?} + {k:?} n{len}"),
@@ -270,6 +272,7 @@ fn tiled_route_every_head_dim() {
     let bwd = BackwardVariants {
         dq: Some(&q.name),
         dkdv: Some(&k.name),
+        ..Default::default()
     };
     check_flash(&f.name, &c, true, Some(&f.name), bwd);
     println!("tiled route: {n} f32 runs");

@@ -447,3 +447,33 @@ fn one_function_runs_on_both_paths() {
     let err = x.split_heads(5).unwrap_err();
     assert!(err.to_string().contains("5 heads"), "{err}");
 }
+
+#[test]
+fn ceiling_kernels_every_variant() {
+    // The fleet's copy and FMA-chain kernels against their references; a length that is not a
+    // multiple of their vector width is refused.
+    let n = 4096 + 16;
+    let (x, xa) = input(31, &[n], DType::F32);
+    let want = cpu::fma_chain(&xa, 37, 0.999, 0.001).unwrap();
+    for v in variants("copy", DType::F32) {
+        let y = poisoned(&[n], DType::F32);
+        let (d, _) = ops::ceiling::plan_copy(&x, &y, Some(&v.name)).unwrap();
+        gpu().submit(&[&d]);
+        assert_close(&format!("copy {}", v.name), &read(&y), &xa.data, 0.0);
+    }
+    for v in variants("fma_chain", DType::F32) {
+        let y = poisoned(&[n], DType::F32);
+        let (d, _) = ops::ceiling::plan_fma_chain(&x, &y, 37, 0.999, 0.001, Some(&v.name)).unwrap();
+        gpu().submit(&[&d]);
+        assert_close(
+            &format!("fma_chain {}", v.name),
+            &read(&y),
+            &want.data,
+            1e-6,
+        );
+    }
+    let (odd, _) = input(32, &[n - 2], DType::F32);
+    let y = poisoned(&[n - 2], DType::F32);
+    assert!(ops::ceiling::plan_copy(&odd, &y, None).is_err());
+    assert!(ops::ceiling::plan_fma_chain(&odd, &y, 1, 1.0, 0.0, None).is_err());
+}

@@ -4,6 +4,7 @@
 
 mod add;
 mod attention;
+mod ceiling;
 mod gelu;
 mod layernorm;
 mod matmul;
@@ -18,6 +19,7 @@ pub use attention::{
     Forward, Grads, attention, attention_backward, attention_forward_backward, flash_backward,
     flash_forward,
 };
+pub use ceiling::fma_chain;
 pub use gelu::gelu;
 pub use layernorm::layernorm;
 pub use matmul::matmul;

@@ -5,6 +5,7 @@
 
 pub mod add;
 pub mod attention;
+pub mod ceiling;
 pub mod gelu;
 pub mod layernorm;
 pub mod matmul;

@@ -376,6 +376,7 @@ async fn sweep_variants(
                     BackwardVariants {
                         dkdv: Some(&v.name),
                         dq: None,
+                        ..Default::default()
                     },
                 ),
                 _ => (
@@ -383,6 +384,7 @@ async fn sweep_variants(
                     BackwardVariants {
                         dkdv: None,
                         dq: Some(&v.name),
+                        ..Default::default()
                     },
                 ),
             };

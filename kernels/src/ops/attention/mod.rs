@@ -276,6 +276,8 @@ pub fn plan_forward(
 pub struct BackwardVariants<'a> {
     pub dq: Option<&'a str>,
     pub dkdv: Option<&'a str>,
+    /// The `attention_delta` pre-pass.
+    pub delta: Option<&'a str>,
 }
 
 /// The backward pass's launches, the scratch tensor they share and the variants chosen.
@@ -363,7 +365,7 @@ pub fn plan_backward(
     let delta = Tensor::uninit(gpu, &lse_shape(q), DType::F32)?;
 
     let rows = d.batch_heads * d.q_len;
-    let delta_choice = super::choose_widest("attention_delta", q, String::new(), None)?;
+    let delta_choice = super::choose_widest("attention_delta", q, String::new(), named.delta)?;
     let wg = delta_choice.variant.int("wg").max(1) as u64;
     let delta_groups = gpu.groups(OP, (rows as u64).div_ceil(wg))?;
     let delta_params = gpu.uniform(&DeltaParams {

@@ -1,0 +1,210 @@
+//! `fleet`: run the campaign on this machine's GPU, validate reports, merge them into the tuned
+//! table, and show them.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use kiln::{Gpu, GpuOptions, TunedTable};
+use kiln_fleet::{FleetError, Report, Result, campaign, merge, show};
+
+#[derive(Parser)]
+#[command(name = "fleet", version, about = "Kiln's fleet benchmark")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the campaign on this machine's adapter and write the report.
+    Run {
+        /// Seconds after which the remaining variants are skipped (and listed in the report).
+        #[arg(long, default_value_t = 300.0)]
+        budget: f64,
+        /// Only these families (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        families: Vec<String>,
+        /// Where the report goes.
+        #[arg(long, default_value = "fleet-report.json")]
+        out: PathBuf,
+        /// No progress bar (logs and CI).
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Check reports; prints each one's verdict, fails when any is invalid.
+    Validate { reports: Vec<PathBuf> },
+    /// Merge reports into a tuned table: per device class, family and shape bucket, the
+    /// fastest variant that was correct on every device of the class.
+    Merge {
+        reports: Vec<PathBuf>,
+        /// The table to write; its entries the reports did not measure are kept.
+        #[arg(long, default_value = "kernels/tuned.json")]
+        out: PathBuf,
+    },
+    /// Print reports and the table merging them would give.
+    Show { reports: Vec<PathBuf> },
+}
+
+fn main() -> ExitCode {
+    env_logger::init();
+    match pollster::block_on(run(Cli::parse())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fleet: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run {
+            budget,
+            families,
+            out,
+            quiet,
+        } => {
+            if !(budget.is_finite() && budget > 0.0) {
+                return Err(FleetError::Usage(format!(
+                    "--budget {budget}: give a positive number of seconds"
+                )));
+            }
+            let gpu = Gpu::new(&GpuOptions::default()).await?;
+            let options = campaign::Options {
+                budget_s: budget,
+                families,
+                ..Default::default()
+            };
+            let bar = if quiet {
+                ProgressBar::hidden()
+            } else {
+                ProgressBar::new(1)
+            };
+            bar.set_style(
+                ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            let report = campaign::run(
+                &gpu,
+                &options,
+                campaign::native_platform(&gpu),
+                &mut |p| {
+                    bar.set_length(p.total as u64);
+                    bar.set_position(p.done as u64);
+                    bar.set_message(p.step.clone());
+                },
+                &|| false,
+            )
+            .await?;
+            bar.finish_and_clear();
+            write(&out, &report.to_json()?)?;
+            println!(
+                "{}: {} results ({} wrong, {} failed), {} skipped, {:.1} s on {}",
+                out.display(),
+                report.results.len(),
+                count(&report, kiln_fleet::report::Outcome::Wrong),
+                count(&report, kiln_fleet::report::Outcome::Failed),
+                report.skipped.len(),
+                report.elapsed_s,
+                report.device.name
+            );
+            Ok(())
+        }
+        Command::Validate { reports } => {
+            let mut bad = 0;
+            for path in &reports {
+                match read(path) {
+                    Ok(r) => println!(
+                        "{}: valid, {} on {}, {} results",
+                        path.display(),
+                        r.kiln_version,
+                        r.device.name,
+                        r.results.len()
+                    ),
+                    Err(e) => {
+                        println!("{e}");
+                        bad += 1;
+                    }
+                }
+            }
+            if bad > 0 {
+                return Err(FleetError::Usage(format!(
+                    "{bad} of {} reports are invalid",
+                    reports.len()
+                )));
+            }
+            Ok(())
+        }
+        Command::Merge { reports, out } => {
+            let loaded = read_all(&reports)?;
+            let keep = match std::fs::read_to_string(&out) {
+                Ok(text) => TunedTable::from_json(&out.display().to_string(), &text)?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => TunedTable::default(),
+                Err(source) => {
+                    return Err(FleetError::Io {
+                        path: out.display().to_string(),
+                        source,
+                    });
+                }
+            };
+            let names: Vec<String> = loaded.iter().map(|r| r.device.name.clone()).collect();
+            let table = merge::tuned_table(
+                &loaded,
+                &keep,
+                &format!(
+                    "fleet merge of {} report(s): {}",
+                    loaded.len(),
+                    names.join(", ")
+                ),
+            );
+            let json = serde_json::to_string_pretty(&table)
+                .map_err(|e| FleetError::Usage(format!("cannot write the tuned table: {e}")))?;
+            write(&out, &(json + "\n"))?;
+            print!("{}", show::picks(&merge::picks(&loaded)));
+            println!("{}: {} entries", out.display(), table.entries.len());
+            Ok(())
+        }
+        Command::Show { reports } => {
+            let loaded = read_all(&reports)?;
+            for r in &loaded {
+                print!("{}", show::report(r));
+            }
+            println!("merged:");
+            print!("{}", show::picks(&merge::picks(&loaded)));
+            Ok(())
+        }
+    }
+}
+
+fn count(r: &Report, outcome: kiln_fleet::report::Outcome) -> usize {
+    r.results.iter().filter(|x| x.outcome == outcome).count()
+}
+
+fn read(path: &PathBuf) -> Result<Report> {
+    let text = std::fs::read_to_string(path).map_err(|source| FleetError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Report::parse(&path.display().to_string(), &text)
+}
+
+fn read_all(paths: &[PathBuf]) -> Result<Vec<Report>> {
+    if paths.is_empty() {
+        return Err(FleetError::Usage("name at least one report".into()));
+    }
+    paths.iter().map(read).collect()
+}
+
+/// Writes through a temporary file and a rename: a crash leaves the old file or the new one.
+fn write(path: &PathBuf, text: &str) -> Result<()> {
+    let io = |source| FleetError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}

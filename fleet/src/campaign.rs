@@ -1,0 +1,303 @@
+//! The campaign: the device's ceilings, then every variant of every family on the fixed cases —
+//! each checked against the CPU reference before it is timed — within a time budget.
+
+use kiln::{Gpu, Tensor, bench, cpu};
+use web_time::Instant;
+
+use crate::cases::{self, Case, Output};
+use crate::error::{FleetError, Result};
+use crate::report::{
+    Ceilings, Outcome, Platform, Report, SCHEMA, Skipped, Timing, VERSION, VariantResult,
+};
+
+/// How a campaign runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Seconds after which the remaining variants are skipped (and listed as such).
+    pub budget_s: f64,
+    /// Only these families (all when empty).
+    pub families: Vec<String>,
+    pub warmup: usize,
+    pub repeats: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            budget_s: 300.0,
+            families: Vec::new(),
+            warmup: 2,
+            repeats: 5,
+        }
+    }
+}
+
+/// Where the campaign is, for a progress bar.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    /// The step running now (`ceilings`, `matmul f32_wg16_r4_k16 on matmul 256x256x256 f32`).
+    pub step: String,
+}
+
+/// Runs the campaign on `gpu`. `progress` hears of every step; `cancelled` is asked before
+/// each variant (the page's cancel button), and a cancelled campaign still returns its report,
+/// the rest listed as skipped.
+pub async fn run(
+    gpu: &Gpu,
+    options: &Options,
+    platform: Platform,
+    progress: &mut dyn FnMut(&Progress),
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Report> {
+    let start = Instant::now();
+    let mut p = Progress {
+        done: 0,
+        total: 1,
+        step: "ceilings".into(),
+    };
+    progress(&p);
+    let mut ceilings = ceilings(gpu).await?;
+
+    let cases: Vec<Case> = cases::all(gpu)?
+        .into_iter()
+        .filter(|c| options.families.is_empty() || options.families.iter().any(|f| f == c.family))
+        .collect();
+    if cases.is_empty() {
+        return Err(FleetError::Usage(format!(
+            "no case of the families {:?}",
+            options.families
+        )));
+    }
+    // Interleave the cases so that a short budget still reaches every family.
+    let lists: Vec<Vec<String>> = cases
+        .iter()
+        .map(|c| {
+            Ok(gpu
+                .registry()
+                .supported(c.family, gpu.profile())?
+                .filter(|v| c.takes(v))
+                .map(|v| v.name.clone())
+                .collect())
+        })
+        .collect::<kiln::Result<_>>()?;
+    let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+    p.total = lists.iter().map(Vec::len).sum::<usize>() + 1;
+    p.done = 1;
+
+    let mut results = Vec::new();
+    let mut skipped = Vec::new();
+    for round in 0..longest {
+        for (case, list) in cases.iter().zip(&lists) {
+            let Some(variant) = list.get(round) else {
+                continue;
+            };
+            p.step = format!("{} {variant} on {}", case.family, case.name);
+            progress(&p);
+            p.done += 1;
+            let why = if cancelled() {
+                Some("the campaign was cancelled".to_string())
+            } else if start.elapsed().as_secs_f64() > options.budget_s {
+                Some(format!(
+                    "the time budget of {} s was used up",
+                    options.budget_s
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                skipped.push(Skipped {
+                    family: case.family.into(),
+                    variant: variant.clone(),
+                    case: case.name.clone(),
+                    why,
+                });
+                continue;
+            }
+            if let Some(r) = run_one(gpu, case, variant, options, &ceilings).await? {
+                results.push(r);
+            }
+        }
+    }
+    p.step = "done".into();
+    progress(&p);
+
+    let mut compiles: Vec<f64> = results.iter().filter_map(|r| r.compile_ms).collect();
+    compiles.sort_by(f64::total_cmp);
+    ceilings.compile_ms = compiles.get(compiles.len() / 2).copied().unwrap_or(0.0);
+    let profile = gpu.profile().clone();
+    Ok(Report {
+        schema: SCHEMA.into(),
+        version: VERSION,
+        kiln_version: env!("CARGO_PKG_VERSION").into(),
+        platform,
+        device: profile,
+        budget_s: options.budget_s,
+        elapsed_s: start.elapsed().as_secs_f64(),
+        ceilings,
+        results,
+        skipped,
+    })
+}
+
+/// A clock as reports name it.
+fn clock_name(c: bench::Clock) -> String {
+    match c {
+        bench::Clock::GpuTimestamps => "gpu_timestamps",
+        bench::Clock::WallClock => "wall_clock",
+    }
+    .into()
+}
+
+/// The platform strings of this process (natively; the page fills in the browser's).
+pub fn native_platform(gpu: &Gpu) -> Platform {
+    let p = gpu.profile();
+    Platform {
+        os: std::env::consts::OS.into(),
+        arch: std::env::consts::ARCH.into(),
+        browser: None,
+        driver: format!("{} {}", p.driver, p.driver_info).trim().to_string(),
+    }
+}
+
+/// Copy bandwidth, FMA rate and dispatch latency, with the selector's variants.
+async fn ceilings(gpu: &Gpu) -> Result<Ceilings> {
+    let software = gpu.profile().device_type == "cpu";
+    let (copy_n, fma_n, iters) = if software {
+        (1 << 20, 1 << 16, 256)
+    } else {
+        (1 << 26, 1 << 22, 1024)
+    };
+    let x = Tensor::full(gpu, &[copy_n], 1.0, kiln::DType::F32)?;
+    let y = Tensor::uninit(gpu, &[copy_n], kiln::DType::F32)?;
+    let (copy, _) = kiln::ops::ceiling::plan_copy(&x, &y, None)?;
+    bench::spin_up(gpu, &[&copy], 200.0).await?;
+    let t = bench::time_dispatches(gpu, &[&copy], 2, 10).await?;
+    let copy_gb_per_s = 2.0 * copy_n as f64 * 4.0 / t.median_ms / 1e6;
+    let clock = clock_name(t.clock);
+
+    let fx = Tensor::full(gpu, &[fma_n], 0.5, kiln::DType::F32)?;
+    let fy = Tensor::uninit(gpu, &[fma_n], kiln::DType::F32)?;
+    let (fma, _) = kiln::ops::ceiling::plan_fma_chain(&fx, &fy, iters, 0.999, 0.001, None)?;
+    let t = bench::time_dispatches(gpu, &[&fma], 2, 10).await?;
+    let fma_gflop_per_s = 2.0 * fma_n as f64 * f64::from(iters) / t.median_ms / 1e6;
+
+    // Latency: a dispatch with almost nothing to do, submitted and waited for.
+    let tx = Tensor::full(gpu, &[4], 1.0, kiln::DType::F32)?;
+    let ty = Tensor::uninit(gpu, &[4], kiln::DType::F32)?;
+    let (tiny, _) = kiln::ops::ceiling::plan_copy(&tx, &ty, None)?;
+    let mut waits = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        gpu.submit(&[&tiny]);
+        gpu.idle().await?;
+        waits.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    waits.sort_by(f64::total_cmp);
+    Ok(Ceilings {
+        copy_gb_per_s,
+        fma_gflop_per_s,
+        dispatch_latency_us: waits[waits.len() / 2].max(f64::MIN_POSITIVE),
+        compile_ms: 0.0,
+        clock,
+    })
+}
+
+/// One variant on one case: `None` when the variant does not take the case's call (another
+/// dtype, head dim, …), else its result.
+async fn run_one(
+    gpu: &Gpu,
+    case: &Case,
+    variant: &str,
+    options: &Options,
+    ceilings: &Ceilings,
+) -> Result<Option<VariantResult>> {
+    let mut result = VariantResult {
+        family: case.family.into(),
+        variant: variant.into(),
+        case: case.name.clone(),
+        bucket: String::new(),
+        outcome: Outcome::Failed,
+        rel_l2: None,
+        tolerance: case.tolerance,
+        error: None,
+        compile_ms: None,
+        timing: None,
+        gflop_per_s: None,
+        gb_per_s: None,
+        efficiency: None,
+    };
+    let t0 = Instant::now();
+    let planned = match case.plan(variant) {
+        Ok(p) => p,
+        Err(kiln::Error::Shape { .. }) => return Ok(None),
+        Err(e) => {
+            result.error = Some(e.to_string());
+            return Ok(Some(result));
+        }
+    };
+    result.compile_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+    result.bucket = planned.choice.bucket.clone();
+
+    // Poison, run everything once, and check.
+    for o in &case.outputs {
+        match o {
+            Output::Values { t, .. } => t.write(&vec![f32::NAN; t.numel()])?,
+            Output::Pixels { t, .. } => t.write_u32(&vec![0xdead_beef; t.numel()])?,
+        }
+    }
+    let all: Vec<_> = planned.all.iter().collect();
+    gpu.submit(&all);
+    if let Err(e) = gpu.check() {
+        result.error = Some(e.to_string());
+        return Ok(Some(result));
+    }
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    for o in &case.outputs {
+        match o {
+            Output::Values { t, want: w } => {
+                got.extend(t.read().await?);
+                want.extend_from_slice(w);
+            }
+            Output::Pixels { t, want: w } => {
+                let channels = |px: &[u32]| -> Vec<f32> {
+                    px.iter()
+                        .flat_map(|p| p.to_le_bytes())
+                        .map(f32::from)
+                        .collect()
+                };
+                got.extend(channels(&t.read_u32().await?));
+                want.extend(channels(w));
+            }
+        }
+    }
+    let err = cpu::rel_l2(&got, &want);
+    result.rel_l2 = err.is_finite().then_some(err);
+    if err.is_nan() || err > case.tolerance {
+        result.outcome = Outcome::Wrong;
+        result.error = Some(format!(
+            "relative L2 error {err:.3e} against the CPU reference, over {:.0e}",
+            case.tolerance
+        ));
+        return Ok(Some(result));
+    }
+
+    let timed: Vec<_> = planned.timed.iter().map(|&i| &planned.all[i]).collect();
+    let t = bench::time_dispatches(gpu, &timed, options.warmup, options.repeats).await?;
+    let gflop = case.flops / t.median_ms / 1e6;
+    let gb = case.bytes / t.median_ms / 1e6;
+    result.outcome = Outcome::Ok;
+    result.gflop_per_s = (case.flops > 0.0).then_some(gflop);
+    result.gb_per_s = Some(gb);
+    result.efficiency = Some((gflop / ceilings.fma_gflop_per_s).max(gb / ceilings.copy_gb_per_s));
+    result.timing = Some(Timing {
+        clock: clock_name(t.clock),
+        median_ms: t.median_ms,
+        min_ms: t.min_ms,
+        max_ms: t.max_ms,
+        warmup: t.warmup as u32,
+        repeats: t.samples_ms.len() as u32,
+    });
+    Ok(Some(result))
+}

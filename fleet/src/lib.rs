@@ -1,0 +1,13 @@
+//! Kiln's fleet benchmark: run a campaign over every kernel variant on the device in hand,
+//! write a versioned report, validate reports read back, and merge many devices' reports into
+//! the tuned table `kiln`'s selector loads.
+
+pub mod campaign;
+mod cases;
+pub mod error;
+pub mod merge;
+pub mod report;
+pub mod show;
+
+pub use error::{FleetError, Result};
+pub use report::Report;

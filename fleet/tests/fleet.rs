@@ -1,0 +1,336 @@
+//! The fleet: a campaign on the test adapter (lavapipe in CI) produces a report that validates;
+//! corrupted reports are refused with the reason; merge picks the fastest variant that was
+//! correct everywhere in a class; the selector uses the merged table.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::OnceLock;
+
+use kiln::{Gpu, GpuOptions, Reason, Tensor, TunedEntry, TunedTable};
+use kiln_fleet::report::{Outcome, Timing, VariantResult};
+use kiln_fleet::{Report, campaign, merge};
+use serde_json::{Value, json};
+
+/// One short campaign, shared by the tests that need a real report: every family reached
+/// (the cases are interleaved), on the adapter in hand.
+fn campaign_report() -> &'static Report {
+    static REPORT: OnceLock<Report> = OnceLock::new();
+    REPORT.get_or_init(|| {
+        let gpu = pollster::block_on(Gpu::new(&GpuOptions::default())).expect("an adapter");
+        let options = campaign::Options {
+            budget_s: 25.0,
+            repeats: 3,
+            warmup: 1,
+            ..Default::default()
+        };
+        let mut steps = 0;
+        let report = pollster::block_on(campaign::run(
+            &gpu,
+            &options,
+            campaign::native_platform(&gpu),
+            &mut |_| steps += 1,
+            &|| false,
+        ))
+        .expect("the campaign runs");
+        assert!(steps > 10, "progress was reported {steps} times");
+        report
+    })
+}
+
+#[test]
+fn campaign_report_validates_and_covers_every_family() {
+    let report = campaign_report();
+    let json = report.to_json().unwrap();
+    let back = Report::parse("campaign", &json).unwrap();
+    assert_eq!(&back, report);
+    let families: std::collections::BTreeSet<&str> =
+        report.results.iter().map(|r| r.family.as_str()).collect();
+    let all: Vec<String> = kiln::Registry::builtin()
+        .unwrap()
+        .contracts()
+        .map(|c| c.family.clone())
+        .collect();
+    for f in &all {
+        assert!(
+            families.contains(f.as_str()),
+            "no result for {f}: {families:?}"
+        );
+    }
+    let ok = report
+        .results
+        .iter()
+        .filter(|r| r.outcome == Outcome::Ok)
+        .count();
+    assert!(ok >= all.len(), "only {ok} variants passed and were timed");
+    for r in report.results.iter().filter(|r| r.outcome == Outcome::Ok) {
+        assert!(
+            !r.bucket.is_empty() || r.family != "matmul",
+            "{} has no bucket",
+            r.variant
+        );
+        assert!(r.efficiency.unwrap() > 0.0);
+    }
+    assert!(report.ceilings.copy_gb_per_s > 0.0 && report.ceilings.fma_gflop_per_s > 0.0);
+    // 25 s is not enough for every variant on a software adapter: what was left is listed.
+    println!(
+        "{} results, {} skipped, {:.1} s",
+        report.results.len(),
+        report.skipped.len(),
+        report.elapsed_s
+    );
+}
+
+/// The campaign's report as JSON with `edit` applied.
+fn corrupted(edit: impl FnOnce(&mut Value)) -> String {
+    let mut v = serde_json::to_value(campaign_report()).unwrap();
+    edit(&mut v);
+    v.to_string()
+}
+
+fn refusal(json: &str) -> String {
+    Report::parse("test", json).unwrap_err().to_string()
+}
+
+#[test]
+fn corrupted_reports_are_refused_with_the_reason() {
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("not json", "{ not json".into(), "not JSON"),
+        ("an array", "[1, 2]".into(), "not a JSON object"),
+        (
+            "another schema",
+            corrupted(|v| v["schema"] = json!("something-else")),
+            "schema `something-else`",
+        ),
+        (
+            "a newer version",
+            corrupted(|v| v["version"] = json!(2)),
+            "version 2: this build reads version 1",
+        ),
+        (
+            "a missing field",
+            corrupted(|v| {
+                v.as_object_mut().unwrap().remove("ceilings");
+            }),
+            "missing field `ceilings`",
+        ),
+        (
+            "a wrong type",
+            corrupted(|v| v["results"][0]["tolerance"] = json!("small")),
+            "results[0].tolerance",
+        ),
+        (
+            "an unknown field",
+            corrupted(|v| v["extra"] = json!(1)),
+            "unknown field `extra`",
+        ),
+        (
+            "a negative time",
+            corrupted(|v| {
+                let i = first_ok(v);
+                v["results"][i]["timing"]["median_ms"] = json!(-1.0);
+            }),
+            "median_ms: -1 is not a positive finite number",
+        ),
+        (
+            "min above median",
+            corrupted(|v| {
+                let i = first_ok(v);
+                v["results"][i]["timing"]["min_ms"] = json!(1e9);
+            }),
+            "min 1000000000 ≤ median",
+        ),
+        (
+            "a timed wrong variant",
+            corrupted(|v| {
+                let i = first_ok(v);
+                v["results"][i]["outcome"] = json!("wrong");
+            }),
+            "a Wrong variant is never timed",
+        ),
+        (
+            "an ok variant over its tolerance",
+            corrupted(|v| {
+                let i = first_ok(v);
+                v["results"][i]["rel_l2"] = json!(1.0);
+            }),
+            "over the tolerance",
+        ),
+        (
+            "a duplicate result",
+            corrupted(|v| {
+                let first = v["results"][0].clone();
+                v["results"].as_array_mut().unwrap().push(first);
+            }),
+            "appears twice",
+        ),
+        (
+            "a NaN written as null",
+            corrupted(|v| v["budget_s"] = Value::Null),
+            "budget_s",
+        ),
+        (
+            "a huge string",
+            corrupted(|v| v["kiln_version"] = json!("x".repeat(10_000))),
+            "kiln_version: 10000 bytes",
+        ),
+        (
+            "an unknown clock",
+            corrupted(|v| v["ceilings"]["clock"] = json!("sundial")),
+            "`sundial` is not a clock",
+        ),
+    ];
+    for (what, json, reason) in cases {
+        let got = refusal(&json);
+        assert!(
+            got.contains(reason),
+            "{what}: refused with `{got}`, expected `{reason}`"
+        );
+    }
+    // Markup in a device name is data: accepted, and kept as written.
+    let json = corrupted(|v| {
+        v["device"]["name"] = json!("<script>alert(1)</script>'; DROP TABLE reports;--")
+    });
+    let r = Report::parse("markup", &json).unwrap();
+    assert!(r.device.name.starts_with("<script>"));
+}
+
+fn first_ok(v: &Value) -> usize {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|r| r["outcome"] == "ok")
+        .expect("an ok result")
+}
+
+/// A result on a made-up case.
+fn result(variant: &str, outcome: Outcome, ms: f64) -> VariantResult {
+    VariantResult {
+        family: "matmul".into(),
+        variant: variant.into(),
+        case: "matmul 256x256x256 f32".into(),
+        bucket: "m256_n256_k256".into(),
+        outcome,
+        rel_l2: Some(if outcome == Outcome::Ok { 1e-7 } else { 0.5 }),
+        tolerance: 1e-4,
+        error: (outcome != Outcome::Ok).then(|| "wrong".into()),
+        compile_ms: None,
+        timing: (outcome == Outcome::Ok).then(|| Timing {
+            clock: "gpu_timestamps".into(),
+            median_ms: ms,
+            min_ms: ms,
+            max_ms: ms,
+            warmup: 1,
+            repeats: 3,
+        }),
+        gflop_per_s: None,
+        gb_per_s: None,
+        efficiency: None,
+    }
+}
+
+fn device_report(name: &str, vendor: u32, results: Vec<VariantResult>) -> Report {
+    let mut r = campaign_report().clone();
+    r.device.name = name.into();
+    r.device.vendor = vendor;
+    r.results = results;
+    r.skipped.clear();
+    Report::parse("made up", &r.to_json().unwrap()).unwrap()
+}
+
+#[test]
+fn merge_picks_the_fastest_variant_correct_on_every_device_of_a_class() {
+    // Two devices of one class: A is fastest on the first but wrong on the second.
+    let one = device_report(
+        "one",
+        0x1234,
+        vec![
+            result("f32_a", Outcome::Ok, 1.0),
+            result("f32_b", Outcome::Ok, 2.0),
+            result("f32_c", Outcome::Ok, 3.0),
+        ],
+    );
+    let two = device_report(
+        "two",
+        0x1234,
+        vec![
+            result("f32_a", Outcome::Wrong, 0.0),
+            result("f32_b", Outcome::Ok, 2.5),
+            result("f32_c", Outcome::Ok, 2.0),
+        ],
+    );
+    // Another class entirely.
+    let other = device_report("other", 0x9999, vec![result("f32_a", Outcome::Ok, 1.0)]);
+    let picks = merge::picks(&[one.clone(), two.clone(), other.clone()]);
+    assert_eq!(picks.len(), 2, "{picks:?}");
+    let mine = picks
+        .iter()
+        .find(|p| p.class == one.device.class())
+        .unwrap();
+    // b: slowest 2.5 ms; c: slowest 3.0 ms; a: wrong on two.
+    assert_eq!(mine.variant, "f32_b");
+    assert_eq!(mine.worst_ms, 2.5);
+    assert_eq!(mine.excluded, vec!["f32_a".to_string()]);
+    let theirs = picks
+        .iter()
+        .find(|p| p.class == other.device.class())
+        .unwrap();
+    assert_eq!(theirs.variant, "f32_a");
+
+    // Entries the reports did not measure are kept (another class; the same class at another
+    // bucket); measured ones are replaced.
+    let entry = |class: &str, bucket: &str, variant: &str| TunedEntry {
+        class: class.into(),
+        family: "matmul".into(),
+        bucket: bucket.into(),
+        variant: variant.into(),
+        source: "before".into(),
+    };
+    let keep = TunedTable {
+        version: 1,
+        entries: vec![
+            entry("metal/integrated/106b", "m256_n256_k256", "f32_wg8_r2_k8"),
+            entry(&one.device.class(), "m256_n256_k256", "f32_old"),
+            entry(&one.device.class(), "m4096_n4096_k4096", "f32_big"),
+        ],
+    };
+    let table = merge::tuned_table(&[one, two, other], &keep, "test");
+    let names: Vec<&str> = table.entries.iter().map(|e| e.variant.as_str()).collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert!(names.contains(&"f32_wg8_r2_k8") && names.contains(&"f32_big"));
+    assert!(!names.contains(&"f32_old"));
+}
+
+#[test]
+fn the_selector_uses_the_merged_table() {
+    let report = campaign_report();
+    let table = merge::tuned_table(std::slice::from_ref(report), &TunedTable::default(), "test");
+    // An f32 matmul case the campaign timed (m64_n64_k64 on a software adapter).
+    let pick = merge::picks(std::slice::from_ref(report))
+        .into_iter()
+        .find(|p| p.family == "matmul" && p.variant.starts_with("f32"))
+        .expect("the campaign timed an f32 matmul");
+    let s: usize = pick.bucket[1..pick.bucket.find('_').unwrap()]
+        .parse()
+        .unwrap();
+    let gpu = pollster::block_on(Gpu::new(&GpuOptions::default()))
+        .unwrap()
+        .with_tuned(table)
+        .unwrap();
+    let t = |shape: &[usize]| Tensor::full(&gpu, shape, 1.0, kiln::DType::F32).unwrap();
+    let choice = kiln::ops::matmul::choose(&t(&[s, s]), &t(&[s, s]), None).unwrap();
+    assert_eq!(choice.variant.name, pick.variant);
+    assert!(
+        matches!(choice.reason, Reason::Tuned { .. }),
+        "{:?}",
+        choice.reason
+    );
+    // Without the table the rule decides (the checked-in table has no software-adapter class).
+    let plain = pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap();
+    let t = |shape: &[usize]| Tensor::full(&plain, shape, 1.0, kiln::DType::F32).unwrap();
+    let choice = kiln::ops::matmul::choose(&t(&[s, s]), &t(&[s, s]), None).unwrap();
+    assert!(
+        matches!(choice.reason, Reason::Rule(_)),
+        "{:?}",
+        choice.reason
+    );
+}

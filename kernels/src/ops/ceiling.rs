@@ -1,0 +1,88 @@
+//! The two kernels the fleet campaign measures a device's ceilings with: a vec4 copy (memory
+//! bandwidth) and an FMA chain (arithmetic rate). Neither is used by a model.
+
+use crate::error::{Error, Result};
+use crate::gpu::Dispatch;
+use crate::select::Choice;
+use crate::tensor::{DType, Tensor};
+
+use super::{check_no_alias, check_operands, check_out_shape, choose_widest};
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct CopyParams {
+    vecs: u32,
+    _pad: [u32; 3],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct FmaParams {
+    groups: u32,
+    iters: u32,
+    a: f32,
+    b: f32,
+}
+
+/// Both kernels take flat f32 tensors whose length is a multiple of `multiple`.
+fn check(op: &'static str, x: &Tensor, y: &Tensor, multiple: usize) -> Result<()> {
+    check_operands(op, &[x, y])?;
+    check_out_shape(op, y, x.shape())?;
+    check_no_alias(op, y, &[x])?;
+    if x.dtype() != DType::F32 || !x.numel().is_multiple_of(multiple) {
+        return Err(Error::shape(
+            op,
+            format!(
+                "X is {} with {} elements: expected f32 and a multiple of {multiple}",
+                x.dtype().wgsl(),
+                x.numel()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Prepares Y = X as a vec4 copy.
+pub fn plan_copy(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+    const OP: &str = "copy";
+    check(OP, x, y, 4)?;
+    let choice = choose_widest(OP, x, String::new(), named)?;
+    let gpu = x.gpu();
+    let vecs = x.numel() / 4;
+    let wg = choice.variant.int("wg").max(1) as u64;
+    let groups = gpu.groups(OP, (vecs as u64).div_ceil(wg))?;
+    let params = gpu.uniform(&CopyParams {
+        vecs: vecs as u32,
+        _pad: [0; 3],
+    });
+    let pipeline = gpu.pipeline(&choice.variant)?;
+    let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
+    Ok((dispatch, choice))
+}
+
+/// Prepares Y = `iters` steps of v ← v·a + b from X: 2·iters FLOPs per element.
+pub fn plan_fma_chain(
+    x: &Tensor,
+    y: &Tensor,
+    iters: u32,
+    a: f32,
+    b: f32,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    const OP: &str = "fma_chain";
+    check(OP, x, y, 16)?;
+    let choice = choose_widest(OP, x, String::new(), named)?;
+    let gpu = x.gpu();
+    let invocations = x.numel() / 16;
+    let wg = choice.variant.int("wg").max(1) as u64;
+    let groups = gpu.groups(OP, (invocations as u64).div_ceil(wg))?;
+    let params = gpu.uniform(&FmaParams {
+        groups: invocations as u32,
+        iters,
+        a,
+        b,
+    });
+    let pipeline = gpu.pipeline(&choice.variant)?;
+    let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
+    Ok((dispatch, choice))
+}
