@@ -324,8 +324,11 @@ fn the_selector_uses_the_merged_table() {
         "{:?}",
         choice.reason
     );
-    // Without the table the rule decides (the checked-in table has no software-adapter class).
-    let plain = pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap();
+    // With an empty table the rule decides.
+    let plain = pollster::block_on(Gpu::new(&GpuOptions::default()))
+        .unwrap()
+        .with_tuned(TunedTable::default())
+        .unwrap();
     let t = |shape: &[usize]| Tensor::full(&plain, shape, 1.0, kiln::DType::F32).unwrap();
     let choice = kiln::ops::matmul::choose(&t(&[s, s]), &t(&[s, s]), None).unwrap();
     assert!(

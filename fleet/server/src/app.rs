@@ -1,0 +1,150 @@
+//! The HTTP routes: `POST /reports`, `GET /summary`, `GET /health`.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use tower_http::cors::CorsLayer;
+
+use kiln::TunedTable;
+use kiln_fleet::{Report, merge};
+
+use crate::config::Config;
+use crate::db::{Db, Stored};
+use crate::error::{Result, ServerError};
+use crate::limit::RateLimit;
+
+pub struct AppState {
+    db: Mutex<Db>,
+    limit: RateLimit,
+}
+
+pub fn router(config: &Config, db: Db) -> Result<Router> {
+    let state = Arc::new(AppState {
+        db: Mutex::new(db),
+        limit: RateLimit::new(config.rate_per_minute),
+    });
+    let origin = HeaderValue::from_str(&config.allowed_origin)
+        .map_err(|e| ServerError::Config(format!("allowed_origin: {e}")))?;
+    let cors = CorsLayer::new()
+        .allow_origin(origin)
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            "x-kiln-consent"
+                .parse()
+                .map_err(|_| ServerError::Internal("header name".into()))?,
+        ]);
+    let limited = Router::new()
+        .route("/reports", post(post_report))
+        .route("/summary", get(summary))
+        .layer(middleware::from_fn_with_state(state.clone(), rate_limit));
+    Ok(Router::new()
+        .merge(limited)
+        .route("/health", get(health))
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(cors)
+        .with_state(state))
+}
+
+async fn rate_limit(
+    State(state): State<Arc<AppState>>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match state.limit.take(addr.ip()) {
+        Ok(()) => next.run(request).await,
+        Err(wait) => {
+            let mut response = (
+                StatusCode::TOO_MANY_REQUESTS,
+                Json(json!({"error": format!("too many requests from {}: try again in {wait} s", addr.ip())})),
+            )
+                .into_response();
+            if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            response
+        }
+    }
+}
+
+/// Runs a database call off the async threads.
+async fn with_db<T: Send + 'static>(
+    state: &Arc<AppState>,
+    f: impl FnOnce(&mut Db) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut db = state.db.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut db)
+    })
+    .await
+    .map_err(|e| ServerError::Internal(e.to_string()))?
+}
+
+async fn post_report(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<Response> {
+    let consent = headers
+        .get("x-kiln-consent")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("yes"));
+    if !consent {
+        return Err(ServerError::NoConsent);
+    }
+    let report =
+        Report::parse("request body", &body).map_err(|e| ServerError::Invalid(e.to_string()))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let stored = with_db(&state, move |db| db.store(&report, now)).await?;
+    Ok(match stored {
+        Stored::New(id) => (
+            StatusCode::CREATED,
+            Json(json!({"status": "stored", "id": id})),
+        )
+            .into_response(),
+        Stored::Duplicate(id) => (
+            StatusCode::OK,
+            Json(json!({"status": "duplicate", "id": id})),
+        )
+            .into_response(),
+    })
+}
+
+async fn summary(State(state): State<Arc<AppState>>) -> Result<Json<Value>> {
+    let reports = with_db(&state, |db| db.reports()).await?;
+    let picks = merge::picks(&reports);
+    let table = merge::tuned_table(&reports, &TunedTable::default(), "fleet-server summary");
+    let devices: Vec<Value> = reports
+        .iter()
+        .map(|r| {
+            json!({"name": r.device.name, "class": r.device.class(), "backend": r.device.backend,
+                   "kiln_version": r.kiln_version, "results": r.results.len()})
+        })
+        .collect();
+    let picks: Vec<Value> = picks
+        .iter()
+        .map(|p| {
+            json!({"class": p.class, "family": p.family, "bucket": p.bucket, "variant": p.variant,
+                   "worst_ms": p.worst_ms, "devices": p.devices, "excluded": p.excluded})
+        })
+        .collect();
+    Ok(Json(
+        json!({"reports": reports.len(), "devices": devices, "picks": picks, "table": table}),
+    ))
+}
+
+async fn health(State(state): State<Arc<AppState>>) -> Result<Json<Value>> {
+    let n = with_db(&state, |db| db.count()).await?;
+    Ok(Json(json!({"status": "ok", "reports": n})))
+}

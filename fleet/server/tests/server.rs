@@ -1,0 +1,293 @@
+//! The collector started on 127.0.0.1 by the test: valid reports stored once; oversized,
+//! malformed, schema-invalid, consent-less and flooding requests refused with the right status;
+//! concurrent clients; kill -9 during writes loses no acknowledged report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+/// A running server with its own database in a fresh directory.
+struct Server {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+}
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+impl Server {
+    fn start(rate_per_minute: u32) -> Server {
+        let dir = std::env::temp_dir().join(format!(
+            "kiln-fleet-server-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Server::start_in(dir, rate_per_minute)
+    }
+
+    fn start_in(dir: PathBuf, rate_per_minute: u32) -> Server {
+        let config = dir.join("fleet-server.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\nallowed_origin = \"http://127.0.0.1:8080\"\nmax_body_bytes = 1048576\nrate_per_minute = {rate_per_minute}\n",
+                dir.join("fleet.sqlite").display()
+            ),
+        )
+        .unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fleet-server"))
+            .arg("--config")
+            .arg(&config)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("fleet-server listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line `{line}`"))
+            .to_string();
+        Server { child, url, dir }
+    }
+
+    /// SIGKILL, then a new process on the same database.
+    fn kill_and_restart(mut self, rate_per_minute: u32) -> Server {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        let dir = self.dir.clone();
+        std::mem::forget(self);
+        Server::start_in(dir, rate_per_minute)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+/// Status and JSON body of a request.
+fn post(url: &str, body: &str, consent: bool) -> (u16, Value) {
+    let mut req = agent().post(format!("{url}/reports"));
+    if consent {
+        req = req.header("X-Kiln-Consent", "yes");
+    }
+    match req.header("Content-Type", "application/json").send(body) {
+        Ok(mut r) => {
+            let status = r.status().as_u16();
+            let text = r.body_mut().read_to_string().unwrap_or_default();
+            (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+        }
+        Err(e) => (0, json!({"transport": e.to_string()})),
+    }
+}
+
+fn get(url: &str, path: &str) -> (u16, Value, Option<String>) {
+    let mut r = agent().get(format!("{url}{path}")).call().unwrap();
+    let retry = r
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_string());
+    let status = r.status().as_u16();
+    let text = r.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap(), retry)
+}
+
+/// A valid report (the checked-in lavapipe one, cut to 20 results), made distinct by `i`.
+fn report(i: usize) -> Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../reports/lavapipe.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["results"].as_array_mut().unwrap().truncate(20);
+    v["skipped"] = json!([]);
+    v["elapsed_s"] = json!(10.0 + i as f64 / 1000.0);
+    v
+}
+
+#[test]
+fn stores_valid_reports_once_and_refuses_bad_ones() {
+    let s = Server::start(10_000);
+    assert_eq!(get(&s.url, "/health").1["reports"], 0);
+
+    let body = report(1).to_string();
+    let (status, first) = post(&s.url, &body, true);
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(first["status"], "stored");
+    // The same report again, even formatted differently, is stored once.
+    let (status, again) = post(
+        &s.url,
+        &serde_json::to_string_pretty(&report(1)).unwrap(),
+        true,
+    );
+    assert_eq!((status, &again["status"]), (200, &json!("duplicate")));
+    assert_eq!(again["id"], first["id"]);
+
+    let refusals: Vec<(&str, String, bool, u16, &str)> = vec![
+        ("no consent", body.clone(), false, 403, "consent"),
+        ("not JSON", "{ not json".into(), true, 422, "not JSON"),
+        (
+            "another version",
+            {
+                let mut v = report(2);
+                v["version"] = json!(2);
+                v.to_string()
+            },
+            true,
+            422,
+            "version 2",
+        ),
+        (
+            "a negative time",
+            {
+                let mut v = report(3);
+                v["elapsed_s"] = json!(-1.0);
+                v.to_string()
+            },
+            true,
+            422,
+            "elapsed_s",
+        ),
+        (
+            "a missing field",
+            {
+                let mut v = report(4);
+                v.as_object_mut().unwrap().remove("device");
+                v.to_string()
+            },
+            true,
+            422,
+            "missing field `device`",
+        ),
+    ];
+    for (what, body, consent, want, reason) in refusals {
+        let (status, v) = post(&s.url, &body, consent);
+        assert_eq!(status, want, "{what}: {v}");
+        assert!(
+            v["error"].as_str().unwrap_or("").contains(reason),
+            "{what}: {v}"
+        );
+    }
+    // Over the 1 MiB limit.
+    let (status, _) = post(&s.url, &"x".repeat(2 << 20), true);
+    assert_eq!(status, 413);
+
+    // Markup and SQL in a device name are data: stored and returned as written.
+    let name = "<script>alert(1)</script>'); DROP TABLE reports;--";
+    let mut hostile = report(5);
+    hostile["device"]["name"] = json!(name);
+    let (status, v) = post(&s.url, &hostile.to_string(), true);
+    assert_eq!(status, 201, "{v}");
+    let (status, summary, _) = get(&s.url, "/summary");
+    assert_eq!(status, 200);
+    assert_eq!(summary["reports"], 2);
+    let names: Vec<&str> = summary["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&name), "{names:?}");
+    assert!(!summary["picks"].as_array().unwrap().is_empty());
+    assert!(!summary["table"]["entries"].as_array().unwrap().is_empty());
+    assert_eq!(get(&s.url, "/health").1["reports"], 2);
+}
+
+#[test]
+fn a_flood_from_one_address_gets_429() {
+    let s = Server::start(5);
+    for _ in 0..5 {
+        assert_eq!(get(&s.url, "/summary").0, 200);
+    }
+    let (status, v, retry) = get(&s.url, "/summary");
+    assert_eq!(status, 429, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("too many requests"));
+    assert!(retry.unwrap().parse::<u64>().unwrap() >= 1);
+    // A flooding client cannot post either; health checks still answer.
+    assert_eq!(post(&s.url, &report(1).to_string(), true).0, 429);
+    assert_eq!(get(&s.url, "/health").0, 200);
+}
+
+#[test]
+fn concurrent_clients_each_report_stored_exactly_once() {
+    let s = Server::start(1_000_000);
+    let url = Arc::new(s.url.clone());
+    let threads: Vec<_> = (0..20)
+        .map(|c| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                for r in 0..25 {
+                    let body = report(1000 + c * 25 + r).to_string();
+                    let (status, v) = post(&url, &body, true);
+                    assert_eq!(status, 201, "client {c} report {r}: {v}");
+                    // A retry of the same report is acknowledged as a duplicate.
+                    if r % 5 == 0 {
+                        assert_eq!(post(&url, &body, true).0, 200);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(get(&s.url, "/health").1["reports"], 500);
+}
+
+#[test]
+fn kill_9_during_writes_loses_no_acknowledged_report() {
+    let s = Server::start(1_000_000);
+    let url = s.url.clone();
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let writer = {
+        let acked = acked.clone();
+        std::thread::spawn(move || {
+            for i in 0..100_000 {
+                let body = report(5000 + i).to_string();
+                let (status, _) = post(&url, &body, true);
+                if status != 201 {
+                    break; // the server is gone
+                }
+                acked.lock().unwrap().push(body);
+            }
+        })
+    };
+    while acked.lock().unwrap().len() < 40 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let s = s.kill_and_restart(1_000_000);
+    writer.join().unwrap();
+    let acked = acked.lock().unwrap();
+    let stored = get(&s.url, "/health").1["reports"].as_u64().unwrap() as usize;
+    assert!(
+        stored >= acked.len(),
+        "{stored} stored, {} acknowledged",
+        acked.len()
+    );
+    // Every acknowledged report is there: sending it again is a duplicate.
+    for body in acked.iter() {
+        assert_eq!(post(&s.url, body, true).0, 200);
+    }
+    assert_eq!(
+        get(&s.url, "/summary").0,
+        200,
+        "the database reads back whole"
+    );
+}
