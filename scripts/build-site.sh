@@ -27,6 +27,16 @@ for demo in "${DEMOS[@]}"; do
     "$out/$demo/${demo}_bg.wasm" -o "$out/$demo/${demo}_bg.wasm"
   echo "   $out/$demo/${demo}_bg.wasm: $(du -k "$out/$demo/${demo}_bg.wasm" | cut -f1) KiB"
 done
+# The fleet page's module: the campaign as a library (crate fleet-web), no window.
+echo "== building the fleet campaign for the browser"
+cargo build --quiet --release --target wasm32-unknown-unknown -p fleet-web
+wasm-bindgen --target web --no-typescript --out-dir "$out/fleet" \
+  target/wasm32-unknown-unknown/release/fleet_web.wasm
+site/node_modules/.bin/wasm-opt -O2 \
+  --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+  --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
+  "$out/fleet/fleet_web_bg.wasm" -o "$out/fleet/fleet_web_bg.wasm"
+echo "   $out/fleet/fleet_web_bg.wasm: $(du -k "$out/fleet/fleet_web_bg.wasm" | cut -f1) KiB"
 # The attention page shows the encoder's code, taken from the source between its markers.
 python3 - "$out/attention.html" demos/attention/src/encoder.rs <<'PY'
 import html, sys

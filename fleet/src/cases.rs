@@ -395,7 +395,8 @@ pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
             family: "sinusoid",
             fixed: vec![dtype_is(DType::F32)],
             name: format!("sinusoid {waves}x{n} f32"),
-            tolerance: 1e-5,
+            // WGSL lets sin and cos be off by 2⁻¹¹ absolute; SwiftShader uses that room.
+            tolerance: 1e-3,
             flops: 2.0 * (2 * waves * n) as f64,
             bytes: (2 * waves * n) as f64 * f32b,
             outputs: vec![o],

@@ -182,9 +182,34 @@ impl DeviceProfile {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// The device class tuned tables are keyed by: backend, device type and vendor.
+    /// The device class tuned-table entries and fleet merges group by: backend, device type,
+    /// vendor, the features that decide which variants exist (f16, subgroups and their size,
+    /// cooperative matrices) and the workgroup storage limit in KiB — for example
+    /// `vulkan/discrete/10de/f16+sg32+coop/48k`.
     pub fn class(&self) -> String {
-        format!("{}/{}/{:04x}", self.backend, self.device_type, self.vendor)
+        let f = &self.features;
+        let mut features = Vec::new();
+        if f.shader_f16 {
+            features.push("f16".to_string());
+        }
+        if f.subgroup {
+            features.push(format!("sg{}", self.subgroup_min_size));
+        }
+        if f.cooperative_matrix {
+            features.push("coop".into());
+        }
+        let features = if features.is_empty() {
+            "none".to_string()
+        } else {
+            features.join("+")
+        };
+        format!(
+            "{}/{}/{:04x}/{features}/{}k",
+            self.backend,
+            self.device_type,
+            self.vendor,
+            self.limits.max_compute_workgroup_storage_size / 1024
+        )
     }
 
     /// Whether WGSL for this device must say `enable subgroups;` (browsers require it,
