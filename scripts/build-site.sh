@@ -37,6 +37,11 @@ site/node_modules/.bin/wasm-opt -O2 \
   --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
   "$out/fleet/fleet_web_bg.wasm" -o "$out/fleet/fleet_web_bg.wasm"
 echo "   $out/fleet/fleet_web_bg.wasm: $(du -k "$out/fleet/fleet_web_bg.wasm" | cut -f1) KiB"
+# The checked-in campaign reports, which the fleet page merges and shows.
+mkdir -p "$out/fleet/reports"
+cp fleet/reports/*.json "$out/fleet/reports/"
+python3 -c 'import json, os, sys; print(json.dumps(sorted(f for f in os.listdir(sys.argv[1]) if f.endswith(".json") and f != "index.json")))' \
+  "$out/fleet/reports" > "$out/fleet/reports/index.json"
 # The attention page shows the encoder's code, taken from the source between its markers.
 python3 - "$out/attention.html" demos/attention/src/encoder.rs <<'PY'
 import html, sys

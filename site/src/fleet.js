@@ -52,6 +52,23 @@ function render(report) {
   }
 }
 
+// The checked-in reports (copied into the site at build time) and their merged choices.
+async function showFleet(wasm) {
+  const index = await (await fetch('fleet/reports/index.json')).json();
+  const reports = [];
+  for (const name of index) reports.push(await (await fetch(`fleet/reports/${name}`)).json());
+  $('devices').replaceChildren(...reports.map((r) => el('li',
+    `${r.device.name} (${r.device.backend}, ${r.platform.driver}): ${r.results.length} variants, ` +
+    `copy ${r.ceilings.copy_gb_per_s.toFixed(0)} GB/s, FMA ${r.ceilings.fma_gflop_per_s.toFixed(0)} GFLOP/s`)));
+  const picks = JSON.parse(wasm.merge_reports(JSON.stringify(reports)));
+  $('picks').tBodies[0].replaceChildren(...picks.map((p) => {
+    const tr = el('tr');
+    for (const v of [p.class, p.family, p.bucket || '(any)', p.variant, p.worst_ms.toFixed(4)]) tr.append(el('td', v));
+    return tr;
+  }));
+  document.body.dataset.fleet = String(picks.length);
+}
+
 async function main() {
   if (!navigator.gpu) {
     fail('This browser has no WebGPU, and the campaign measures WebGPU kernels: there is no CPU ' +
@@ -123,6 +140,9 @@ async function main() {
     }
   }
   $('run').addEventListener('click', run);
+  showFleet(wasm).catch((e) => {
+    $('devices').replaceChildren(el('li', `the checked-in reports could not be read: ${e}`));
+  });
   if (params.has('autorun')) run();
 }
 

@@ -77,6 +77,19 @@ test('a short campaign completes, renders its results and offers a valid report'
   await page.close();
 });
 
+test('the page merges the checked-in reports and shows the choices per device class', async () => {
+  const { page, errors } = await open('/fleet.html');
+  await page.waitForFunction(() => Number(document.body.dataset.fleet) > 0, null, { timeout: 60000 });
+  const devices = await page.$$eval('#devices li', (l) => l.map((x) => x.textContent));
+  assert.ok(devices.some((d) => d.includes('NVIDIA H200')), devices.join(' | '));
+  assert.ok(devices.some((d) => d.includes('llvmpipe')), devices.join(' | '));
+  const rows = await page.$$eval('#picks tbody tr', (r) => r.map((x) => x.textContent));
+  assert.ok(rows.length >= 20, `${rows.length} rows`);
+  assert.ok(rows.some((r) => r.includes('vulkan/discrete/10de')), rows[0]);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('cancel stops a long campaign and the report lists what was skipped', async () => {
   const { page, errors } = await open('/fleet.html?budget=300&autorun');
   await page.waitForFunction(() => document.getElementById('progress').value > 3, null, { timeout: 120000 });

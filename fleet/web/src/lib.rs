@@ -60,6 +60,29 @@ mod web {
             .map_err(|e| JsValue::from_str(&e.to_string()))
     }
 
+    /// Merges reports (a JSON array of report objects) as `fleet merge` does, into the picks
+    /// as JSON: `[{class, family, bucket, variant, worst_ms, devices, excluded}]`.
+    #[wasm_bindgen]
+    pub fn merge_reports(json: &str) -> Result<String, JsValue> {
+        let values: Vec<serde_json::Value> =
+            serde_json::from_str(json).map_err(|e| JsValue::from_str(&e.to_string()))?;
+        let reports = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| kiln_fleet::Report::parse(&format!("report {i}"), &v.to_string()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| JsValue::from_str(&e.to_string()))?;
+        let picks: Vec<serde_json::Value> = kiln_fleet::merge::picks(&reports)
+            .iter()
+            .map(|p| {
+                serde_json::json!({"class": p.class, "family": p.family, "bucket": p.bucket,
+                    "variant": p.variant, "worst_ms": p.worst_ms, "devices": p.devices,
+                    "excluded": p.excluded})
+            })
+            .collect();
+        Ok(serde_json::Value::from(picks).to_string())
+    }
+
     /// Checks a report as `fleet validate` does: resolves to nothing, or throws the reason.
     #[wasm_bindgen]
     pub fn validate_report(json: &str) -> Result<(), JsValue> {
