@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launch, serve } from './browser.mjs';
+import { launch, openPage, serve } from './browser.mjs';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
 let browser, server;
@@ -42,11 +42,7 @@ async function heatmapColours(page) {
 }
 
 test('the attention page takes a sentence and draws its heatmap', async () => {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
-  const errors = [];
-  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(`${server.url}/attention.html?model=synthetic`);
+  const { page, errors } = await openPage(browser, `${server.url}/attention.html?model=synthetic`, { width: 1280, height: 1100 });
   await page.waitForFunction(() => /tokens: \[CLS\] the cat/.test(document.getElementById('hud').textContent),
     null, { timeout: 90000 });
   let text = await hud(page);
@@ -83,11 +79,7 @@ test('the attention page takes a sentence and draws its heatmap', async () => {
 });
 
 test('a text in the URL is the one the page shows', async () => {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
-  const errors = [];
-  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(`${server.url}/attention.html?model=synthetic&text=${encodeURIComponent('a red car')}`);
+  const { page, errors } = await openPage(browser, `${server.url}/attention.html?model=synthetic&text=${encodeURIComponent('a red car')}`, { width: 1280, height: 1100 });
   await page.waitForFunction(() => /tokens:\s+\[CLS\]\s+a\s+red\s+car\s+\[SEP\]/.test(document.getElementById('hud').textContent),
     null, { timeout: 90000 });
   assert.equal(await page.inputValue('#text'), 'a red car');

@@ -46,3 +46,13 @@ export async function launch() {
     ],
   });
 }
+
+// A new page at `url` that records console errors and uncaught exceptions in `errors`.
+export async function openPage(browser, url, viewport = { width: 1280, height: 720 }) {
+  const page = await browser.newPage({ viewport });
+  const errors = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url);
+  return { page, errors };
+}

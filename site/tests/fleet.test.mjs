@@ -8,7 +8,7 @@ import { createServer } from 'node:http';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launch, serve } from './browser.mjs';
+import { launch, openPage, serve } from './browser.mjs';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
 let browser, server;
@@ -24,13 +24,8 @@ after(async () => {
   server?.close();
 });
 
-async function open(path) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
-  const errors = [];
-  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(server.url + path);
-  return { page, errors };
+function open(path) {
+  return openPage(browser, server.url + path);
 }
 
 async function finished(page) {

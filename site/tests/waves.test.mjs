@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launch, serve } from './browser.mjs';
+import { launch, openPage, serve } from './browser.mjs';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
 let browser, server;
@@ -22,13 +22,8 @@ after(async () => {
   server?.close();
 });
 
-async function open(path) {
-  const page = await browser.newPage({ viewport: { width: 1000, height: 1100 } });
-  const errors = [];
-  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(server.url + path);
-  return { page, errors };
+function open(path) {
+  return openPage(browser, server.url + path, { width: 1000, height: 1100 });
 }
 
 // Mean and spread of a PNG's pixels, decoded by the browser itself.
