@@ -6,7 +6,7 @@ use kiln::contract::Param;
 use kiln::cpu::{self, Array};
 use kiln::ops::attention::{self, BackwardVariants, Grads};
 use kiln::tensor::round_to_f16;
-use kiln::{Choice, DType, Dispatch, Gpu, Tensor, Variant, ops};
+use kiln::{Choice, DType, Dispatch, Gpu, Tensor, ops};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 /// An output tensor and what the CPU reference says it holds.
@@ -35,8 +35,7 @@ type Plan = Box<dyn Fn(&str) -> kiln::Result<Planned>>;
 pub(crate) struct Case {
     pub family: &'static str,
     pub name: String,
-    /// The variables the call fixes (dtype, causal, head dim): variants with other values do
-    /// not take it.
+    /// The variables the call fixes (dtype, causal, head dim), for `Variant::takes`.
     pub fixed: Vec<(&'static str, Param)>,
     pub tolerance: f64,
     /// Floating-point operations and the fewest bytes moved by the timed dispatches.
@@ -50,13 +49,6 @@ impl Case {
     pub fn plan(&self, variant: &str) -> kiln::Result<Planned> {
         (self.plan)(variant)
     }
-
-    /// Whether the variant's variables agree with the call's.
-    pub fn takes(&self, v: &Variant) -> bool {
-        self.fixed
-            .iter()
-            .all(|(name, value)| v.get(name).is_none_or(|x| x == value))
-    }
 }
 
 fn dtype_is(d: DType) -> (&'static str, Param) {
@@ -69,7 +61,13 @@ struct Inputs {
 }
 
 impl Inputs {
-    fn new(seed: u64) -> Self {
+    /// A generator seeded from the family's name: a family's inputs are the same whichever
+    /// other families a campaign runs.
+    fn for_family(family: &str) -> Self {
+        // FNV-1a: stable across builds and platforms, unlike the standard library's hasher.
+        let seed = family.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
         Inputs {
             rng: StdRng::seed_from_u64(seed),
         }
@@ -91,17 +89,10 @@ impl Inputs {
     }
 }
 
-fn out(gpu: &Gpu, shape: &[usize], dtype: DType, want: Vec<f32>) -> kiln::Result<Output> {
-    Ok(Output::Values {
-        t: Tensor::uninit(gpu, shape, dtype)?,
-        want,
-    })
-}
-
-fn values(o: &Output) -> &Tensor {
-    match o {
-        Output::Values { t, .. } | Output::Pixels { t, .. } => t,
-    }
+/// An output tensor for the op to write, and its entry for the check.
+fn out(gpu: &Gpu, shape: &[usize], dtype: DType, want: Vec<f32>) -> kiln::Result<(Output, Tensor)> {
+    let t = Tensor::uninit(gpu, shape, dtype)?;
+    Ok((Output::Values { t: t.clone(), want }, t))
 }
 
 fn tol(dtype: DType) -> f64 {
@@ -159,8 +150,9 @@ const SOFTWARE: Sizes = Sizes {
     attention: [1, 2, 128, 64],
 };
 
-/// Every case, in a fixed order, with f16 cases where the adapter has SHADER_F16.
-pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
+/// The cases of the `wanted` families (the others are not built: their CPU references take
+/// seconds), in a fixed order, with f16 cases where the adapter has SHADER_F16.
+pub(crate) fn all(gpu: &Gpu, wanted: &dyn Fn(&str) -> bool) -> kiln::Result<Vec<Case>> {
     let f16 = gpu.profile().features.shader_f16;
     let z = if gpu.profile().device_type == "cpu" {
         &SOFTWARE
@@ -168,15 +160,14 @@ pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
         &HARDWARE
     };
     let mut cases = Vec::new();
-    let mut inputs = Inputs::new(7);
     let f32b = 4.0;
 
     // Ceilings' kernels as families of their own.
-    {
+    if wanted("copy") {
+        let mut inputs = Inputs::for_family("copy");
         let n = z.copy;
         let (x, xa) = inputs.pair(gpu, &[n], DType::F32)?;
-        let o = out(gpu, &[n], DType::F32, xa.data.clone())?;
-        let y = values(&o).clone();
+        let (o, y) = out(gpu, &[n], DType::F32, xa.data.clone())?;
         cases.push(Case {
             family: "copy",
             fixed: vec![dtype_is(DType::F32)],
@@ -188,12 +179,12 @@ pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
             plan: Box::new(move |v| Ok(single(ops::ceiling::plan_copy(&x, &y, Some(v))?))),
         });
     }
-    {
+    if wanted("fma_chain") {
+        let mut inputs = Inputs::for_family("fma_chain");
         let ((n, iters), a, b) = (z.fma, 0.999f32, 0.001f32);
         let (x, xa) = inputs.pair(gpu, &[n], DType::F32)?;
         let want = cpu::fma_chain(&xa, iters, a, b)?.data;
-        let o = out(gpu, &[n], DType::F32, want)?;
-        let y = values(&o).clone();
+        let (o, y) = out(gpu, &[n], DType::F32, want)?;
         cases.push(Case {
             family: "fma_chain",
             fixed: vec![dtype_is(DType::F32)],
@@ -216,81 +207,85 @@ pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
     }
 
     // matmul
-    let mut mm = vec![(z.matmul[0], DType::F32), (z.matmul[1], DType::F32)];
-    if f16 {
-        mm.push((z.matmul[1], DType::F16));
-    }
-    for (s, dtype) in mm {
-        let (a, aa) = inputs.pair(gpu, &[s, s], dtype)?;
-        let (b, ba) = inputs.pair(gpu, &[s, s], dtype)?;
-        let o = out(gpu, &[s, s], dtype, cpu::matmul(&aa, &ba)?.data)?;
-        let c = values(&o).clone();
-        let e = dtype.size() as f64;
-        cases.push(Case {
-            family: "matmul",
-            fixed: vec![dtype_is(dtype)],
-            name: format!("matmul {s}x{s}x{s} {}", dtype.wgsl()),
-            tolerance: tol(dtype),
-            flops: 2.0 * (s * s * s) as f64,
-            bytes: 3.0 * (s * s) as f64 * e,
-            outputs: vec![o],
-            plan: Box::new(move |v| Ok(single(ops::matmul::plan(&a, &b, &c, Some(v))?))),
-        });
+    if wanted("matmul") {
+        let mut inputs = Inputs::for_family("matmul");
+        let mut mm = vec![(z.matmul[0], DType::F32), (z.matmul[1], DType::F32)];
+        if f16 {
+            mm.push((z.matmul[1], DType::F16));
+        }
+        for (s, dtype) in mm {
+            let (a, aa) = inputs.pair(gpu, &[s, s], dtype)?;
+            let (b, ba) = inputs.pair(gpu, &[s, s], dtype)?;
+            let (o, c) = out(gpu, &[s, s], dtype, cpu::matmul(&aa, &ba)?.data)?;
+            let e = dtype.size() as f64;
+            cases.push(Case {
+                family: "matmul",
+                fixed: vec![dtype_is(dtype)],
+                name: format!("matmul {s}x{s}x{s} {}", dtype.wgsl()),
+                tolerance: tol(dtype),
+                flops: 2.0 * (s * s * s) as f64,
+                bytes: 3.0 * (s * s) as f64 * e,
+                outputs: vec![o],
+                plan: Box::new(move |v| Ok(single(ops::matmul::plan(&a, &b, &c, Some(v))?))),
+            });
+        }
     }
 
     // add: same shape and a broadcast row
-    let r = z.rows;
-    for (b_shape, what) in [(vec![r, r], "same shape"), (vec![r], "broadcast")] {
-        let (a, aa) = inputs.pair(gpu, &[r, r], DType::F32)?;
-        let (b, ba) = inputs.pair(gpu, &b_shape, DType::F32)?;
-        let o = out(gpu, &[r, r], DType::F32, cpu::add(&aa, &ba)?.data)?;
-        let c = values(&o).clone();
-        let nb = b_shape.iter().product::<usize>();
-        cases.push(Case {
-            family: "add",
-            fixed: vec![dtype_is(DType::F32)],
-            name: format!("add {r}x{r} + {b_shape:?} ({what}) f32"),
-            tolerance: 1e-6,
-            flops: (r * r) as f64,
-            bytes: (2 * r * r + nb) as f64 * f32b,
-            outputs: vec![o],
-            plan: Box::new(move |v| Ok(single(ops::add::plan(&a, &b, &c, Some(v))?))),
-        });
+    if wanted("add") {
+        let mut inputs = Inputs::for_family("add");
+        let r = z.rows;
+        for (b_shape, what) in [(vec![r, r], "same shape"), (vec![r], "broadcast")] {
+            let (a, aa) = inputs.pair(gpu, &[r, r], DType::F32)?;
+            let (b, ba) = inputs.pair(gpu, &b_shape, DType::F32)?;
+            let (o, c) = out(gpu, &[r, r], DType::F32, cpu::add(&aa, &ba)?.data)?;
+            let nb = b_shape.iter().product::<usize>();
+            cases.push(Case {
+                family: "add",
+                fixed: vec![dtype_is(DType::F32)],
+                name: format!("add {r}x{r} + {b_shape:?} ({what}) f32"),
+                tolerance: 1e-6,
+                flops: (r * r) as f64,
+                bytes: (2 * r * r + nb) as f64 * f32b,
+                outputs: vec![o],
+                plan: Box::new(move |v| Ok(single(ops::add::plan(&a, &b, &c, Some(v))?))),
+            });
+        }
     }
 
     // Row-wise: softmax (plain and causal), layernorm, softmax backward.
     let (rows, cols) = (z.rows, z.rows);
     let rc = (rows * cols) as f64;
-    for causal in [false, true] {
-        let (x, xa) = inputs.pair(gpu, &[rows, cols], DType::F32)?;
-        let o = out(
-            gpu,
-            &[rows, cols],
-            DType::F32,
-            cpu::softmax(&xa, causal, 0.5)?.data,
-        )?;
-        let y = values(&o).clone();
-        cases.push(Case {
-            family: "softmax",
-            fixed: vec![dtype_is(DType::F32), ("causal", Param::Bool(causal))],
-            name: format!(
-                "softmax {rows}x{cols}{} f32",
-                if causal { " causal" } else { "" }
-            ),
-            tolerance: 1e-5,
-            flops: 5.0 * rc,
-            bytes: 2.0 * rc * f32b,
-            outputs: vec![o],
-            plan: Box::new(move |v| Ok(single(ops::softmax::plan(&x, &y, causal, 0.5, Some(v))?))),
-        });
+    if wanted("softmax") {
+        let mut inputs = Inputs::for_family("softmax");
+        for causal in [false, true] {
+            let (x, xa) = inputs.pair(gpu, &[rows, cols], DType::F32)?;
+            let want = cpu::softmax(&xa, causal, 0.5)?.data;
+            let (o, y) = out(gpu, &[rows, cols], DType::F32, want)?;
+            cases.push(Case {
+                family: "softmax",
+                fixed: vec![dtype_is(DType::F32), ("causal", Param::Bool(causal))],
+                name: format!(
+                    "softmax {rows}x{cols}{} f32",
+                    if causal { " causal" } else { "" }
+                ),
+                tolerance: 1e-5,
+                flops: 5.0 * rc,
+                bytes: 2.0 * rc * f32b,
+                outputs: vec![o],
+                plan: Box::new(move |v| {
+                    Ok(single(ops::softmax::plan(&x, &y, causal, 0.5, Some(v))?))
+                }),
+            });
+        }
     }
-    {
+    if wanted("layernorm") {
+        let mut inputs = Inputs::for_family("layernorm");
         let (x, xa) = inputs.pair(gpu, &[rows, cols], DType::F32)?;
         let (g, ga) = inputs.pair(gpu, &[cols], DType::F32)?;
         let (b, ba) = inputs.pair(gpu, &[cols], DType::F32)?;
         let want = cpu::layernorm(&xa, &ga, &ba, 1e-5)?.data;
-        let o = out(gpu, &[rows, cols], DType::F32, want)?;
-        let y = values(&o).clone();
+        let (o, y) = out(gpu, &[rows, cols], DType::F32, want)?;
         cases.push(Case {
             family: "layernorm",
             fixed: vec![dtype_is(DType::F32)],
@@ -304,15 +299,14 @@ pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
             }),
         });
     }
-    {
-        let (x, xa) = inputs.pair(gpu, &[rows, cols], DType::F32)?;
+    if wanted("softmax_backward") {
+        let mut inputs = Inputs::for_family("softmax_backward");
+        let xa = Array::new(&[rows, cols], inputs.data(rows * cols, DType::F32))?;
         let pa = cpu::softmax(&xa, false, 1.0)?;
         let p = Tensor::from_slice(gpu, &[rows, cols], &pa.data, DType::F32)?;
         let (dp, dpa) = inputs.pair(gpu, &[rows, cols], DType::F32)?;
         let want = cpu::softmax_backward(&pa, &dpa, 0.5)?.data;
-        let o = out(gpu, &[rows, cols], DType::F32, want)?;
-        let dx = values(&o).clone();
-        drop(x);
+        let (o, dx) = out(gpu, &[rows, cols], DType::F32, want)?;
         cases.push(Case {
             family: "softmax_backward",
             fixed: vec![dtype_is(DType::F32)],
@@ -334,11 +328,11 @@ pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
     }
 
     // Elementwise and layout.
-    {
+    if wanted("gelu") {
+        let mut inputs = Inputs::for_family("gelu");
         let n = z.elementwise;
         let (x, xa) = inputs.pair(gpu, &[n], DType::F32)?;
-        let o = out(gpu, &[n], DType::F32, cpu::gelu(&xa)?.data)?;
-        let y = values(&o).clone();
+        let (o, y) = out(gpu, &[n], DType::F32, cpu::gelu(&xa)?.data)?;
         cases.push(Case {
             family: "gelu",
             fixed: vec![dtype_is(DType::F32)],
@@ -350,11 +344,11 @@ pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
             plan: Box::new(move |v| Ok(single(ops::gelu::plan(&x, &y, Some(v))?))),
         });
     }
-    {
+    if wanted("transpose") {
+        let mut inputs = Inputs::for_family("transpose");
         let [b, r, c] = z.transpose;
         let (x, xa) = inputs.pair(gpu, &[b, r, c], DType::F32)?;
-        let o = out(gpu, &[b, c, r], DType::F32, cpu::transpose(&xa)?.data)?;
-        let y = values(&o).clone();
+        let (o, y) = out(gpu, &[b, c, r], DType::F32, cpu::transpose(&xa)?.data)?;
         cases.push(Case {
             family: "transpose",
             fixed: vec![dtype_is(DType::F32)],
@@ -366,11 +360,11 @@ pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
             plan: Box::new(move |v| Ok(single(ops::transpose::plan(&x, &y, Some(v))?))),
         });
     }
-    {
+    if wanted("swap_axes") {
+        let mut inputs = Inputs::for_family("swap_axes");
         let [a, b, c] = z.swap;
         let (x, xa) = inputs.pair(gpu, &[a, b, c], DType::F32)?;
-        let o = out(gpu, &[b, a, c], DType::F32, cpu::swap_axes01(&xa)?.data)?;
-        let y = values(&o).clone();
+        let (o, y) = out(gpu, &[b, a, c], DType::F32, cpu::swap_axes01(&xa)?.data)?;
         cases.push(Case {
             family: "swap_axes",
             fixed: vec![dtype_is(DType::F32)],
@@ -382,15 +376,15 @@ pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
             plan: Box::new(move |v| Ok(single(ops::swap_axes::plan(&x, &y, Some(v))?))),
         });
     }
-    {
+    if wanted("sinusoid") {
+        let mut inputs = Inputs::for_family("sinusoid");
         let (waves, n) = z.sinusoid;
         let freq = inputs.data(waves, DType::F32);
         let phase = inputs.data(waves, DType::F32);
         let want = cpu::sinusoid(&freq, &phase, n, 0.0, 0.01)?.data;
         let f = Tensor::from_slice(gpu, &[waves], &freq, DType::F32)?;
         let ph = Tensor::from_slice(gpu, &[waves], &phase, DType::F32)?;
-        let o = out(gpu, &[2 * waves, n], DType::F32, want)?;
-        let y = values(&o).clone();
+        let (o, y) = out(gpu, &[2 * waves, n], DType::F32, want)?;
         cases.push(Case {
             family: "sinusoid",
             fixed: vec![dtype_is(DType::F32)],
@@ -412,7 +406,8 @@ pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
             }),
         });
     }
-    {
+    if wanted("rgba8") {
+        let mut inputs = Inputs::for_family("rgba8");
         let (h, w) = (z.pixels, z.pixels);
         let (planes, pa) = inputs.pair(gpu, &[4, h, w], DType::F32)?;
         let want = cpu::rgba8(&pa, 100.0, 128.0)?;
@@ -439,169 +434,159 @@ pub(crate) fn all(gpu: &Gpu) -> kiln::Result<Vec<Case>> {
     }
 
     // Attention: forward, the backward's pre-pass and its two passes.
-    let mut att = vec![(DType::F32, false), (DType::F32, true)];
-    if f16 {
-        att.push((DType::F16, false));
-    }
-    for (dtype, causal) in att {
-        let shape = z.attention;
-        let [_, heads, n, d] = shape;
-        let (q, qa) = inputs.pair(gpu, &shape, dtype)?;
-        let (k, ka) = inputs.pair(gpu, &shape, dtype)?;
-        let (v, va) = inputs.pair(gpu, &shape, dtype)?;
-        let (d_o, doa) = inputs.pair(gpu, &shape, dtype)?;
-        let scale = 1.0 / (d as f32).sqrt();
-        let fwd = cpu::attention(&qa, &ka, &va, causal, scale)?;
-        let grads = cpu::attention_backward(&qa, &ka, &va, &doa, causal, scale)?;
-        let delta: Vec<f32> = fwd
-            .out
-            .data
-            .chunks(d)
-            .zip(doa.data.chunks(d))
-            .map(|(o, g)| o.iter().zip(g).map(|(a, b)| a * b).sum())
-            .collect();
-        let flops = 4.0 * (heads * n * n * d) as f64 / if causal { 2.0 } else { 1.0 };
-        let e = dtype.size() as f64;
-        let tensor_bytes = (heads * n * d) as f64 * e;
-        let suffix = format!(
-            "B1 H{heads} N{n} D{d}{} {}",
-            if causal { " causal" } else { "" },
-            dtype.wgsl()
-        );
-        let tolerance = if dtype == DType::F16 { 1e-2 } else { 1e-4 };
+    let attention = [
+        "flash_fwd",
+        "attention_delta",
+        "flash_bwd_dkdv",
+        "flash_bwd_dq",
+    ];
+    if attention.iter().any(|f| wanted(f)) {
+        let mut inputs = Inputs::for_family("attention");
+        let mut att = vec![(DType::F32, false), (DType::F32, true)];
+        if f16 {
+            att.push((DType::F16, false));
+        }
+        for (dtype, causal) in att {
+            let shape = z.attention;
+            let [_, heads, n, d] = shape;
+            let (q, qa) = inputs.pair(gpu, &shape, dtype)?;
+            let (k, ka) = inputs.pair(gpu, &shape, dtype)?;
+            let (v, va) = inputs.pair(gpu, &shape, dtype)?;
+            let (d_o, doa) = inputs.pair(gpu, &shape, dtype)?;
+            let scale = 1.0 / (d as f32).sqrt();
+            let fwd = cpu::attention(&qa, &ka, &va, causal, scale)?;
+            let grads = cpu::attention_backward(&qa, &ka, &va, &doa, causal, scale)?;
+            let delta: Vec<f32> = fwd
+                .out
+                .data
+                .chunks(d)
+                .zip(doa.data.chunks(d))
+                .map(|(o, g)| o.iter().zip(g).map(|(a, b)| a * b).sum())
+                .collect();
+            let flops = 4.0 * (heads * n * n * d) as f64 / if causal { 2.0 } else { 1.0 };
+            let e = dtype.size() as f64;
+            let tensor_bytes = (heads * n * d) as f64 * e;
+            let suffix = format!(
+                "B1 H{heads} N{n} D{d}{} {}",
+                if causal { " causal" } else { "" },
+                dtype.wgsl()
+            );
+            let tolerance = if dtype == DType::F16 { 1e-2 } else { 1e-4 };
 
-        // Forward: O and the LSE.
-        let o_fwd = out(gpu, &shape, dtype, fwd.out.data.clone())?;
-        let lse_fwd = out(gpu, &[1, heads, n], DType::F32, fwd.lse.clone())?;
-        let (o_t, lse_t) = (values(&o_fwd).clone(), values(&lse_fwd).clone());
-        let (q2, k2, v2) = (q.clone(), k.clone(), v.clone());
-        cases.push(Case {
-            family: "flash_fwd",
-            fixed: vec![
+            // The flash families take the call's dtype, mask and head dim.
+            let flash_fixed = vec![
                 dtype_is(dtype),
                 ("causal", Param::Bool(causal)),
                 ("head_dim", Param::Int(d as i64)),
-            ],
-            name: format!("flash_fwd {suffix}"),
-            tolerance,
-            flops,
-            bytes: 4.0 * tensor_bytes,
-            outputs: vec![o_fwd, lse_fwd],
-            plan: Box::new(move |name| {
-                let (d, c) = attention::plan_forward(
-                    &q2,
-                    &k2,
-                    &v2,
-                    &o_t,
-                    &lse_t,
-                    causal,
-                    scale,
-                    Some(name),
-                )?;
-                Ok(single((d, c)))
-            }),
-        });
-
-        // The backward families run after a forward by the selector's choice.
-        let (o, lse) = attention::flash_attention(&q, &k, &v, causal, scale)?;
-        for family in ["attention_delta", "flash_bwd_dkdv", "flash_bwd_dq"] {
-            let g = Grads::like(&q, &k, &v)?;
-            let (outputs, index, fam_flops, fam_bytes): (Vec<Output>, usize, f64, f64) =
-                match family {
-                    "attention_delta" => {
-                        (vec![], 0, 2.0 * (heads * n * d) as f64, 2.0 * tensor_bytes)
-                    }
-                    "flash_bwd_dkdv" => (
-                        vec![
-                            Output::Values {
-                                t: g.dk.clone(),
-                                want: grads.dk.data.clone(),
-                            },
-                            Output::Values {
-                                t: g.dv.clone(),
-                                want: grads.dv.data.clone(),
-                            },
-                        ],
-                        1,
-                        flops * 2.0,
-                        6.0 * tensor_bytes,
-                    ),
-                    _ => (
-                        vec![Output::Values {
-                            t: g.dq.clone(),
-                            want: grads.dq.data.clone(),
-                        }],
-                        2,
-                        flops * 1.5,
-                        5.0 * tensor_bytes,
-                    ),
-                };
-            let (q2, k2, v2, o2, lse2, do2) = (
-                q.clone(),
-                k.clone(),
-                v.clone(),
-                o.clone(),
-                lse.clone(),
-                d_o.clone(),
-            );
-            // The pre-pass's output is a scratch tensor made by each plan: its check reads it
-            // through a copy the plan's dispatch list ends with.
-            let delta_out = Tensor::uninit(gpu, &[1, heads, n], DType::F32)?;
-            let outputs = if family == "attention_delta" {
-                vec![Output::Values {
-                    t: delta_out.clone(),
-                    want: delta.clone(),
-                }]
-            } else {
-                outputs
-            };
+            ];
+            // Forward: O and the LSE.
+            let (o_fwd, o_t) = out(gpu, &shape, dtype, fwd.out.data.clone())?;
+            let (lse_fwd, lse_t) = out(gpu, &[1, heads, n], DType::F32, fwd.lse.clone())?;
+            let (q2, k2, v2) = (q.clone(), k.clone(), v.clone());
             cases.push(Case {
-                family,
-                name: format!("{family} {suffix}"),
-                fixed: vec![
-                    dtype_is(dtype),
-                    ("causal", Param::Bool(causal)),
-                    ("head_dim", Param::Int(d as i64)),
-                ],
-                tolerance: if family == "attention_delta" {
-                    tolerance
-                } else {
-                    tolerance * 3.0
-                },
-                flops: fam_flops,
-                bytes: fam_bytes,
-                outputs,
+                family: "flash_fwd",
+                fixed: flash_fixed.clone(),
+                name: format!("flash_fwd {suffix}"),
+                tolerance,
+                flops,
+                bytes: 4.0 * tensor_bytes,
+                outputs: vec![o_fwd, lse_fwd],
                 plan: Box::new(move |name| {
-                    let named = match family {
-                        "attention_delta" => BackwardVariants {
-                            delta: Some(name),
-                            ..Default::default()
-                        },
-                        "flash_bwd_dkdv" => BackwardVariants {
-                            dkdv: Some(name),
-                            ..Default::default()
-                        },
-                        _ => BackwardVariants {
-                            dq: Some(name),
-                            ..Default::default()
-                        },
-                    };
-                    let plan = attention::plan_backward(
-                        &q2, &k2, &v2, &o2, &lse2, &do2, &g, causal, scale, named,
+                    let (d, c) = attention::plan_forward(
+                        &q2,
+                        &k2,
+                        &v2,
+                        &o_t,
+                        &lse_t,
+                        causal,
+                        scale,
+                        Some(name),
                     )?;
-                    let choice = plan.choices[index].clone();
-                    let mut all = plan.dispatches;
-                    if family == "attention_delta" {
-                        all.push(ops::ceiling::plan_copy(&plan.delta, &delta_out, None)?.0);
-                    }
-                    Ok(Planned {
-                        all,
-                        timed: vec![index],
-                        choice,
-                    })
+                    Ok(single((d, c)))
                 }),
             });
+
+            // The backward families run after a forward by the selector's choice. Each family's
+            // case checks its own outputs and times its own dispatch of the backward plan
+            // (D = rowsum(dO ∘ O), dK/dV, dQ, in that order).
+            let (o, lse) = attention::flash_attention(&q, &k, &v, causal, scale)?;
+            for (index, family) in ["attention_delta", "flash_bwd_dkdv", "flash_bwd_dq"]
+                .into_iter()
+                .enumerate()
+            {
+                let g = Grads::like(&q, &k, &v)?;
+                // The pre-pass writes a scratch tensor made by each plan: its check reads a copy
+                // the plan's dispatch list ends with.
+                let delta_out = Tensor::uninit(gpu, &[1, heads, n], DType::F32)?;
+                let values = |t: &Tensor, want: &[f32]| Output::Values {
+                    t: t.clone(),
+                    want: want.to_vec(),
+                };
+                let (outputs, fixed, fam_flops, fam_bytes, fam_tolerance) = match family {
+                    "attention_delta" => (
+                        vec![values(&delta_out, &delta)],
+                        vec![dtype_is(dtype)],
+                        2.0 * (heads * n * d) as f64,
+                        2.0 * tensor_bytes,
+                        tolerance,
+                    ),
+                    "flash_bwd_dkdv" => (
+                        vec![values(&g.dk, &grads.dk.data), values(&g.dv, &grads.dv.data)],
+                        flash_fixed.clone(),
+                        flops * 2.0,
+                        6.0 * tensor_bytes,
+                        tolerance * 3.0,
+                    ),
+                    _ => (
+                        vec![values(&g.dq, &grads.dq.data)],
+                        flash_fixed.clone(),
+                        flops * 1.5,
+                        5.0 * tensor_bytes,
+                        tolerance * 3.0,
+                    ),
+                };
+                let (q2, k2, v2, o2, lse2, do2) = (
+                    q.clone(),
+                    k.clone(),
+                    v.clone(),
+                    o.clone(),
+                    lse.clone(),
+                    d_o.clone(),
+                );
+                cases.push(Case {
+                    family,
+                    name: format!("{family} {suffix}"),
+                    fixed,
+                    tolerance: fam_tolerance,
+                    flops: fam_flops,
+                    bytes: fam_bytes,
+                    outputs,
+                    plan: Box::new(move |name| {
+                        let mut named = BackwardVariants::default();
+                        match index {
+                            0 => named.delta = Some(name),
+                            1 => named.dkdv = Some(name),
+                            _ => named.dq = Some(name),
+                        }
+                        let plan = attention::plan_backward(
+                            &q2, &k2, &v2, &o2, &lse2, &do2, &g, causal, scale, named,
+                        )?;
+                        let choice = plan.choices[index].clone();
+                        let mut all = plan.dispatches;
+                        if index == 0 {
+                            all.push(ops::ceiling::plan_copy(&plan.delta, &delta_out, None)?.0);
+                        }
+                        Ok(Planned {
+                            all,
+                            timed: vec![index],
+                            choice,
+                        })
+                    }),
+                });
+            }
         }
     }
+    // The attention families are built together; keep only the wanted ones.
+    cases.retain(|c| wanted(c.family));
     Ok(cases)
 }

@@ -4,11 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kiln::{TunedEntry, TunedTable};
+use serde::Serialize;
 
 use crate::report::{Outcome, Report};
 
 /// What the merge decided for one (class, family, bucket).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Pick {
     pub class: String,
     pub family: String,
@@ -80,11 +81,10 @@ pub fn picks(reports: &[Report]) -> Vec<Pick> {
     out
 }
 
-/// The tuned table for a set of reports. Entries of `keep` for a (class, family, bucket) the
-/// reports did not measure stay: a merge replaces what it knows and nothing else (entries from
-/// a benchmark sweep at other shapes, other device classes).
-pub fn tuned_table(reports: &[Report], keep: &TunedTable, source: &str) -> TunedTable {
-    let picks = picks(reports);
+/// The tuned table for a merge's `picks`. Entries of `keep` for a (class, family, bucket) the
+/// picks do not cover stay: a merge replaces what it measured and nothing else (entries from a
+/// benchmark sweep at other shapes, other device classes).
+pub fn tuned_table(picks: &[Pick], keep: &TunedTable, source: &str) -> TunedTable {
     let measured: BTreeSet<(&str, &str, &str)> = picks
         .iter()
         .map(|p| (p.class.as_str(), p.family.as_str(), p.bucket.as_str()))

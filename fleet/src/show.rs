@@ -27,8 +27,13 @@ pub fn report(r: &Report) -> String {
         "  ceilings: copy {:.1} GB/s, FMA {:.1} GFLOP/s ({}), dispatch {:.0} µs, compile {:.1} ms",
         c.copy_gb_per_s, c.fma_gflop_per_s, c.clock, c.dispatch_latency_us, c.compile_ms
     );
-    let mut cases: Vec<&str> = r.results.iter().map(|x| x.case.as_str()).collect();
-    cases.dedup();
+    // Each case once, in the order the campaign first ran it (its rounds interleave cases).
+    let mut cases: Vec<&str> = Vec::new();
+    for x in &r.results {
+        if !cases.contains(&x.case.as_str()) {
+            cases.push(&x.case);
+        }
+    }
     for case in cases {
         let mut ok: Vec<_> = r
             .results

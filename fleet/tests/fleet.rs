@@ -293,7 +293,7 @@ fn merge_picks_the_fastest_variant_correct_on_every_device_of_a_class() {
             entry(&one.device.class(), "m4096_n4096_k4096", "f32_big"),
         ],
     };
-    let table = merge::tuned_table(&[one, two, other], &keep, "test");
+    let table = merge::tuned_table(&picks, &keep, "test");
     let names: Vec<&str> = table.entries.iter().map(|e| e.variant.as_str()).collect();
     assert_eq!(names.len(), 4, "{names:?}");
     assert!(names.contains(&"f32_wg8_r2_k8") && names.contains(&"f32_big"));
@@ -303,10 +303,11 @@ fn merge_picks_the_fastest_variant_correct_on_every_device_of_a_class() {
 #[test]
 fn the_selector_uses_the_merged_table() {
     let report = campaign_report();
-    let table = merge::tuned_table(std::slice::from_ref(report), &TunedTable::default(), "test");
+    let picks = merge::picks(std::slice::from_ref(report));
+    let table = merge::tuned_table(&picks, &TunedTable::default(), "test");
     // An f32 matmul case the campaign timed (m64_n64_k64 on a software adapter).
-    let pick = merge::picks(std::slice::from_ref(report))
-        .into_iter()
+    let pick = picks
+        .iter()
         .find(|p| p.family == "matmul" && p.variant.starts_with("f32"))
         .expect("the campaign timed an f32 matmul");
     let s: usize = pick.bucket[1..pick.bucket.find('_').unwrap()]

@@ -16,12 +16,22 @@ pub const MAX_REPEATS: usize = 2048;
 
 /// Which clock a timing came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")] // the same names as `Clock::as_str`
 pub enum Clock {
     /// GPU timestamps written at the start and end of each compute pass.
     GpuTimestamps,
     /// Wall clock around submit and completion (includes submission overhead).
     WallClock,
+}
+
+impl Clock {
+    /// The name JSON output uses (`gpu_timestamps`, `wall_clock`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Clock::GpuTimestamps => "gpu_timestamps",
+            Clock::WallClock => "wall_clock",
+        }
+    }
 }
 
 impl fmt::Display for Clock {

@@ -194,6 +194,12 @@ impl Gpu {
         Ok(pipeline)
     }
 
+    /// Whether this variant's pipeline has been built on this device already.
+    pub fn has_pipeline(&self, family: &str, variant: &str) -> bool {
+        self.lock_pipelines()
+            .contains_key(&(family.to_string(), variant.to_string()))
+    }
+
     /// The (family, variant) pairs compiled so far on this device, sorted: what a program ran.
     pub fn compiled(&self) -> Vec<(String, String)> {
         let mut keys: Vec<_> = self.lock_pipelines().keys().cloned().collect();

@@ -180,6 +180,13 @@ impl Variant {
         }
     }
 
+    /// Whether the variant has exactly these values (a call's dtype, causal mask, head dim…).
+    pub fn takes(&self, fixed: &[(&str, Param)]) -> bool {
+        fixed
+            .iter()
+            .all(|(name, value)| self.get(name) == Some(value))
+    }
+
     /// A boolean variable (false when absent).
     pub fn flag(&self, name: &str) -> bool {
         matches!(self.get(name), Some(Param::Bool(true)))

@@ -125,11 +125,6 @@ pub fn choose(
     req: &Request<'_>,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let matches_call = |v: &Variant| {
-        req.fixed
-            .iter()
-            .all(|(name, value)| v.get(name) == Some(value))
-    };
     if let Some(name) = named {
         let variant = registry.variant(req.op, name)?;
         if let Some(why) = unsupported_reason(variant, profile) {
@@ -139,7 +134,7 @@ pub fn choose(
                 detail: format!("variant {name} {why}"),
             });
         }
-        if !matches_call(variant) || !(req.fits)(variant) {
+        if !variant.takes(&req.fixed) || !(req.fits)(variant) {
             return Err(Error::shape(
                 req.op,
                 format!(
@@ -157,7 +152,7 @@ pub fn choose(
 
     let candidates: Vec<&Variant> = registry
         .supported(req.op, profile)?
-        .filter(|v| matches_call(v) && (req.fits)(v))
+        .filter(|v| v.takes(&req.fixed) && (req.fits)(v))
         .collect();
     let class = profile.class();
     let tuned_pick = tuned

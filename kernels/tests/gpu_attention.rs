@@ -327,6 +327,9 @@ fn coop_route_every_head_dim() {
             attention::flash_attention_into(&c.q.0, &c.k.0, &c.v.0, &o, &lse, false, c.scale, name);
         assert!(r.is_err(), "{} took a length of 40", v.name);
     }
+    // Offered exactly where the adapter has cooperative matrices (every head dim then).
+    let coop = gpu().profile().features.cooperative_matrix;
+    assert_eq!(n > 0, coop, "{n} coop runs");
     println!("coop route: {n} runs");
 }
 

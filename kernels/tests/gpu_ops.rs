@@ -118,6 +118,15 @@ fn matmul_whole_fragment_variants_on_tiles_that_overhang() {
         let (b_odd, _) = input(14, &[batch, k, n - 1], DType::F16);
         assert!(ops::matmul_into(&a, &b_odd, &odd, Some(&v.name)).is_err());
     }
+    // Offered exactly where the adapter has cooperative matrices: on lavapipe this checks that
+    // the route is withheld, on the H200 that every one of its variants ran above.
+    let coop = gpu().profile().features.cooperative_matrix;
+    assert_eq!(
+        !whole.is_empty(),
+        coop,
+        "{} whole-fragment variants",
+        whole.len()
+    );
     println!("matmul: {} whole-fragment variants checked", whole.len());
 }
 

@@ -3,25 +3,11 @@
 // reads a weight under the pointer, switches to the CPU path, and logs no console error.
 // Needs site/dist (scripts/build-site.sh).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
 
-import { launch, openPage, serve } from './browser.mjs';
+import { useSite } from './browser.mjs';
 
-const dist = fileURLToPath(new URL('../dist/', import.meta.url));
-let browser, server;
-
-before(async () => {
-  assert.ok(existsSync(`${dist}attention/attention_bg.wasm`), 'site/dist is not built: run scripts/build-site.sh');
-  server = await serve(dist);
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+const site = useSite('attention/attention_bg.wasm');
 
 const hud = (page) => page.textContent('#hud');
 
@@ -42,7 +28,7 @@ async function heatmapColours(page) {
 }
 
 test('the attention page takes a sentence and draws its heatmap', async () => {
-  const { page, errors } = await openPage(browser, `${server.url}/attention.html?model=synthetic`, { width: 1280, height: 1100 });
+  const { page, errors } = await site.open(`/attention.html?model=synthetic`, { width: 1280, height: 1100 });
   await page.waitForFunction(() => /tokens: \[CLS\] the cat/.test(document.getElementById('hud').textContent),
     null, { timeout: 90000 });
   let text = await hud(page);
@@ -79,7 +65,7 @@ test('the attention page takes a sentence and draws its heatmap', async () => {
 });
 
 test('a text in the URL is the one the page shows', async () => {
-  const { page, errors } = await openPage(browser, `${server.url}/attention.html?model=synthetic&text=${encodeURIComponent('a red car')}`, { width: 1280, height: 1100 });
+  const { page, errors } = await site.open(`/attention.html?model=synthetic&text=${encodeURIComponent('a red car')}`, { width: 1280, height: 1100 });
   await page.waitForFunction(() => /tokens:\s+\[CLS\]\s+a\s+red\s+car\s+\[SEP\]/.test(document.getElementById('hud').textContent),
     null, { timeout: 90000 });
   assert.equal(await page.inputValue('#text'), 'a red car');

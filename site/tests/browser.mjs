@@ -3,6 +3,9 @@
 import { createServer } from 'node:http';
 import { readFileSync, statSync } from 'node:fs';
 import { extname, join, normalize } from 'node:path';
+import { existsSync } from 'node:fs';
+import { after, before } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const TYPES = {
@@ -55,4 +58,23 @@ export async function openPage(browser, url, viewport = { width: 1280, height: 7
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(url);
   return { page, errors };
+}
+
+// The built site served and a browser launched for one test file: `site.open(path, viewport)`
+// opens a page of it. `built` is a file of site/dist the tests need (scripts/build-site.sh).
+export function useSite(built) {
+  const dist = fileURLToPath(new URL('../dist/', import.meta.url));
+  const site = {};
+  before(async () => {
+    if (!existsSync(`${dist}${built}`)) throw new Error('site/dist is not built: run scripts/build-site.sh');
+    site.server = await serve(dist);
+    site.browser = await launch();
+  });
+  after(async () => {
+    await site.browser?.close();
+    site.server?.close();
+  });
+  site.url = (path) => site.server.url + path;
+  site.open = (path, viewport) => openPage(site.browser, site.url(path), viewport);
+  return site;
 }

@@ -3,30 +3,14 @@
 // skipped listed; the report reaches a collector only after the consent box is ticked; a
 // browser without WebGPU gets the explanation. Needs site/dist (scripts/build-site.sh).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
 
-import { launch, openPage, serve } from './browser.mjs';
+import { useSite } from './browser.mjs';
 
-const dist = fileURLToPath(new URL('../dist/', import.meta.url));
-let browser, server;
+const site = useSite('fleet/fleet_web_bg.wasm');
 
-before(async () => {
-  assert.ok(existsSync(`${dist}fleet/fleet_web_bg.wasm`), 'site/dist is not built: run scripts/build-site.sh');
-  server = await serve(dist);
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-function open(path) {
-  return openPage(browser, server.url + path);
-}
+const open = (path) => site.open(path);
 
 async function finished(page) {
   await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state),

@@ -2,29 +2,13 @@
 // it reports its adapter, animates, draws real pixels, its GPU and CPU frames agree, and the
 // console stays clean. Needs site/dist (scripts/build-site.sh).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
 
-import { launch, openPage, serve } from './browser.mjs';
+import { useSite } from './browser.mjs';
 
-const dist = fileURLToPath(new URL('../dist/', import.meta.url));
-let browser, server;
+const site = useSite('waves/waves_bg.wasm');
 
-before(async () => {
-  assert.ok(existsSync(`${dist}waves/waves_bg.wasm`), 'site/dist is not built: run scripts/build-site.sh');
-  server = await serve(dist);
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-function open(path) {
-  return openPage(browser, server.url + path, { width: 1000, height: 1100 });
-}
+const open = (path) => site.open(path, { width: 1000, height: 1100 });
 
 // Mean and spread of a PNG's pixels, decoded by the browser itself.
 async function pixelStats(page, png) {

@@ -124,19 +124,12 @@ async fn post_report(
 async fn summary(State(state): State<Arc<AppState>>) -> Result<Json<Value>> {
     let reports = with_db(&state, |db| db.reports()).await?;
     let picks = merge::picks(&reports);
-    let table = merge::tuned_table(&reports, &TunedTable::default(), "fleet-server summary");
+    let table = merge::tuned_table(&picks, &TunedTable::default(), "fleet-server summary");
     let devices: Vec<Value> = reports
         .iter()
         .map(|r| {
             json!({"name": r.device.name, "class": r.device.class(), "backend": r.device.backend,
                    "kiln_version": r.kiln_version, "results": r.results.len()})
-        })
-        .collect();
-    let picks: Vec<Value> = picks
-        .iter()
-        .map(|p| {
-            json!({"class": p.class, "family": p.family, "bucket": p.bucket, "variant": p.variant,
-                   "worst_ms": p.worst_ms, "devices": p.devices, "excluded": p.excluded})
         })
         .collect();
     Ok(Json(

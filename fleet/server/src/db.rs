@@ -57,11 +57,10 @@ impl Db {
 
     /// Stores a validated report unless the same content is already stored.
     pub fn store(&mut self, report: &Report, now_unix: i64) -> Result<Stored> {
-        // The canonical form: the report as this build writes it, so that whitespace or key
-        // order does not make a duplicate look new.
-        let body = report
-            .to_json()
-            .map_err(|e| ServerError::Internal(e.to_string()))?;
+        // The canonical form: the parsed report written back out, so that whitespace or key
+        // order does not make a duplicate look new (it was validated when parsed).
+        let body =
+            serde_json::to_string(report).map_err(|e| ServerError::Internal(e.to_string()))?;
         let sha = format!("{:x}", Sha256::digest(body.as_bytes()));
         let tx = self.conn.transaction().map_err(ServerError::sql)?;
         let inserted = tx

@@ -151,8 +151,9 @@ async fn run(cli: Cli) -> Result<()> {
                 }
             };
             let names: Vec<String> = loaded.iter().map(|r| r.device.name.clone()).collect();
+            let picks = merge::picks(&loaded);
             let table = merge::tuned_table(
-                &loaded,
+                &picks,
                 &keep,
                 &format!(
                     "fleet merge of {} report(s): {}",
@@ -163,7 +164,7 @@ async fn run(cli: Cli) -> Result<()> {
             let json = serde_json::to_string_pretty(&table)
                 .map_err(|e| FleetError::Usage(format!("cannot write the tuned table: {e}")))?;
             write(&out, &(json + "\n"))?;
-            print!("{}", show::picks(&merge::picks(&loaded)));
+            print!("{}", show::picks(&picks));
             println!("{}: {} entries", out.display(), table.entries.len());
             Ok(())
         }

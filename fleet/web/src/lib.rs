@@ -72,15 +72,8 @@ mod web {
             .map(|(i, v)| kiln_fleet::Report::parse(&format!("report {i}"), &v.to_string()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| JsValue::from_str(&e.to_string()))?;
-        let picks: Vec<serde_json::Value> = kiln_fleet::merge::picks(&reports)
-            .iter()
-            .map(|p| {
-                serde_json::json!({"class": p.class, "family": p.family, "bucket": p.bucket,
-                    "variant": p.variant, "worst_ms": p.worst_ms, "devices": p.devices,
-                    "excluded": p.excluded})
-            })
-            .collect();
-        Ok(serde_json::Value::from(picks).to_string())
+        serde_json::to_string(&kiln_fleet::merge::picks(&reports))
+            .map_err(|e| JsValue::from_str(&e.to_string()))
     }
 
     /// Checks a report as `fleet validate` does: resolves to nothing, or throws the reason.

@@ -44,20 +44,9 @@ fn check(op: &'static str, x: &Tensor, y: &Tensor, multiple: usize) -> Result<()
 
 /// Prepares Y = X as a vec4 copy.
 pub fn plan_copy(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
-    const OP: &str = "copy";
-    check(OP, x, y, 4)?;
-    let choice = choose_widest(OP, x, String::new(), named)?;
-    let gpu = x.gpu();
-    let vecs = x.numel() / 4;
-    let wg = choice.variant.int("wg").max(1) as u64;
-    let groups = gpu.groups(OP, (vecs as u64).div_ceil(wg))?;
-    let params = gpu.uniform(&CopyParams {
-        vecs: vecs as u32,
-        _pad: [0; 3],
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
-    Ok((dispatch, choice))
+    let vecs = (x.numel() / 4) as u32;
+    let params = CopyParams { vecs, _pad: [0; 3] };
+    plan("copy", x, y, 4, &params, named)
 }
 
 /// Prepares Y = `iters` steps of v ← v·a + b from X: 2·iters FLOPs per element.
@@ -69,19 +58,31 @@ pub fn plan_fma_chain(
     b: f32,
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
-    const OP: &str = "fma_chain";
-    check(OP, x, y, 16)?;
-    let choice = choose_widest(OP, x, String::new(), named)?;
-    let gpu = x.gpu();
-    let invocations = x.numel() / 16;
-    let wg = choice.variant.int("wg").max(1) as u64;
-    let groups = gpu.groups(OP, (invocations as u64).div_ceil(wg))?;
-    let params = gpu.uniform(&FmaParams {
-        groups: invocations as u32,
+    let groups = (x.numel() / 16) as u32;
+    let params = FmaParams {
+        groups,
         iters,
         a,
         b,
-    });
+    };
+    plan("fma_chain", x, y, 16, &params, named)
+}
+
+/// Both kernels: one invocation per `per_invocation` elements of flat f32 tensors.
+fn plan(
+    op: &'static str,
+    x: &Tensor,
+    y: &Tensor,
+    per_invocation: usize,
+    params: &impl bytemuck::Pod,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    check(op, x, y, per_invocation)?;
+    let choice = choose_widest(op, x, String::new(), named)?;
+    let gpu = x.gpu();
+    let wg = choice.variant.int("wg").max(1) as u64;
+    let groups = gpu.groups(op, ((x.numel() / per_invocation) as u64).div_ceil(wg))?;
+    let params = gpu.uniform(params);
     let pipeline = gpu.pipeline(&choice.variant)?;
     let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
     Ok((dispatch, choice))

@@ -49,11 +49,7 @@ pub fn matmul_into(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> R
 
 /// The variant the selector picks for these shapes on this device.
 pub fn choose(a: &Tensor, b: &Tensor, named: Option<&str>) -> Result<Choice> {
-    choose_for(a, &MatmulDims::new(a.shape(), b.shape())?, named)
-}
-
-fn choose_for(a: &Tensor, d: &MatmulDims, named: Option<&str>) -> Result<Choice> {
-    choose_layout(a, d, false, named)
+    choose_layout(a, &MatmulDims::new(a.shape(), b.shape())?, false, named)
 }
 
 fn choose_layout(a: &Tensor, d: &MatmulDims, b_trans: bool, named: Option<&str>) -> Result<Choice> {
@@ -106,8 +102,7 @@ fn choose_layout(a: &Tensor, d: &MatmulDims, b_trans: bool, named: Option<&str>)
 /// Whether `variant` takes a call of these dimensions: routes that load whole cooperative
 /// fragments from the buffers need M, N and K to be multiples of 16.
 pub fn fits(variant: &crate::registry::Variant, d: &MatmulDims) -> bool {
-    let m = variant.int("multiple").max(1) as usize;
-    d.m.is_multiple_of(m) && d.n.is_multiple_of(m) && d.k.is_multiple_of(m)
+    super::sizes_fit(variant, &[d.m, d.n, d.k])
 }
 
 /// The tuned-table bucket of a call: each size rounded up to a power of two.

@@ -128,6 +128,13 @@ fn choose_widest(
     select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
 }
 
+/// Whether every size is a multiple of the variant's derived `multiple` (1 when absent): routes
+/// that load whole cooperative fragments from the buffers need multiples of 16.
+fn sizes_fit(variant: &Variant, sizes: &[usize]) -> bool {
+    let m = variant.int("multiple").max(1) as usize;
+    sizes.iter().all(|s| s.is_multiple_of(m))
+}
+
 fn dtype_param(t: &Tensor) -> (&'static str, Param) {
     ("dtype", Param::Str(t.dtype().wgsl().to_string()))
 }

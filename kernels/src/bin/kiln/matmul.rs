@@ -91,14 +91,7 @@ pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> 
 
     // The CPU reference on the sampled rows of every batch.
     let rows = sample_rows(args.m, args.cpu_rows);
-    let a_rows: Vec<f32> = (0..args.batch)
-        .flat_map(|bi| {
-            let a_data = &a_data;
-            rows.iter()
-                .flat_map(move |&r| a_data[(bi * args.m + r) * args.k..][..args.k].iter())
-        })
-        .copied()
-        .collect();
+    let a_rows = pick_rows(&a_data, args.batch, args.m, args.k, &rows);
     let a_cpu = Array::new(&[args.batch, rows.len(), args.k], a_rows)?;
     let mut b_cpu = Array::new(&b_shape, b_data)?;
     if args.bt {
@@ -140,14 +133,7 @@ pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> 
         let timing =
             bench::time_dispatches(&gpu, &[&dispatch], args.run.warmup, args.run.repeats).await?;
         let got = c.read().await?;
-        let got_rows: Vec<f32> = (0..args.batch)
-            .flat_map(|bi| {
-                let got = &got;
-                rows.iter()
-                    .flat_map(move |&r| got[(bi * args.m + r) * args.n..][..args.n].iter())
-            })
-            .copied()
-            .collect();
+        let got_rows = pick_rows(&got, args.batch, args.m, args.n, &rows);
         runs.push(Run {
             variant: choice.variant.name.clone(),
             reason: choice.reason.to_string(),
@@ -194,6 +180,17 @@ fn sample_rows(m: usize, count: usize) -> Vec<usize> {
     let mut rows: Vec<usize> = (0..count).map(|i| i * m / count).collect();
     rows[count - 1] = m - 1;
     rows
+}
+
+/// The rows `rows` of every matrix in `data` ([batch, m, cols] row-major), in order.
+fn pick_rows(data: &[f32], batch: usize, m: usize, cols: usize, rows: &[usize]) -> Vec<f32> {
+    let mut out = Vec::with_capacity(batch * rows.len() * cols);
+    for b in 0..batch {
+        for &r in rows {
+            out.extend_from_slice(&data[(b * m + r) * cols..][..cols]);
+        }
+    }
+    out
 }
 
 #[allow(clippy::too_many_arguments)]

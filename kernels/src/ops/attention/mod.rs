@@ -173,10 +173,7 @@ fn choose_flash(
         -too_big + 100 * owned + 10 * v.int(streamed_var) + tiled + coop + unrolled + subgroup
     };
     // Routes that load whole cooperative fragments need lengths that are multiples of 16.
-    let fits = |v: &Variant| {
-        let m = v.int("multiple").max(1) as usize;
-        d.q_len.is_multiple_of(m) && d.kv_len.is_multiple_of(m)
-    };
+    let fits = |v: &Variant| super::sizes_fit(v, &[d.q_len, d.kv_len]);
     let request = Request {
         op: family,
         fixed: vec![
