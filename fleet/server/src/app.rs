@@ -48,6 +48,12 @@ pub fn router(config: &Config, db: Db) -> Result<Router> {
     Ok(Router::new()
         .merge(limited)
         .route("/health", get(health))
+        // A declared length over the limit is refused before any of the body is read, so the
+        // client hears 413 at once; a body without a length is cut off at the limit.
+        .layer(middleware::from_fn_with_state(
+            config.max_body_bytes,
+            declared_length,
+        ))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
         .layer(cors)
         .with_state(state))
@@ -72,6 +78,22 @@ async fn rate_limit(
             }
             response
         }
+    }
+}
+
+async fn declared_length(State(max): State<usize>, request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared {
+        Some(n) if n > max as u64 => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Json(json!({"error": format!("the body is {n} bytes, over the limit of {max}")})),
+        )
+            .into_response(),
+        _ => next.run(request).await,
     }
 }
 
