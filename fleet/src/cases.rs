@@ -376,6 +376,209 @@ pub(crate) fn all(gpu: &Gpu, wanted: &dyn Fn(&str) -> bool) -> kiln::Result<Vec<
             plan: Box::new(move |v| Ok(single(ops::swap_axes::plan(&x, &y, Some(v))?))),
         });
     }
+    // Training: gradients, the loss, the optimiser step, the embedding and its gradient.
+    if wanted("gelu_backward") {
+        let mut inputs = Inputs::for_family("gelu_backward");
+        let n = z.elementwise;
+        let (x, xa) = inputs.pair(gpu, &[n], DType::F32)?;
+        let (dy, dya) = inputs.pair(gpu, &[n], DType::F32)?;
+        let (o, dx) = out(gpu, &[n], DType::F32, cpu::gelu_backward(&xa, &dya)?.data)?;
+        cases.push(Case {
+            family: "gelu_backward",
+            fixed: vec![dtype_is(DType::F32)],
+            name: format!("gelu_backward {n} f32"),
+            tolerance: 1e-5,
+            flops: 30.0 * n as f64,
+            bytes: 3.0 * n as f64 * f32b,
+            outputs: vec![o],
+            plan: Box::new(move |v| Ok(single(ops::gelu_backward::plan(&x, &dy, &dx, Some(v))?))),
+        });
+    }
+    let layernorm_backward = ["layernorm_backward", "layernorm_params_backward"];
+    if layernorm_backward.iter().any(|f| wanted(f)) {
+        // One input set; each family's case names its own kernel and times its own dispatch
+        // (dX and the row statistics first, then dgamma and dbeta).
+        let mut inputs = Inputs::for_family("layernorm_backward");
+        let (x, xa) = inputs.pair(gpu, &[rows, cols], DType::F32)?;
+        let (g, ga) = inputs.pair(gpu, &[cols], DType::F32)?;
+        let (dy, dya) = inputs.pair(gpu, &[rows, cols], DType::F32)?;
+        let (want_dx, want_dg, want_db) = cpu::layernorm_backward(&xa, &ga, &dya, 1e-5)?;
+        for (index, family) in layernorm_backward.into_iter().enumerate() {
+            let (dx, dg, db) = (
+                Tensor::uninit(gpu, &[rows, cols], DType::F32)?,
+                Tensor::uninit(gpu, &[cols], DType::F32)?,
+                Tensor::uninit(gpu, &[cols], DType::F32)?,
+            );
+            let values = |t: &Tensor, want: &[f32]| Output::Values {
+                t: t.clone(),
+                want: want.to_vec(),
+            };
+            let (outputs, bytes) = if index == 0 {
+                (vec![values(&dx, &want_dx.data)], 4.0 * rc * f32b)
+            } else {
+                (
+                    vec![values(&dg, &want_dg.data), values(&db, &want_db.data)],
+                    2.0 * rc * f32b,
+                )
+            };
+            let (x, g, dy) = (x.clone(), g.clone(), dy.clone());
+            cases.push(Case {
+                family,
+                fixed: vec![dtype_is(DType::F32)],
+                name: format!("{family} {rows}x{cols} f32"),
+                tolerance: 1e-5,
+                flops: 12.0 * rc,
+                bytes,
+                outputs,
+                plan: Box::new(move |v| {
+                    let named = if index == 0 {
+                        ops::layernorm_backward::BackwardVariants {
+                            rows: Some(v),
+                            params: None,
+                        }
+                    } else {
+                        ops::layernorm_backward::BackwardVariants {
+                            rows: None,
+                            params: Some(v),
+                        }
+                    };
+                    let plan =
+                        ops::layernorm_backward::plan(&x, &g, &dy, &dx, &dg, &db, 1e-5, named)?;
+                    let choice = plan.choices[index].clone();
+                    Ok(Planned {
+                        all: plan.dispatches,
+                        timed: vec![index],
+                        choice,
+                    })
+                }),
+            });
+        }
+    }
+    if wanted("cross_entropy") {
+        let mut inputs = Inputs::for_family("cross_entropy");
+        let (logits, la) = inputs.pair(gpu, &[rows, cols], DType::F32)?;
+        let targets: Vec<u32> = (0..rows)
+            .map(|_| inputs.rng.random_range(0..cols as u32))
+            .collect();
+        let t = Tensor::from_u32(gpu, &[rows], &targets)?;
+        let scale = 1.0 / rows as f32;
+        let (want_loss, want_d) = cpu::cross_entropy(&la, &targets, scale)?;
+        let (o_loss, loss) = out(gpu, &[rows], DType::F32, want_loss.data)?;
+        let (o_d, d) = out(gpu, &[rows, cols], DType::F32, want_d.data)?;
+        cases.push(Case {
+            family: "cross_entropy",
+            fixed: vec![dtype_is(DType::F32)],
+            name: format!("cross_entropy {rows}x{cols} f32"),
+            tolerance: 1e-5,
+            flops: 5.0 * rc,
+            bytes: 2.0 * rc * f32b,
+            outputs: vec![o_loss, o_d],
+            plan: Box::new(move |v| {
+                Ok(single(ops::cross_entropy::plan(
+                    &logits,
+                    &t,
+                    &loss,
+                    &d,
+                    scale,
+                    Some(v),
+                )?))
+            }),
+        });
+    }
+    if wanted("adamw") {
+        // In place: each run first copies the starting parameters and moments back in, then
+        // steps; only the step is timed.
+        let mut inputs = Inputs::for_family("adamw");
+        let n = z.elementwise;
+        let (p0, mut pa) = inputs.pair(gpu, &[n], DType::F32)?;
+        let (g, ga) = inputs.pair(gpu, &[n], DType::F32)?;
+        let (m0, mut ma) = inputs.pair(gpu, &[n], DType::F32)?;
+        let v_start: Vec<f32> = inputs.data(n, DType::F32).iter().map(|x| x.abs()).collect();
+        let v0 = Tensor::from_slice(gpu, &[n], &v_start, DType::F32)?;
+        let mut va = Array::new(&[n], v_start)?;
+        let h = kiln::optim::AdamW {
+            lr: 1e-3,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.01,
+            step: 10,
+        };
+        cpu::adamw(&mut pa, &ga, &mut ma, &mut va, &h)?;
+        let (o_p, p) = out(gpu, &[n], DType::F32, pa.data)?;
+        let (o_m, m) = out(gpu, &[n], DType::F32, ma.data)?;
+        let (o_v, v) = out(gpu, &[n], DType::F32, va.data)?;
+        cases.push(Case {
+            family: "adamw",
+            fixed: vec![dtype_is(DType::F32)],
+            name: format!("adamw {n} f32"),
+            tolerance: 1e-5,
+            flops: 16.0 * n as f64,
+            bytes: 7.0 * n as f64 * f32b,
+            outputs: vec![o_p, o_m, o_v],
+            plan: Box::new(move |name| {
+                let (step, choice) = ops::adamw::plan(&p, &g, &m, &v, &h, Some(name))?;
+                Ok(Planned {
+                    all: vec![
+                        ops::ceiling::plan_copy(&p0, &p, None)?.0,
+                        ops::ceiling::plan_copy(&m0, &m, None)?.0,
+                        ops::ceiling::plan_copy(&v0, &v, None)?.0,
+                        step,
+                    ],
+                    timed: vec![3],
+                    choice,
+                })
+            }),
+        });
+    }
+    // A byte-sized vocabulary, as the training demo's: the gradient's work is vocab · cols · n.
+    let (vocab, width) = (256, 64);
+    if wanted("embedding") {
+        let mut inputs = Inputs::for_family("embedding");
+        let (table, ta) = inputs.pair(gpu, &[vocab, width], DType::F32)?;
+        let tokens: Vec<u32> = (0..rows)
+            .map(|_| inputs.rng.random_range(0..vocab as u32))
+            .collect();
+        let t = Tensor::from_u32(gpu, &[rows], &tokens)?;
+        let (o, y) = out(
+            gpu,
+            &[rows, width],
+            DType::F32,
+            cpu::embedding(&ta, &tokens)?.data,
+        )?;
+        cases.push(Case {
+            family: "embedding",
+            fixed: vec![dtype_is(DType::F32)],
+            name: format!("embedding {rows} of {vocab}x{width} f32"),
+            tolerance: 1e-7,
+            flops: 0.0,
+            bytes: 2.0 * (rows * width) as f64 * f32b,
+            outputs: vec![o],
+            plan: Box::new(move |v| Ok(single(ops::embedding::plan(&table, &t, &y, Some(v))?))),
+        });
+    }
+    if wanted("embedding_backward") {
+        let mut inputs = Inputs::for_family("embedding_backward");
+        let (dy, dya) = inputs.pair(gpu, &[rows, width], DType::F32)?;
+        let tokens: Vec<u32> = (0..rows)
+            .map(|_| inputs.rng.random_range(0..vocab as u32))
+            .collect();
+        let t = Tensor::from_u32(gpu, &[rows], &tokens)?;
+        let want = cpu::embedding_backward(&dya, &tokens, vocab)?.data;
+        let (o, d) = out(gpu, &[vocab, width], DType::F32, want)?;
+        cases.push(Case {
+            family: "embedding_backward",
+            fixed: vec![dtype_is(DType::F32)],
+            name: format!("embedding_backward {rows} into {vocab}x{width} f32"),
+            tolerance: 1e-6,
+            flops: (rows * width) as f64,
+            bytes: ((rows + vocab) * width) as f64 * f32b,
+            outputs: vec![o],
+            plan: Box::new(move |v| {
+                Ok(single(ops::embedding_backward::plan(&dy, &t, &d, Some(v))?))
+            }),
+        });
+    }
     if wanted("sinusoid") {
         let mut inputs = Inputs::for_family("sinusoid");
         let (waves, n) = z.sinusoid;

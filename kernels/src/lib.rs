@@ -19,6 +19,7 @@ pub mod device;
 pub mod error;
 pub mod gpu;
 pub mod ops;
+pub mod optim;
 mod platform;
 pub mod registry;
 pub mod select;

@@ -11,7 +11,7 @@ use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 
 /// The families built into Kiln: `(family, template, contract)`.
-const FAMILIES: [(&str, &str, &str); 16] = [
+const FAMILIES: [(&str, &str, &str); 23] = [
     (
         "copy",
         include_str!("../templates/copy.wgsl.jinja"),
@@ -91,6 +91,41 @@ const FAMILIES: [(&str, &str, &str); 16] = [
         "swap_axes",
         include_str!("../templates/swap_axes.wgsl.jinja"),
         include_str!("../templates/swap_axes.toml"),
+    ),
+    (
+        "gelu_backward",
+        include_str!("../templates/gelu_backward.wgsl.jinja"),
+        include_str!("../templates/gelu_backward.toml"),
+    ),
+    (
+        "layernorm_backward",
+        include_str!("../templates/layernorm_backward.wgsl.jinja"),
+        include_str!("../templates/layernorm_backward.toml"),
+    ),
+    (
+        "layernorm_params_backward",
+        include_str!("../templates/layernorm_params_backward.wgsl.jinja"),
+        include_str!("../templates/layernorm_params_backward.toml"),
+    ),
+    (
+        "cross_entropy",
+        include_str!("../templates/cross_entropy.wgsl.jinja"),
+        include_str!("../templates/cross_entropy.toml"),
+    ),
+    (
+        "adamw",
+        include_str!("../templates/adamw.wgsl.jinja"),
+        include_str!("../templates/adamw.toml"),
+    ),
+    (
+        "embedding",
+        include_str!("../templates/embedding.wgsl.jinja"),
+        include_str!("../templates/embedding.toml"),
+    ),
+    (
+        "embedding_backward",
+        include_str!("../templates/embedding_backward.wgsl.jinja"),
+        include_str!("../templates/embedding_backward.toml"),
     ),
 ];
 

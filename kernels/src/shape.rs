@@ -272,3 +272,33 @@ pub fn check_len(op: &'static str, shape: &[usize], len: usize) -> Result<()> {
     }
     Ok(())
 }
+
+/// `(rows, vocab)` of a cross-entropy call whose logits have `shape` and whose targets number
+/// `n`: the rule the GPU op and the CPU path share.
+pub fn cross_entropy_rows(op: &'static str, shape: &[usize], n: usize) -> Result<(usize, usize)> {
+    let (rows, vocab) = rows_cols(op, shape)?;
+    if shape.len() < 2 {
+        return Err(Error::shape(
+            op,
+            format!("logits have shape {shape:?}: expected [.., rows, vocab] (rank ≥ 2)"),
+        ));
+    }
+    if n != rows {
+        return Err(Error::shape(
+            op,
+            format!("{n} targets for {rows} rows of logits {shape:?}"),
+        ));
+    }
+    Ok((rows, vocab))
+}
+
+/// `(vocab, cols)` of an embedding table: rank 2, the rule the GPU op shares.
+pub fn embedding_table(op: &'static str, shape: &[usize]) -> Result<(usize, usize)> {
+    match *shape {
+        [vocab, cols] if vocab > 0 && cols > 0 => Ok((vocab, cols)),
+        _ => Err(Error::shape(
+            op,
+            format!("table has shape {shape:?}: expected [vocab, cols], both ≥ 1"),
+        )),
+    }
+}

@@ -1,5 +1,5 @@
-use super::Array;
-use crate::error::Result;
+use super::{Array, check_array};
+use crate::error::{Error, Result};
 
 /// gelu(x) = x · Φ(x) = x/2 · (1 + erf(x/√2)), the exact form BERT uses.
 pub fn gelu(x: &Array) -> Result<Array> {
@@ -9,4 +9,29 @@ pub fn gelu(x: &Array) -> Result<Array> {
         .map(|&v| 0.5 * v * (1.0 + libm::erff(v * std::f32::consts::FRAC_1_SQRT_2)))
         .collect();
     Array::new(&x.shape, y)
+}
+
+/// The gradient of [`gelu`]: dx = dy · (Φ(x) + x · φ(x)), with Φ the standard normal
+/// distribution function (the same erf as the forward) and φ its density.
+pub fn gelu_backward(x: &Array, dy: &Array) -> Result<Array> {
+    check_array("gelu_backward", x)?;
+    if dy.shape != x.shape {
+        return Err(Error::shape(
+            "gelu_backward",
+            format!("dy has shape {:?}, x has {:?}", dy.shape, x.shape),
+        ));
+    }
+    // 1/√(2π)
+    const INV_SQRT_2PI: f32 = 0.398_942_3;
+    let dx = x
+        .data
+        .iter()
+        .zip(&dy.data)
+        .map(|(&v, &d)| {
+            let cdf = 0.5 * (1.0 + libm::erff(v * std::f32::consts::FRAC_1_SQRT_2));
+            let pdf = INV_SQRT_2PI * (-0.5 * v * v).exp();
+            d * (cdf + v * pdf)
+        })
+        .collect();
+    Array::new(&x.shape, dx)
 }

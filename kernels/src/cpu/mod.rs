@@ -2,9 +2,12 @@
 //! The GPU is tested against these, and the speed comparisons name them as the CPU path
 //! (single-threaded, no SIMD intrinsics).
 
+mod adamw;
 mod add;
 mod attention;
 mod ceiling;
+mod cross_entropy;
+mod embedding;
 mod gelu;
 mod layernorm;
 mod matmul;
@@ -14,19 +17,22 @@ mod softmax;
 mod swap_axes;
 mod transpose;
 
+pub use adamw::adamw;
 pub use add::add;
 pub use attention::{
     Forward, Grads, attention, attention_backward, attention_forward_backward, flash_backward,
     flash_forward,
 };
 pub use ceiling::fma_chain;
-pub use gelu::gelu;
-pub use layernorm::layernorm;
+pub use cross_entropy::cross_entropy;
+pub use embedding::{embedding, embedding_backward};
+pub use gelu::{gelu, gelu_backward};
+pub use layernorm::{layernorm, layernorm_backward};
 pub use matmul::matmul;
 pub use rgba8::rgba8;
 pub use sinusoid::sinusoid;
 pub use softmax::{softmax, softmax_backward};
-pub use swap_axes::swap_axes01;
+pub use swap_axes::{swap_axes01, swap_axes12};
 pub use transpose::transpose;
 
 use crate::error::Result;
@@ -37,6 +43,12 @@ use crate::shape;
 pub struct Array {
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
+}
+
+/// Refuses an array whose data does not hold its shape's elements (the fields are public, so
+/// one can be built by hand): the loops below index by shape and must not run past the data.
+fn check_array(op: &'static str, a: &Array) -> Result<()> {
+    shape::check_len(op, &a.shape, a.data.len())
 }
 
 impl Array {

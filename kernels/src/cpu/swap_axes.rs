@@ -18,3 +18,24 @@ pub fn swap_axes01(x: &Array) -> Result<Array> {
     }
     Array::new(&[b, a, c], y)
 }
+
+/// [a, b, c, d] → [a, c, b, d]: the middle two axes swapped (attention heads with a batch:
+/// [batch, tokens, heads, head_dim] ↔ [batch, heads, tokens, head_dim]).
+pub fn swap_axes12(x: &Array) -> Result<Array> {
+    let [a, b, c, d] = x.shape[..] else {
+        return Err(Error::shape(
+            "swap_axes",
+            format!("shape {:?}: expected rank 4", x.shape),
+        ));
+    };
+    let mut y = vec![0.0f32; x.data.len()];
+    for n in 0..a {
+        for i in 0..b {
+            for j in 0..c {
+                y[((n * c + j) * b + i) * d..][..d]
+                    .copy_from_slice(&x.data[((n * b + i) * c + j) * d..][..d]);
+            }
+        }
+    }
+    Array::new(&[a, c, b, d], y)
+}

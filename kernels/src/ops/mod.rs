@@ -3,11 +3,17 @@
 //! - `<op>_into(…, out, named)`: write into a given tensor, optionally with a named variant;
 //! - `plan(…)`: the prepared `Dispatch` and the `Choice`, for benchmarks that launch it often.
 
+pub mod adamw;
 pub mod add;
 pub mod attention;
 pub mod ceiling;
+pub mod cross_entropy;
+pub mod embedding;
+pub mod embedding_backward;
 pub mod gelu;
+pub mod gelu_backward;
 pub mod layernorm;
+pub mod layernorm_backward;
 pub mod matmul;
 pub mod rgba8;
 pub mod sinusoid;
@@ -16,18 +22,24 @@ pub mod softmax_backward;
 pub mod swap_axes;
 pub mod transpose;
 
+pub use adamw::{adamw, adamw_into};
 pub use add::{add, add_into};
 pub use attention::{
     flash_attention, flash_attention_backward, naive_attention, naive_attention_backward,
 };
+pub use cross_entropy::{cross_entropy, cross_entropy_into};
+pub use embedding::{embedding, embedding_into};
+pub use embedding_backward::{embedding_backward, embedding_backward_into};
 pub use gelu::{gelu, gelu_into};
+pub use gelu_backward::{gelu_backward, gelu_backward_into};
 pub use layernorm::{layernorm, layernorm_into};
+pub use layernorm_backward::{layernorm_backward, layernorm_backward_into};
 pub use matmul::{matmul, matmul_bt, matmul_into};
 pub use rgba8::{rgba8, rgba8_into};
 pub use sinusoid::{sinusoid, sinusoid_into};
 pub use softmax::{softmax, softmax_into};
 pub use softmax_backward::{softmax_backward, softmax_backward_into};
-pub use swap_axes::{swap_axes01, swap_axes01_into};
+pub use swap_axes::{swap_axes01, swap_axes01_into, swap_axes12, swap_axes12_into};
 pub use transpose::{transpose, transpose_into};
 
 use crate::contract::Param;
@@ -36,7 +48,7 @@ use crate::gpu::Gpu;
 use crate::registry::Variant;
 use crate::select::{self, Choice, Request};
 use crate::shape::rows_cols;
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 
 /// Tensors of one op must live on one device.
 fn check_same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
@@ -84,6 +96,35 @@ fn check_out_shape(op: &'static str, out: &Tensor, want: &[usize]) -> Result<()>
         return Err(Error::shape(
             op,
             format!("output has shape {:?}, the op makes {want:?}", out.shape()),
+        ));
+    }
+    Ok(())
+}
+
+/// An input whose shape the op fixes (a gradient like its tensor, a [cols] vector).
+fn check_input_shape(op: &'static str, name: &str, t: &Tensor, want: &[usize]) -> Result<()> {
+    if t.shape() != want {
+        return Err(Error::shape(
+            op,
+            format!("{name} has shape {:?}, expected {want:?}", t.shape()),
+        ));
+    }
+    Ok(())
+}
+
+/// A tensor of integer ids (tokens, targets) must be u32 and live on the op's device.
+fn check_ids(op: &'static str, name: &str, ids: &Tensor, like: &Tensor) -> Result<()> {
+    check_same_device(op, &[like, ids])?;
+    if ids.dtype() != DType::U32 {
+        return Err(Error::shape(
+            op,
+            format!("{name} must be a u32 tensor, got {}", ids.dtype().wgsl()),
+        ));
+    }
+    if ids.shape().len() != 1 {
+        return Err(Error::shape(
+            op,
+            format!("{name} has shape {:?}: expected one axis [n]", ids.shape()),
         ));
     }
     Ok(())

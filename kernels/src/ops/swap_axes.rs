@@ -1,4 +1,6 @@
-//! Swapping the first two axes of a rank-3 tensor on the GPU: attention's heads split and merge.
+//! Swapping two axes before the last on the GPU: [a, b, c] → [b, a, c] and, with a leading
+//! batch, [a, b, c, d] → [a, c, b, d] (attention's heads split and merge). One kernel: the
+//! rank-3 case is the rank-4 one with an outer count of 1.
 
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
@@ -15,7 +17,8 @@ struct Params {
     a: u32,
     b: u32,
     c: u32,
-    _pad: u32,
+    /// Blocks of [a, b, c] swapped one after the other.
+    outer: u32,
 }
 
 /// [a, b, c] → [b, a, c].
@@ -32,6 +35,30 @@ pub fn swap_axes01_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<C
     Ok(choice)
 }
 
+/// [a, b, c, d] → [a, c, b, d].
+pub fn swap_axes12(x: &Tensor) -> Result<Tensor> {
+    let y = Tensor::uninit(x.gpu(), &swapped12(x.shape())?, x.dtype())?;
+    swap_axes12_into(x, &y, None)?;
+    Ok(y)
+}
+
+/// Writes `x` with its middle two axes swapped into `y`.
+pub fn swap_axes12_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
+    let (dispatch, choice) = plan12(x, y, named)?;
+    x.gpu().submit(&[&dispatch]);
+    Ok(choice)
+}
+
+fn swapped12(shape: &[usize]) -> Result<Vec<usize>> {
+    match *shape {
+        [a, b, c, d] => Ok(vec![a, c, b, d]),
+        _ => Err(Error::shape(
+            OP,
+            format!("shape {shape:?}: expected rank 4"),
+        )),
+    }
+}
+
 fn swapped(shape: &[usize]) -> Result<Vec<usize>> {
     match *shape {
         [a, b, c] => Ok(vec![b, a, c]),
@@ -42,22 +69,40 @@ fn swapped(shape: &[usize]) -> Result<Vec<usize>> {
     }
 }
 
-/// Checks the call and prepares its launch.
+/// Checks a rank-3 call ([a, b, c] → [b, a, c]) and prepares its launch.
 pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
-    check_operands(OP, &[x, y])?;
     let want = swapped(x.shape())?;
-    check_out_shape(OP, y, &want)?;
+    let s = x.shape();
+    launch(x, y, &want, [1, s[0], s[1], s[2]], named)
+}
+
+/// Checks a rank-4 call ([a, b, c, d] → [a, c, b, d]) and prepares its launch.
+pub fn plan12(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+    let want = swapped12(x.shape())?;
+    let s = x.shape();
+    launch(x, y, &want, [s[0], s[1], s[2], s[3]], named)
+}
+
+/// `outer` blocks of [a, b, c] → [b, a, c]; `want` is the output shape the call makes.
+fn launch(
+    x: &Tensor,
+    y: &Tensor,
+    want: &[usize],
+    [outer, a, b, c]: [usize; 4],
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    check_operands(OP, &[x, y])?;
+    check_out_shape(OP, y, want)?;
     check_no_alias(OP, y, &[x])?;
     let choice = choose_widest(OP, x, String::new(), named)?;
     let gpu = x.gpu();
     let wg = choice.variant.int("wg").max(1) as u64;
     let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
-    let s = x.shape();
     let params = gpu.uniform(&Params {
-        a: s[0] as u32,
-        b: s[1] as u32,
-        c: s[2] as u32,
-        _pad: 0,
+        a: a as u32,
+        b: b as u32,
+        c: c as u32,
+        outer: outer as u32,
     });
     let pipeline = gpu.pipeline(&choice.variant)?;
     let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);

@@ -1,0 +1,65 @@
+//! The gradient of elementwise gelu on the GPU.
+
+use crate::error::Result;
+use crate::gpu::Dispatch;
+use crate::select::Choice;
+use crate::tensor::Tensor;
+
+use super::{check_input_shape, check_no_alias, check_operands, check_out_shape, choose_widest};
+
+const OP: &str = "gelu_backward";
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    _pad: [u32; 3],
+}
+
+/// dx = dy · (Φ(x) + x · φ(x)), the gradient of the exact gelu (see [`super::gelu()`]).
+pub fn gelu_backward(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    let dx = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
+    gelu_backward_into(x, dy, &dx, None)?;
+    Ok(dx)
+}
+
+/// Writes the gelu gradient into `dx`, with the named variant or the selector's choice.
+pub fn gelu_backward_into(
+    x: &Tensor,
+    dy: &Tensor,
+    dx: &Tensor,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let (dispatch, choice) = plan(x, dy, dx, named)?;
+    x.gpu().submit(&[&dispatch]);
+    Ok(choice)
+}
+
+/// Checks the call and prepares its launch.
+pub fn plan(
+    x: &Tensor,
+    dy: &Tensor,
+    dx: &Tensor,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    check_operands(OP, &[x, dy, dx])?;
+    check_input_shape(OP, "dy", dy, x.shape())?;
+    check_out_shape(OP, dx, x.shape())?;
+    check_no_alias(OP, dx, &[x, dy])?;
+    let choice = choose_widest(OP, x, String::new(), named)?;
+    let gpu = x.gpu();
+    let wg = choice.variant.int("wg").max(1) as u64;
+    let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
+    let params = gpu.uniform(&Params {
+        n: x.numel() as u32,
+        _pad: [0; 3],
+    });
+    let pipeline = gpu.pipeline(&choice.variant)?;
+    let dispatch = Dispatch::new(
+        gpu,
+        pipeline,
+        &[x.buffer(), dy.buffer(), dx.buffer(), &params],
+        groups,
+    );
+    Ok((dispatch, choice))
+}

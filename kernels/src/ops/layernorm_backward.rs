@@ -1,0 +1,172 @@
+//! The gradients of layer normalisation on the GPU: dX from one workgroup per row
+//! (`layernorm_backward`), then dgamma and dbeta from one thread per column
+//! (`layernorm_params_backward`), both in one submission.
+
+use crate::error::{Error, Result};
+use crate::gpu::Dispatch;
+use crate::select::Choice;
+use crate::shape::rows_cols;
+use crate::tensor::{DType, Tensor};
+
+use super::{
+    check_input_shape, check_no_alias, check_operands, check_out_shape, choose_rowwise,
+    choose_widest,
+};
+
+const OP: &str = "layernorm_backward";
+const PARAMS_OP: &str = "layernorm_params_backward";
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    cols: u32,
+    eps: f32,
+    _pad: u32,
+}
+
+/// Variant names to force (`None`: the selector's choice).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BackwardVariants<'a> {
+    /// The `layernorm_backward` kernel (dX, per row).
+    pub rows: Option<&'a str>,
+    /// The `layernorm_params_backward` kernel (dgamma and dbeta, per column).
+    pub params: Option<&'a str>,
+}
+
+/// The two launches, the scratch they share and the variants chosen.
+#[derive(Debug)]
+pub struct BackwardPlan {
+    /// dX (and the row statistics), then dgamma and dbeta, in order.
+    pub dispatches: Vec<Dispatch>,
+    pub choices: Vec<Choice>,
+    /// Each row's mean and 1/std, [rows, 2] f32: written by the first kernel, read by the second.
+    pub stats: Tensor,
+}
+
+/// The gradients of y = layernorm(x, gamma, beta, eps) given dy: `(dx, dgamma, dbeta)`. Mean and
+/// 1/std are recomputed from x, as the forward computes them.
+pub fn layernorm_backward(
+    x: &Tensor,
+    gamma: &Tensor,
+    dy: &Tensor,
+    eps: f32,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let gpu = x.gpu();
+    let dx = Tensor::uninit(gpu, x.shape(), x.dtype())?;
+    let dgamma = Tensor::uninit(gpu, gamma.shape(), gamma.dtype())?;
+    let dbeta = Tensor::uninit(gpu, gamma.shape(), gamma.dtype())?;
+    layernorm_backward_into(
+        x,
+        gamma,
+        dy,
+        &dx,
+        &dgamma,
+        &dbeta,
+        eps,
+        BackwardVariants::default(),
+    )?;
+    Ok((dx, dgamma, dbeta))
+}
+
+/// Writes the three gradients, with the named variants or the selector's choices.
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward_into(
+    x: &Tensor,
+    gamma: &Tensor,
+    dy: &Tensor,
+    dx: &Tensor,
+    dgamma: &Tensor,
+    dbeta: &Tensor,
+    eps: f32,
+    named: BackwardVariants<'_>,
+) -> Result<Vec<Choice>> {
+    let plan = plan(x, gamma, dy, dx, dgamma, dbeta, eps, named)?;
+    let refs: Vec<&Dispatch> = plan.dispatches.iter().collect();
+    x.gpu().submit(&refs);
+    Ok(plan.choices)
+}
+
+/// Checks the call and prepares its two launches.
+#[allow(clippy::too_many_arguments)]
+pub fn plan(
+    x: &Tensor,
+    gamma: &Tensor,
+    dy: &Tensor,
+    dx: &Tensor,
+    dgamma: &Tensor,
+    dbeta: &Tensor,
+    eps: f32,
+    named: BackwardVariants<'_>,
+) -> Result<BackwardPlan> {
+    check_operands(OP, &[x, gamma, dy, dx, dgamma, dbeta])?;
+    let (rows, cols) = rows_cols(OP, x.shape())?;
+    check_input_shape(OP, "gamma", gamma, &[cols])?;
+    check_input_shape(OP, "dy", dy, x.shape())?;
+    check_out_shape(OP, dx, x.shape())?;
+    check_out_shape(OP, dgamma, &[cols])?;
+    check_out_shape(OP, dbeta, &[cols])?;
+    let inputs = [x, gamma, dy];
+    for out in [dx, dgamma, dbeta] {
+        check_no_alias(OP, out, &inputs)?;
+    }
+    if dx.buffer() == dgamma.buffer()
+        || dx.buffer() == dbeta.buffer()
+        || dgamma.buffer() == dbeta.buffer()
+    {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: "dx, dgamma and dbeta must be separate tensors".into(),
+        });
+    }
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: format!("eps must be finite and ≥ 0, got {eps}"),
+        });
+    }
+    let gpu = x.gpu();
+    let stats = Tensor::uninit(gpu, &[rows, 2], DType::F32)?;
+    let params = gpu.uniform(&Params {
+        rows: rows as u32,
+        cols: cols as u32,
+        eps,
+        _pad: 0,
+    });
+
+    let row_choice = choose_rowwise(OP, x, Vec::new(), named.rows)?;
+    let row_dispatch = Dispatch::new(
+        gpu,
+        gpu.pipeline(&row_choice.variant)?,
+        &[
+            x.buffer(),
+            gamma.buffer(),
+            dy.buffer(),
+            dx.buffer(),
+            stats.buffer(),
+            &params,
+        ],
+        gpu.groups(OP, rows as u64)?,
+    );
+
+    let col_choice = choose_widest(PARAMS_OP, x, String::new(), named.params)?;
+    let wg = col_choice.variant.int("wg").max(1) as u64;
+    let col_dispatch = Dispatch::new(
+        gpu,
+        gpu.pipeline(&col_choice.variant)?,
+        &[
+            x.buffer(),
+            dy.buffer(),
+            stats.buffer(),
+            dgamma.buffer(),
+            dbeta.buffer(),
+            &params,
+        ],
+        gpu.groups(PARAMS_OP, (cols as u64).div_ceil(wg))?,
+    );
+    Ok(BackwardPlan {
+        dispatches: vec![row_dispatch, col_dispatch],
+        choices: vec![row_choice, col_choice],
+        stats,
+    })
+}
