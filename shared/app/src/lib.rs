@@ -98,8 +98,12 @@ pub struct Image {
 
 /// Runs the demo: headless with `--bench`, else in a window (natively) or the page's canvas.
 pub fn run<D: Demo>() {
+    run_with::<D>(platform::options());
+}
+
+/// [`run`] with options the demo parsed itself (a demo with its own command line).
+pub fn run_with<D: Demo>(options: Options) {
     platform::init_logging();
-    let options = platform::options();
     if options.bench {
         headless::run::<D>(&options);
     } else {
@@ -128,6 +132,8 @@ pub struct Options {
     pub model: Option<String>,
     /// Write the demo's intermediate results here (JSON), for comparison with a reference.
     pub dump: Option<String>,
+    /// A named problem size, for demos that have presets.
+    pub preset: Option<String>,
 }
 
 /// The files of a model in the Hugging Face layout, as bytes, and where they came from.

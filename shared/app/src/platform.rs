@@ -59,6 +59,7 @@ mod imp {
             text: cli.text,
             model: cli.model,
             dump: cli.dump,
+            preset: None,
         }
     }
 
@@ -177,6 +178,7 @@ mod imp {
             text: get("text"),
             model: get("model"),
             dump: None,
+            preset: get("preset"),
         }
     }
 

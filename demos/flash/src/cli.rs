@@ -1,0 +1,268 @@
+//! The native command line.
+
+use clap::{Parser, Subcommand};
+use flash::backend::CpuBackend;
+use flash::checkpoint;
+use flash::data::Corpus;
+use flash::preset::Preset;
+use flash::run::{self, Setup};
+use flash::sweep::{self, Shape};
+use flash::{Error, Result, train};
+use kiln_app::kiln::{Gpu, GpuOptions};
+
+#[derive(Parser)]
+#[command(
+    about = "Kiln's flash demo: FlashAttention-2 and a transformer trained on kiln's kernels"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Headless: train the preset on the GPU and on the CPU path, print the comparison.
+    #[arg(long)]
+    bench: bool,
+    /// small, medium, large or mega (`flash presets` lists them).
+    #[arg(long, default_value = "small")]
+    preset: String,
+    /// Training steps per path.
+    #[arg(long, default_value_t = 50)]
+    steps: usize,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Threads of the CPU path (default: every core; 1 is the plain single-threaded path).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Train on this UTF-8 text file instead of the generated corpus.
+    #[arg(long)]
+    data: Option<String>,
+    /// Start from this checkpoint (it must match the preset and the data's vocabulary).
+    #[arg(long)]
+    resume: Option<String>,
+    /// Save the GPU path's trained state here.
+    #[arg(long)]
+    save: Option<String>,
+    /// Fail when the loss drift between the paths exceeds this fraction.
+    #[arg(long, default_value_t = 0.05)]
+    max_drift: f64,
+    /// Also run the kernel-level sweep (flash, naive GPU, CPU over sequence lengths).
+    #[arg(long)]
+    sweep: bool,
+    /// Close the window after this many displayed frames (window tests).
+    #[arg(long)]
+    exit_after: Option<u64>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print every preset's shape and parameter count.
+    Presets,
+    /// Continue a prompt with a trained checkpoint (on the CPU path).
+    Sample {
+        #[arg(long)]
+        checkpoint: String,
+        #[arg(long, default_value = "")]
+        prompt: String,
+        /// Tokens to generate.
+        #[arg(long, default_value_t = 120)]
+        tokens: usize,
+        /// 0 picks the likeliest token; above 0 samples.
+        #[arg(long, default_value_t = 0.0)]
+        temperature: f32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+pub fn main() {
+    let _ = env_logger::try_init();
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Some(Command::Presets) => presets(),
+        Some(Command::Sample {
+            checkpoint,
+            prompt,
+            tokens,
+            temperature,
+            seed,
+        }) => sample(checkpoint, prompt, *tokens, *temperature, *seed),
+        None if cli.bench => pollster::block_on(bench(&cli)),
+        None => {
+            kiln_app::run_with::<flash::page::FlashPage>(kiln_app::Options {
+                exit_after: cli.exit_after,
+                preset: Some(cli.preset.clone()),
+                ..Default::default()
+            });
+            Ok(())
+        }
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn presets() -> Result<()> {
+    let vocab = Corpus::synthetic(1, 10).vocab();
+    println!("preset   d_model heads layers  T    B   parameters  score traffic/layer/step");
+    for p in Preset::ALL {
+        let c = p.config(vocab);
+        println!(
+            "{:<8} {:>7} {:>5} {:>6} {:>4} {:>4} {:>12} {:>10.1} MB",
+            p.name(),
+            c.d_model,
+            c.heads,
+            c.layers,
+            c.seq,
+            c.batch,
+            c.parameters(),
+            c.score_traffic_bytes() as f64 / 1e6
+        );
+    }
+    println!("(parameters for the generated corpus's {vocab}-token vocabulary)");
+    Ok(())
+}
+
+fn sample(path: &str, prompt: &str, tokens: usize, temperature: f32, seed: u64) -> Result<()> {
+    let (header, state) = checkpoint::load(path)?;
+    let alphabet: Vec<char> = header.alphabet.chars().collect();
+    let corpus = Corpus {
+        alphabet,
+        tokens: Vec::new(),
+        source: header.data.clone(),
+    };
+    let ids = corpus.encode(prompt)?;
+    let out = train::sample(
+        &header.config,
+        &state.params,
+        &ids,
+        tokens,
+        temperature,
+        seed,
+    )?;
+    println!("{prompt}{}", corpus.decode(&out));
+    Ok(())
+}
+
+async fn bench(cli: &Cli) -> Result<()> {
+    if cli.steps == 0 {
+        return Err(Error::Config("--steps must be at least 1".into()));
+    }
+    let preset = Preset::parse(&cli.preset)?;
+    let setup = Setup::new(preset, cli.data.as_deref(), cli.resume.as_deref())?;
+    let gpu = Gpu::new(&GpuOptions::default()).await?;
+    let cpu = match cli.threads {
+        Some(0) => return Err(Error::Config("--threads must be at least 1".into())),
+        Some(n) => CpuBackend { threads: n },
+        None => CpuBackend::all_cores(),
+    };
+    let c = &setup.config;
+    eprintln!(
+        "flash --bench: preset {} ({} parameters: d_model {}, {} heads, {} layers, T {}, B {}, vocabulary {}) on {} and {}",
+        preset.name(),
+        c.parameters(),
+        c.d_model,
+        c.heads,
+        c.layers,
+        c.seq,
+        c.batch,
+        c.vocab,
+        gpu.profile().name,
+        flash::backend::Backend::name(&cpu),
+    );
+    let comparison = run::compare(&gpu, &setup, cli.steps, cpu, cli.save.as_deref()).await?;
+    let sweep = if cli.sweep {
+        let shape = Shape {
+            batch: 1,
+            heads: 8,
+            head_dim: 64,
+        };
+        Some(
+            sweep::run(
+                &gpu,
+                shape,
+                &[128, 256, 512, 1024, 2048],
+                5,
+                20_000.0,
+                &mut |_, _| {},
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+    let kernels: Vec<String> = gpu
+        .compiled()
+        .into_iter()
+        .map(|(f, v)| format!("{f} {v}"))
+        .collect();
+    let ok = comparison.drift <= cli.max_drift;
+    if cli.json {
+        let json = serde_json::json!({
+            "demo": "flash",
+            "adapter": gpu.profile().name,
+            "backend": gpu.profile().backend,
+            "comparison": comparison,
+            "kernels": kernels,
+            "sweep": sweep,
+            "max_drift": cli.max_drift,
+            "drift_ok": ok,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+    } else {
+        let r = &comparison;
+        println!(
+            "flash — preset {} ({} parameters), {} steps on {} ({})",
+            r.preset,
+            r.parameters,
+            r.steps,
+            gpu.profile().name,
+            gpu.profile().backend
+        );
+        for p in [&r.gpu, &r.cpu] {
+            println!(
+                "{:<28} median {:>9.2} ms/step, total {:>8.2} s, loss {:.4} → {:.4}",
+                p.path,
+                p.median_ms(),
+                p.total_s(),
+                p.losses.first().copied().unwrap_or(f64::NAN),
+                p.losses.last().copied().unwrap_or(f64::NAN)
+            );
+        }
+        println!(
+            "speed-up (CPU/GPU ms per step) {:.1}×; loss drift {:.3} %",
+            r.speedup,
+            100.0 * r.drift
+        );
+        println!("clock: {}", r.clock);
+        if let Some(s) = &sweep {
+            println!(
+                "kernel level, causal forward + backward, B{} H{} d{} ({}):",
+                s.shape.batch,
+                s.shape.heads,
+                s.shape.head_dim,
+                s.points.first().map_or("", |p| p.gpu_clock.as_str())
+            );
+            for p in &s.points {
+                println!(
+                    "  T {:>5}: flash {:>9.3} ms ({:>8.1} MB), naive {:>9.3} ms ({:>8.1} MB), CPU {}",
+                    p.seq,
+                    p.flash_ms,
+                    p.flash_mb,
+                    p.naive_ms,
+                    p.naive_mb,
+                    p.cpu_ms.map_or("—".into(), |c| format!("{c:.1} ms"))
+                );
+            }
+        }
+    }
+    if !ok {
+        return Err(Error::Config(format!(
+            "loss drift {:.4} exceeds --max-drift {}",
+            comparison.drift, cli.max_drift
+        )));
+    }
+    Ok(())
+}

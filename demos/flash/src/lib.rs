@@ -1,0 +1,19 @@
+//! The flash demo: FlashAttention-2 against naive attention and the CPU path at the kernel level,
+//! and a small decoder-only transformer trained end to end on kiln's kernels, GPU path against
+//! CPU path, with the loss curves, ms per step and the drift between them.
+
+pub mod backend;
+pub mod chart;
+pub mod checkpoint;
+pub mod data;
+pub mod error;
+pub mod model;
+pub mod page;
+pub mod preset;
+pub mod run;
+pub mod sweep;
+pub mod train;
+#[cfg(target_arch = "wasm32")]
+mod web;
+
+pub use error::{Error, Result};

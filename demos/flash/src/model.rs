@@ -1,0 +1,409 @@
+//! The model: a decoder-only transformer (token and position embeddings, pre-norm blocks of
+//! causal multi-head attention and a gelu MLP, a final layer norm, a linear head), its forward
+//! and backward passes and the AdamW update, written once against [`Backend`].
+
+use kiln_app::kiln::cpu::Array;
+use kiln_app::kiln::optim::AdamW;
+use rand::{Rng, SeedableRng, rngs::StdRng};
+
+use crate::backend::Backend;
+use crate::error::Result;
+use crate::preset::{Config, Hyper};
+
+const EPS: f32 = 1e-5;
+
+/// Parameters per block, in storage order.
+pub const BLOCK: [&str; 10] = [
+    "ln1.gamma",
+    "ln1.beta",
+    "wq",
+    "wk",
+    "wv",
+    "wo",
+    "ln2.gamma",
+    "ln2.beta",
+    "w1",
+    "w2",
+];
+
+/// Every trainable tensor of the model (or its gradient, or an AdamW moment), in one fixed
+/// order: token embedding, position embedding, the blocks, the final norm, the head.
+#[derive(Clone, Debug)]
+pub struct Params<T> {
+    pub tensors: Vec<T>,
+}
+
+/// Names and shapes of the parameters, in storage order.
+pub fn layout(c: &Config) -> Vec<(String, Vec<usize>)> {
+    let (d, m) = (c.d_model, c.mlp());
+    let mut out = vec![
+        ("tok_emb".to_string(), vec![c.vocab, d]),
+        ("pos_emb".to_string(), vec![c.seq, d]),
+    ];
+    for l in 0..c.layers {
+        let shapes = [
+            vec![d],
+            vec![d],
+            vec![d, d],
+            vec![d, d],
+            vec![d, d],
+            vec![d, d],
+            vec![d],
+            vec![d],
+            vec![d, m],
+            vec![m, d],
+        ];
+        for (name, shape) in BLOCK.iter().zip(shapes) {
+            out.push((format!("block{l}.{name}"), shape));
+        }
+    }
+    out.push(("lnf.gamma".into(), vec![d]));
+    out.push(("lnf.beta".into(), vec![d]));
+    out.push(("head".into(), vec![d, c.vocab]));
+    out
+}
+
+const TOK: usize = 0;
+const POS: usize = 1;
+
+/// Index of parameter `i` of block `l`.
+fn at(l: usize, i: usize) -> usize {
+    2 + l * BLOCK.len() + i
+}
+
+impl<T> Params<T> {
+    fn lnf(&self, c: &Config) -> (&T, &T, &T) {
+        let base = 2 + c.layers * BLOCK.len();
+        (
+            &self.tensors[base],
+            &self.tensors[base + 1],
+            &self.tensors[base + 2],
+        )
+    }
+}
+
+impl Params<Array> {
+    /// The initial weights from `seed`: normal(0, 0.02), the residual outputs (wo, w2) scaled
+    /// by 1/√(2·layers) as in GPT-2, layer norms at gamma 1, beta 0.
+    pub fn init(c: &Config, seed: u64) -> Result<Params<Array>> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let residual = 0.02 / (2.0 * c.layers as f32).sqrt();
+        let mut tensors = Vec::new();
+        for (name, shape) in layout(c) {
+            let n = shape.iter().product();
+            let data = if name.ends_with("gamma") {
+                vec![1.0; n]
+            } else if name.ends_with("beta") {
+                vec![0.0; n]
+            } else {
+                let std = if name.ends_with("wo") || name.ends_with("w2") {
+                    residual
+                } else {
+                    0.02
+                };
+                (0..n).map(|_| std * normal(&mut rng)).collect()
+            };
+            tensors.push(Array::new(&shape, data)?);
+        }
+        Ok(Params { tensors })
+    }
+
+    /// Zeros shaped like the parameters (the AdamW moments at step 0).
+    pub fn zeros(c: &Config) -> Result<Params<Array>> {
+        let tensors = layout(c)
+            .into_iter()
+            .map(|(_, s)| Array::new(&s, vec![0.0; s.iter().product()]))
+            .collect::<kiln_app::kiln::Result<_>>()?;
+        Ok(Params { tensors })
+    }
+}
+
+/// A standard normal sample (Box–Muller), so the weights need no distribution crate.
+fn normal(rng: &mut StdRng) -> f32 {
+    let u1: f32 = rng.random_range(f32::EPSILON..1.0);
+    let u2: f32 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
+}
+
+/// The optimiser state: parameters and both moments, and the steps taken.
+#[derive(Clone, Debug)]
+pub struct State<T> {
+    pub params: Params<T>,
+    pub m: Params<T>,
+    pub v: Params<T>,
+    pub step: u32,
+}
+
+impl State<Array> {
+    pub fn new(c: &Config, seed: u64) -> Result<Self> {
+        Ok(State {
+            params: Params::init(c, seed)?,
+            m: Params::zeros(c)?,
+            v: Params::zeros(c)?,
+            step: 0,
+        })
+    }
+}
+
+/// Copies the state onto a path.
+pub fn upload<B: Backend>(b: &B, s: &State<Array>) -> Result<State<B::T>> {
+    let up = |p: &Params<Array>| -> Result<Params<B::T>> {
+        Ok(Params {
+            tensors: p
+                .tensors
+                .iter()
+                .map(|a| b.upload(a))
+                .collect::<Result<_>>()?,
+        })
+    };
+    Ok(State {
+        params: up(&s.params)?,
+        m: up(&s.m)?,
+        v: up(&s.v)?,
+        step: s.step,
+    })
+}
+
+/// Reads a path's state back.
+pub async fn download<B: Backend>(b: &B, c: &Config, s: &State<B::T>) -> Result<State<Array>> {
+    Ok(State {
+        params: read_params(b, c, &s.params).await?,
+        m: read_params(b, c, &s.m).await?,
+        v: read_params(b, c, &s.v).await?,
+        step: s.step,
+    })
+}
+
+async fn read_params<B: Backend>(b: &B, c: &Config, p: &Params<B::T>) -> Result<Params<Array>> {
+    let mut tensors = Vec::new();
+    for (t, (_, shape)) in p.tensors.iter().zip(layout(c)) {
+        tensors.push(Array::new(&shape, b.read(t).await?)?);
+    }
+    Ok(Params { tensors })
+}
+
+/// What one block's forward pass keeps for its backward pass.
+struct Saved<T> {
+    x_in: T,
+    h1: T,
+    q: T,
+    k: T,
+    v: T,
+    o: T,
+    lse: T,
+    o_rows: T,
+    x_mid: T,
+    h2: T,
+    u: T,
+    g: T,
+}
+
+/// Token and position ids of a batch on a path.
+#[derive(Debug)]
+pub struct Inputs<I> {
+    pub tokens: I,
+    pub positions: I,
+    pub targets: I,
+}
+
+impl<I> Inputs<I> {
+    pub fn new<B: Backend<Ids = I>>(
+        b: &B,
+        c: &Config,
+        tokens: &[u32],
+        targets: &[u32],
+    ) -> Result<Self> {
+        let positions: Vec<u32> = (0..tokens.len()).map(|r| (r % c.seq) as u32).collect();
+        Ok(Inputs {
+            tokens: b.ids(tokens)?,
+            positions: b.ids(&positions)?,
+            targets: b.ids(targets)?,
+        })
+    }
+}
+
+/// The forward pass's results and what the backward pass needs.
+struct Forward<T> {
+    saved: Vec<Saved<T>>,
+    /// The residual stream after the last block, and its final layer norm.
+    x_last: T,
+    hf: T,
+    logits: T,
+}
+
+/// The forward pass up to the logits [rows, vocab], keeping what the backward pass needs.
+fn forward<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    inp: &Inputs<B::Ids>,
+    batch: usize,
+) -> Result<Forward<B::T>> {
+    let (t, h, d) = (c.seq, c.heads, c.head_dim());
+    let rows = batch * t;
+    let scale = 1.0 / (d as f32).sqrt();
+    let heads = |x: &B::T| b.swap12(&b.reshape(x, &[batch, t, h, d])?);
+    let mut x = b.add(
+        &b.embedding(&p.tensors[TOK], &inp.tokens)?,
+        &b.embedding(&p.tensors[POS], &inp.positions)?,
+    )?;
+    let mut saved = Vec::with_capacity(c.layers);
+    for l in 0..c.layers {
+        let w = |i| &p.tensors[at(l, i)];
+        let h1 = b.layernorm(&x, w(0), w(1), EPS)?;
+        let (q, k, v) = (
+            heads(&b.matmul(&h1, w(2))?)?,
+            heads(&b.matmul(&h1, w(3))?)?,
+            heads(&b.matmul(&h1, w(4))?)?,
+        );
+        let (o, lse) = b.attention(&q, &k, &v, scale)?;
+        let o_rows = b.reshape(&b.swap12(&o)?, &[rows, c.d_model])?;
+        let x_mid = b.add(&x, &b.matmul(&o_rows, w(5))?)?;
+        let h2 = b.layernorm(&x_mid, w(6), w(7), EPS)?;
+        let u = b.matmul(&h2, w(8))?;
+        let g = b.gelu(&u)?;
+        let x_out = b.add(&x_mid, &b.matmul(&g, w(9))?)?;
+        saved.push(Saved {
+            x_in: x,
+            h1,
+            q,
+            k,
+            v,
+            o,
+            lse,
+            o_rows,
+            x_mid,
+            h2,
+            u,
+            g,
+        });
+        x = x_out;
+    }
+    let (gf, bf, head) = p.lnf(c);
+    let hf = b.layernorm(&x, gf, bf, EPS)?;
+    let logits = b.matmul(&hf, head)?;
+    Ok(Forward {
+        saved,
+        x_last: x,
+        hf,
+        logits,
+    })
+}
+
+/// The logits of a batch of `batch` sequences of length T (sampling uses B = 1).
+pub fn logits<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    inp: &Inputs<B::Ids>,
+    batch: usize,
+) -> Result<B::T> {
+    Ok(forward(b, c, p, inp, batch)?.logits)
+}
+
+/// The mean loss and every parameter's gradient for one batch.
+pub fn loss_and_grads<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    inp: &Inputs<B::Ids>,
+) -> Result<(B::T, Params<B::T>)> {
+    let (t, h, d, rows) = (c.seq, c.heads, c.head_dim(), c.rows());
+    let scale = 1.0 / (d as f32).sqrt();
+    let Forward {
+        saved,
+        x_last,
+        hf,
+        logits,
+    } = forward(b, c, p, inp, c.batch)?;
+    let (losses, dlogits) = b.cross_entropy(&logits, &inp.targets, 1.0 / rows as f32)?;
+
+    let mut grads: Vec<Option<B::T>> = vec![None; p.tensors.len()];
+    let (gf, _, head) = p.lnf(c);
+    let lnf = 2 + c.layers * BLOCK.len();
+    grads[lnf + 2] = Some(b.matmul_at(&hf, &dlogits)?);
+    let dhf = b.matmul_bt(&dlogits, head)?;
+    let (mut dx, dgf, dbf) = b.layernorm_backward(&x_last, gf, &dhf, EPS)?;
+    grads[lnf] = Some(dgf);
+    grads[lnf + 1] = Some(dbf);
+
+    let rows_of = |x: &B::T| b.reshape(&b.swap12(x)?, &[rows, c.d_model]);
+    for (l, s) in saved.iter().enumerate().rev() {
+        let w = |i| &p.tensors[at(l, i)];
+        // MLP: x_out = x_mid + gelu(h2·w1)·w2.
+        grads[at(l, 9)] = Some(b.matmul_at(&s.g, &dx)?);
+        let dg = b.matmul_bt(&dx, w(9))?;
+        let du = b.gelu_backward(&s.u, &dg)?;
+        grads[at(l, 8)] = Some(b.matmul_at(&s.h2, &du)?);
+        let dh2 = b.matmul_bt(&du, w(8))?;
+        let (dx2, dg2, db2) = b.layernorm_backward(&s.x_mid, w(6), &dh2, EPS)?;
+        grads[at(l, 6)] = Some(dg2);
+        grads[at(l, 7)] = Some(db2);
+        dx = b.add(&dx, &dx2)?;
+        // Attention: x_mid = x_in + attn(h1)·wo.
+        grads[at(l, 5)] = Some(b.matmul_at(&s.o_rows, &dx)?);
+        let d_o = b.swap12(&b.reshape(&b.matmul_bt(&dx, w(5))?, &[c.batch, t, h, d])?)?;
+        let (dq, dk, dv) = b.attention_backward(&s.q, &s.k, &s.v, &s.o, &s.lse, &d_o, scale)?;
+        let (dq, dk, dv) = (rows_of(&dq)?, rows_of(&dk)?, rows_of(&dv)?);
+        grads[at(l, 2)] = Some(b.matmul_at(&s.h1, &dq)?);
+        grads[at(l, 3)] = Some(b.matmul_at(&s.h1, &dk)?);
+        grads[at(l, 4)] = Some(b.matmul_at(&s.h1, &dv)?);
+        let dh1 = b.add(
+            &b.add(&b.matmul_bt(&dq, w(2))?, &b.matmul_bt(&dk, w(3))?)?,
+            &b.matmul_bt(&dv, w(4))?,
+        )?;
+        let (dx1, dg1, db1) = b.layernorm_backward(&s.x_in, w(0), &dh1, EPS)?;
+        grads[at(l, 0)] = Some(dg1);
+        grads[at(l, 1)] = Some(db1);
+        dx = b.add(&dx, &dx1)?;
+    }
+    grads[TOK] = Some(b.embedding_backward(&dx, &inp.tokens, c.vocab)?);
+    grads[POS] = Some(b.embedding_backward(&dx, &inp.positions, c.seq)?);
+    let tensors = grads
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| {
+            g.ok_or_else(|| crate::error::Error::Config(format!("no gradient for parameter {i}")))
+        })
+        .collect::<Result<_>>()?;
+    Ok((losses, Params { tensors }))
+}
+
+/// One training step: gradients, then AdamW on every parameter. Returns the per-row losses
+/// (still on the path; the caller reads them).
+pub fn step<B: Backend>(
+    b: &B,
+    c: &Config,
+    hyper: &Hyper,
+    s: &mut State<B::T>,
+    inp: &Inputs<B::Ids>,
+) -> Result<B::T> {
+    let (losses, grads) = loss_and_grads(b, c, &s.params, inp)?;
+    s.step += 1;
+    let names = layout(c);
+    for (i, g) in grads.tensors.iter().enumerate() {
+        // No weight decay on layer norms (as is usual).
+        let decay = !names[i].0.contains("gamma") && !names[i].0.contains("beta");
+        let h = AdamW {
+            lr: hyper.lr,
+            beta1: hyper.beta1,
+            beta2: hyper.beta2,
+            eps: hyper.eps,
+            weight_decay: if decay { hyper.weight_decay } else { 0.0 },
+            step: s.step,
+        };
+        b.adamw(
+            &mut s.params.tensors[i],
+            g,
+            &mut s.m.tensors[i],
+            &mut s.v.tensors[i],
+            &h,
+        )?;
+    }
+    Ok(losses)
+}
+
+/// The mean of per-row losses.
+pub fn mean(losses: &[f32]) -> f64 {
+    losses.iter().map(|&l| f64::from(l)).sum::<f64>() / losses.len().max(1) as f64
+}

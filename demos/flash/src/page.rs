@@ -1,0 +1,444 @@
+//! The speed page in a native window (kiln-app's harness): the kernel-level sweep (flash, naive
+//! GPU, CPU path over sequence lengths, time and bytes moved) and the end-to-end training
+//! comparison, run a step per frame so the progress shows. Keys: `t` trains again, `1`–`4`
+//! pick the preset, `s` sweeps again.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::rc::Rc;
+
+use kiln_app::kiln::{self, DType, Gpu, Tensor, bench};
+use kiln_app::{BenchReport, Demo, Options, Rates};
+
+use crate::backend::{CpuBackend, GpuBackend};
+use crate::chart::{self, Canvas, Series};
+use crate::error::Result;
+use crate::preset::Preset;
+use crate::run::Setup;
+use crate::sweep::{self, Point, Shape};
+use crate::train::{Comparison, PathRun, Trainer};
+
+const WIDTH: usize = 1600;
+const HEIGHT: usize = 900;
+/// Training steps per path on the page.
+const PAGE_STEPS: usize = 30;
+const SHAPE: Shape = Shape {
+    batch: 1,
+    heads: 8,
+    head_dim: 64,
+};
+
+/// The sequence lengths swept: shorter on a software adapter.
+pub fn sweep_lengths(gpu: &Gpu) -> Vec<usize> {
+    if gpu.profile().device_type == "cpu" {
+        vec![64, 128, 256]
+    } else {
+        vec![128, 256, 512, 1024, 2048]
+    }
+}
+
+enum Phase {
+    Idle,
+    Gpu(Trainer<GpuBackend>),
+    Cpu(Trainer<CpuBackend>, PathRun),
+    Done(Comparison),
+}
+
+/// What a finished background job hands back.
+enum Returned {
+    Point(Result<sweep::Sweep>),
+    Gpu(Trainer<GpuBackend>, Result<f64>),
+    Cpu(Trainer<CpuBackend>, PathRun, Result<f64>),
+}
+
+pub struct FlashPage {
+    gpu: Gpu,
+    preset: Preset,
+    setup: Rc<Setup>,
+    lengths: Vec<usize>,
+    points: Vec<Point>,
+    variants: Vec<String>,
+    phase: Phase,
+    slot: Rc<RefCell<Option<Returned>>>,
+    busy: bool,
+    error: Option<String>,
+    pixels: Tensor,
+}
+
+impl std::fmt::Debug for FlashPage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlashPage")
+            .field("preset", &self.preset)
+            .finish()
+    }
+}
+
+impl FlashPage {
+    fn start_training(&mut self) -> Result<()> {
+        let s = &self.setup;
+        let t = Trainer::new(
+            GpuBackend {
+                gpu: self.gpu.clone(),
+            },
+            s.config,
+            s.hyper,
+            &s.start,
+        )?;
+        self.phase = Phase::Gpu(t);
+        Ok(())
+    }
+
+    fn set_preset(&mut self, preset: Preset) -> Result<()> {
+        self.preset = preset;
+        self.setup = Rc::new(Setup::new(preset, None, None)?);
+        self.start_training()
+    }
+
+    /// Starts the next piece of work in the background (at once natively).
+    fn advance(&mut self) {
+        if self.busy {
+            return;
+        }
+        let slot = self.slot.clone();
+        let setup = self.setup.clone();
+        if self.points.len() < self.lengths.len() {
+            let (gpu, n) = (self.gpu.clone(), self.lengths[self.points.len()]);
+            self.busy = true;
+            kiln_app::spawn(async move {
+                let r = sweep::run(&gpu, SHAPE, &[n], 3, 20_000.0, &mut |_, _| {}).await;
+                *slot.borrow_mut() = Some(Returned::Point(r));
+            });
+            return;
+        }
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Gpu(mut t) if t.run.losses.len() < PAGE_STEPS => {
+                self.busy = true;
+                kiln_app::spawn(async move {
+                    let r = t.step(&setup.corpus).await;
+                    *slot.borrow_mut() = Some(Returned::Gpu(t, r));
+                });
+            }
+            Phase::Gpu(t) => {
+                let cpu = CpuBackend::all_cores();
+                match Trainer::new(cpu, setup.config, setup.hyper, &setup.start) {
+                    Ok(c) => self.phase = Phase::Cpu(c, t.run),
+                    Err(e) => self.error = Some(e.to_string()),
+                }
+            }
+            Phase::Cpu(mut t, gpu_run) if t.run.losses.len() < PAGE_STEPS => {
+                self.busy = true;
+                kiln_app::spawn(async move {
+                    let r = t.step(&setup.corpus).await;
+                    *slot.borrow_mut() = Some(Returned::Cpu(t, gpu_run, r));
+                });
+            }
+            Phase::Cpu(t, gpu_run) => {
+                self.phase = Phase::Done(Comparison::new(
+                    self.preset.name(),
+                    setup.config,
+                    &setup.corpus.source,
+                    0,
+                    gpu_run,
+                    t.run,
+                ));
+            }
+            other => self.phase = other,
+        }
+    }
+
+    fn collect(&mut self) -> bool {
+        let Some(r) = self.slot.borrow_mut().take() else {
+            return false;
+        };
+        self.busy = false;
+        let fail = |e: crate::Error, error: &mut Option<String>| *error = Some(e.to_string());
+        match r {
+            Returned::Point(Ok(s)) => {
+                self.points.extend(s.points);
+                self.variants = s.flash_variants;
+            }
+            Returned::Point(Err(e)) => {
+                fail(e, &mut self.error);
+                // Stop sweeping; the training still runs.
+                self.lengths.truncate(self.points.len());
+            }
+            Returned::Gpu(t, r) => match r {
+                Ok(_) => self.phase = Phase::Gpu(t),
+                Err(e) => fail(e, &mut self.error),
+            },
+            Returned::Cpu(t, g, r) => match r {
+                Ok(_) => self.phase = Phase::Cpu(t, g),
+                Err(e) => fail(e, &mut self.error),
+            },
+        }
+        true
+    }
+
+    fn draw(&self) -> Canvas {
+        let mut c = Canvas::new(WIDTH, HEIGHT);
+        let half = WIDTH / 2;
+        let series = |label, colour, f: &dyn Fn(&Point) -> Option<f64>| Series {
+            label,
+            colour,
+            points: self
+                .points
+                .iter()
+                .filter_map(|p| f(p).map(|v| (p.seq as f64, v)))
+                .collect(),
+        };
+        c.lines(
+            (20, 20, half - 40, 400),
+            &format!(
+                "Attention fwd+bwd, causal, B{} H{} d{}",
+                SHAPE.batch, SHAPE.heads, SHAPE.head_dim
+            ),
+            "sequence length T",
+            "ms",
+            &[
+                series("flash (GPU)", chart::GPU, &|p| Some(p.flash_ms)),
+                series("naive (GPU)", chart::NAIVE, &|p| Some(p.naive_ms)),
+                series("CPU path", chart::CPU, &|p| p.cpu_ms),
+            ],
+            true,
+        );
+        c.lines(
+            (20, 440, half - 40, 300),
+            "Global memory moved (byte model)",
+            "sequence length T",
+            "MB",
+            &[
+                series("flash", chart::GPU, &|p| Some(p.flash_mb)),
+                series("naive", chart::NAIVE, &|p| Some(p.naive_mb)),
+            ],
+            true,
+        );
+        for (i, v) in self.variants.iter().take(4).enumerate() {
+            c.text(20, 770 + i * 14, v, chart::DIM, 1);
+        }
+        if self.points.len() < self.lengths.len() {
+            c.text(
+                20,
+                840,
+                &format!("sweeping T = {}…", self.lengths[self.points.len()]),
+                chart::TEXT,
+                2,
+            );
+        }
+
+        let cfg = &self.setup.config;
+        let (gpu_run, cpu_run, done): (Option<&PathRun>, Option<&PathRun>, Option<&Comparison>) =
+            match &self.phase {
+                Phase::Idle => (None, None, None),
+                Phase::Gpu(t) => (Some(&t.run), None, None),
+                Phase::Cpu(t, g) => (Some(g), Some(&t.run), None),
+                Phase::Done(r) => (Some(&r.gpu), Some(&r.cpu), Some(r)),
+            };
+        let curve = |run: Option<&PathRun>| {
+            run.map(|r| {
+                r.losses
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &l)| (i as f64 + 1.0, l))
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+        c.lines(
+            (half + 20, 20, half - 40, 400),
+            &format!(
+                "Training: preset {} ({} params, d{} L{} T{} B{})",
+                self.preset.name(),
+                cfg.parameters(),
+                cfg.d_model,
+                cfg.layers,
+                cfg.seq,
+                cfg.batch
+            ),
+            "step",
+            "loss",
+            &[
+                Series {
+                    label: "GPU (kiln kernels)",
+                    colour: chart::GPU,
+                    points: curve(gpu_run),
+                },
+                Series {
+                    label: "CPU path",
+                    colour: chart::CPU,
+                    points: curve(cpu_run),
+                },
+            ],
+            false,
+        );
+        let done_steps =
+            gpu_run.map_or(0, |r| r.losses.len()) + cpu_run.map_or(0, |r| r.losses.len());
+        let (bx, by) = (half + 20, 440);
+        c.text(
+            bx,
+            by,
+            &format!("progress {done_steps}/{}", 2 * PAGE_STEPS),
+            chart::TEXT,
+            2,
+        );
+        c.rect(bx, by + 24, half - 60, 14, [40, 44, 56]);
+        c.rect(
+            bx,
+            by + 24,
+            (half - 60) * done_steps / (2 * PAGE_STEPS),
+            14,
+            chart::GPU,
+        );
+        let mut bars = Vec::new();
+        if let Some(g) = gpu_run.filter(|r| !r.step_ms.is_empty()) {
+            bars.push(("GPU".to_string(), g.median_ms(), chart::GPU));
+        }
+        if let Some(cr) = cpu_run.filter(|r| !r.step_ms.is_empty()) {
+            bars.push((
+                format!("CPU x{}", CpuBackend::all_cores().threads),
+                cr.median_ms(),
+                chart::CPU,
+            ));
+        }
+        c.bars(
+            (bx, by + 60, half - 40, 120),
+            "ms per step (median)",
+            &bars,
+            "ms",
+        );
+        if let Some(r) = done {
+            c.text(
+                bx,
+                by + 160,
+                &format!(
+                    "speed-up {:.1}x   loss drift {:.3} %",
+                    r.speedup,
+                    100.0 * r.drift
+                ),
+                chart::TEXT,
+                2,
+            );
+        }
+        c.text(
+            bx,
+            840,
+            "keys: t train again, 1-4 preset, s sweep again",
+            chart::DIM,
+            2,
+        );
+        if let Some(e) = &self.error {
+            c.text(20, 870, &format!("error: {e}"), [250, 110, 110], 1);
+        }
+        c
+    }
+}
+
+impl Demo for FlashPage {
+    const NAME: &'static str = "flash";
+    const TITLE: &'static str = "Kiln · flash attention";
+    const WINDOW: (u32, u32) = (1600, 900);
+
+    fn new(gpu: &Gpu, options: &Options) -> kiln::Result<Self> {
+        let preset = Preset::parse(options.preset.as_deref().unwrap_or("small"))?;
+        let setup = Setup::new(preset, None, None)?;
+        let mut page = FlashPage {
+            gpu: gpu.clone(),
+            preset,
+            setup: Rc::new(setup),
+            lengths: sweep_lengths(gpu),
+            points: Vec::new(),
+            variants: Vec::new(),
+            phase: Phase::Idle,
+            slot: Rc::default(),
+            busy: false,
+            error: None,
+            pixels: Tensor::uninit(gpu, &[HEIGHT, WIDTH], DType::U32)?,
+        };
+        page.start_training()?;
+        Ok(page)
+    }
+
+    fn frame(&mut self, _dt: f32) -> kiln::Result<Tensor> {
+        self.collect();
+        self.advance();
+        self.collect();
+        self.pixels.write_u32(self.draw().rgba_u32())?;
+        Ok(self.pixels.clone())
+    }
+
+    fn key(&mut self, key: &str) -> bool {
+        let result = match key {
+            "t" if !self.busy => self.start_training(),
+            "s" if !self.busy => {
+                self.points.clear();
+                self.lengths = sweep_lengths(&self.gpu);
+                Ok(())
+            }
+            "1" | "2" | "3" | "4" if !self.busy => {
+                let i = key.parse::<usize>().unwrap_or(1) - 1;
+                self.set_preset(Preset::ALL[i.min(3)])
+            }
+            _ => return false,
+        };
+        if let Err(e) = result {
+            self.error = Some(e.to_string());
+        }
+        true
+    }
+
+    fn hud(&self) -> Vec<String> {
+        vec![
+            format!("preset {}", self.preset.name()),
+            "uncapped rates: a frame = causal attention".into(),
+            "  fwd+bwd, B1 H8 T256 d64".into(),
+        ]
+    }
+
+    fn measure(&self) -> impl Future<Output = kiln::Result<Rates>> + 'static {
+        let gpu = self.gpu.clone();
+        async move {
+            let s = sweep::run(&gpu, SHAPE, &[256], 5, 60_000.0, &mut |_, _| {}).await?;
+            let p = s
+                .points
+                .first()
+                .ok_or_else(|| kiln::Error::InvalidArgument {
+                    op: "flash",
+                    detail: "the sweep measured nothing".into(),
+                })?;
+            Ok(Rates {
+                gpu_fps: 1e3 / p.flash_ms,
+                cpu_fps: p.cpu_ms.map_or(f64::NAN, |c| 1e3 / c),
+                gpu_clock: if p.gpu_clock == bench::Clock::GpuTimestamps.as_str() {
+                    bench::Clock::GpuTimestamps
+                } else {
+                    bench::Clock::WallClock
+                },
+            })
+        }
+    }
+
+    /// `--bench` through the shared harness: `frames` training steps of the page's preset on
+    /// each path (the `flash` binary's own `--bench` prints the full comparison).
+    fn bench(gpu: &Gpu, options: &Options) -> impl Future<Output = kiln::Result<BenchReport>> {
+        let (gpu, options) = (gpu.clone(), options.clone());
+        async move {
+            let preset = Preset::parse(options.preset.as_deref().unwrap_or("small"))?;
+            let setup = Setup::new(preset, None, None)?;
+            let r =
+                crate::run::compare(&gpu, &setup, options.frames, CpuBackend::all_cores(), None)
+                    .await?;
+            let timing = |run: &PathRun| {
+                bench::Timing::from_samples(bench::Clock::WallClock, 0, run.step_ms.clone())
+            };
+            Ok(BenchReport {
+                demo: "flash".into(),
+                adapter: gpu.profile().name.clone(),
+                backend: gpu.profile().backend.clone(),
+                settings: format!("preset {}, {} steps", preset.name(), r.steps),
+                gpu: timing(&r.gpu)?,
+                cpu: timing(&r.cpu)?,
+                checks: serde_json::json!({"drift": r.drift, "speedup": r.speedup}),
+                image: None,
+            })
+        }
+    }
+}

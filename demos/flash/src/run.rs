@@ -1,0 +1,138 @@
+//! Setting up a training comparison (corpus, preset, start state) and running it natively:
+//! `flash --bench` and `flash train`.
+
+use kiln_app::kiln::Gpu;
+
+use crate::backend::{CpuBackend, GpuBackend};
+use crate::checkpoint::{self, Header};
+use crate::data::Corpus;
+use crate::error::{Error, Result};
+use crate::model::State;
+use crate::preset::{Config, Hyper, Preset};
+use crate::train::{Comparison, Trainer};
+
+/// Lines of the generated corpus: about 100k tokens.
+pub const SYNTHETIC_LINES: usize = 4000;
+
+/// What a run starts from.
+#[derive(Debug)]
+pub struct Setup {
+    pub preset: Preset,
+    pub config: Config,
+    pub hyper: Hyper,
+    pub corpus: Corpus,
+    pub start: State<kiln_app::kiln::cpu::Array>,
+}
+
+impl Setup {
+    /// The corpus (the file, else the generated one), the preset's shape for it, and the start
+    /// state: fresh from the seed, or a checkpoint that must match both.
+    pub fn new(preset: Preset, data: Option<&str>, resume: Option<&str>) -> Result<Setup> {
+        let hyper = Hyper::default();
+        let corpus = match data {
+            Some(path) => Corpus::from_file(path)?,
+            None => Corpus::synthetic(hyper.seed, SYNTHETIC_LINES),
+        };
+        let config = preset.config(corpus.vocab());
+        config.check()?;
+        corpus.check(config.seq)?;
+        let start = match resume {
+            None => State::new(&config, hyper.seed)?,
+            Some(path) => {
+                let (header, state) = checkpoint::load(path)?;
+                let alphabet: String = corpus.alphabet.iter().collect();
+                let mismatch = |what: String| Error::Checkpoint {
+                    path: path.to_string(),
+                    detail: what,
+                };
+                if header.config != config {
+                    return Err(mismatch(format!(
+                        "made for {:?}, this run is {} with {:?}",
+                        header.config,
+                        preset.name(),
+                        config
+                    )));
+                }
+                if header.alphabet != alphabet {
+                    return Err(mismatch(
+                        "its vocabulary differs from this run's data".into(),
+                    ));
+                }
+                state
+            }
+        };
+        Ok(Setup {
+            preset,
+            config,
+            hyper,
+            corpus,
+            start,
+        })
+    }
+
+    pub fn header(&self, step: u32) -> Header {
+        Header {
+            preset: self.preset.name().into(),
+            config: self.config,
+            hyper: self.hyper,
+            step,
+            alphabet: self.corpus.alphabet.iter().collect(),
+            data: self.corpus.source.clone(),
+            tensors: crate::model::layout(&self.config),
+        }
+    }
+}
+
+/// Trains `steps` steps on the GPU, then the same steps on the CPU path from the same start,
+/// printing progress to stderr; saves the GPU's state to `save` when given.
+pub async fn compare(
+    gpu: &Gpu,
+    setup: &Setup,
+    steps: usize,
+    cpu: CpuBackend,
+    save: Option<&str>,
+) -> Result<Comparison> {
+    let every = (steps / 10).max(1);
+    let mut g = Trainer::new(
+        GpuBackend { gpu: gpu.clone() },
+        setup.config,
+        setup.hyper,
+        &setup.start,
+    )?;
+    for s in 0..steps {
+        let loss = g.step(&setup.corpus).await?;
+        if (s + 1) % every == 0 || s + 1 == steps {
+            eprintln!(
+                "  {} step {}/{steps}: loss {loss:.4}, {:.1} ms",
+                g.run.path,
+                s + 1,
+                g.run.step_ms.last().copied().unwrap_or(0.0)
+            );
+        }
+    }
+    if let Some(path) = save {
+        let state = g.download().await?;
+        checkpoint::save(path, &setup.header(state.step), &state)?;
+        eprintln!("  saved {path} (step {})", state.step);
+    }
+    let mut c = Trainer::new(cpu, setup.config, setup.hyper, &setup.start)?;
+    for s in 0..steps {
+        let loss = c.step(&setup.corpus).await?;
+        if (s + 1) % every == 0 || s + 1 == steps {
+            eprintln!(
+                "  {} step {}/{steps}: loss {loss:.4}, {:.1} ms",
+                c.run.path,
+                s + 1,
+                c.run.step_ms.last().copied().unwrap_or(0.0)
+            );
+        }
+    }
+    Ok(Comparison::new(
+        setup.preset.name(),
+        setup.config,
+        &setup.corpus.source,
+        setup.start.step,
+        g.run,
+        c.run,
+    ))
+}

@@ -1,0 +1,150 @@
+//! The kernel-level comparison: causal attention forward + backward at one shape over several
+//! sequence lengths, on the flash kernels, the naive GPU path (scores materialised) and the CPU
+//! path, with the bytes each GPU path moves (kiln's byte model) and the variants chosen.
+
+use kiln_app::kiln::cpu::{self, Array};
+use kiln_app::kiln::ops::attention::{self, BackwardVariants, Grads, traffic};
+use kiln_app::kiln::{self, DType, Dispatch, Gpu, Tensor, bench};
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use serde::Serialize;
+
+use crate::error::Result;
+
+/// The shape swept: batch, heads, head dimension (the sequence length varies).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Shape {
+    pub batch: usize,
+    pub heads: usize,
+    pub head_dim: usize,
+}
+
+/// One sequence length's figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    pub seq: usize,
+    /// Median ms of forward + backward.
+    pub flash_ms: f64,
+    pub naive_ms: f64,
+    /// The CPU path's ms (wall clock), `None` where it was left out for time.
+    pub cpu_ms: Option<f64>,
+    pub flash_mb: f64,
+    pub naive_mb: f64,
+    /// What the naive path writes and reads of the N×N matrices alone.
+    pub score_matrix_mb: f64,
+    pub gpu_clock: String,
+}
+
+/// The whole sweep.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sweep {
+    pub adapter: String,
+    pub shape: Shape,
+    pub points: Vec<Point>,
+    /// "family variant — why" for every kernel the flash path ran.
+    pub flash_variants: Vec<String>,
+    pub cpu_path: String,
+}
+
+fn random(gpu: &Gpu, shape: &[usize], rng: &mut StdRng) -> Result<(Tensor, Array)> {
+    let n = shape.iter().product();
+    let data: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+    Ok((
+        Tensor::from_slice(gpu, shape, &data, DType::F32)?,
+        Array::new(shape, data)?,
+    ))
+}
+
+/// Sweeps `seqs`; the CPU path runs while its forward + backward stays under `cpu_limit_ms`
+/// (estimated from the previous length, as the work grows with N²).
+pub async fn run(
+    gpu: &Gpu,
+    shape: Shape,
+    seqs: &[usize],
+    repeats: usize,
+    cpu_limit_ms: f64,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Sweep> {
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut points = Vec::new();
+    let mut flash_variants = Vec::new();
+    let mut last_cpu: Option<(usize, f64)> = None;
+    for (i, &n) in seqs.iter().enumerate() {
+        progress(i, seqs.len());
+        let dims = [shape.batch, shape.heads, n, shape.head_dim];
+        let scale = 1.0 / (shape.head_dim as f32).sqrt();
+        let (q, qa) = random(gpu, &dims, &mut rng)?;
+        let (k, ka) = random(gpu, &dims, &mut rng)?;
+        let (v, va) = random(gpu, &dims, &mut rng)?;
+        let (d_o, doa) = random(gpu, &dims, &mut rng)?;
+
+        // Flash: forward, then the three backward kernels.
+        let o = Tensor::uninit(gpu, &dims, DType::F32)?;
+        let lse = Tensor::uninit(gpu, &dims[..3], DType::F32)?;
+        let (fwd, fwd_choice) = attention::plan_forward(&q, &k, &v, &o, &lse, true, scale, None)?;
+        let grads = Grads::like(&q, &k, &v)?;
+        let bwd = attention::plan_backward(
+            &q,
+            &k,
+            &v,
+            &o,
+            &lse,
+            &d_o,
+            &grads,
+            true,
+            scale,
+            BackwardVariants::default(),
+        )?;
+        let mut flash: Vec<&Dispatch> = vec![&fwd];
+        flash.extend(bwd.dispatches.iter());
+        if i + 1 == seqs.len() {
+            for c in std::iter::once(&fwd_choice).chain(&bwd.choices) {
+                flash_variants.push(format!(
+                    "{} {} — {}",
+                    c.variant.family, c.variant.name, c.reason
+                ));
+            }
+        }
+        let flash_t = bench::time_dispatches(gpu, &flash, 2, repeats).await?;
+
+        // Naive: S, P, O materialised; the textbook backward from P.
+        let naive = attention::plan_naive_forward(&q, &k, &v, true, scale)?;
+        let ngrads = Grads::like(&q, &k, &v)?;
+        let nb = attention::plan_naive_backward(&q, &k, &v, &naive.probs, &d_o, &ngrads, scale)?;
+        let mut naive_d: Vec<&Dispatch> = naive.dispatches.iter().collect();
+        naive_d.extend(nb.iter());
+        let naive_t = bench::time_dispatches(gpu, &naive_d, 2, repeats).await?;
+
+        // The CPU path, while it stays affordable.
+        let estimate = last_cpu.map(|(m, ms)| ms * (n * n) as f64 / (m * m) as f64);
+        let cpu_ms = if estimate.is_none_or(|e| e <= cpu_limit_ms) {
+            let t = bench::time_cpu(0, 1, 0.0, || {
+                let _ = cpu::attention_forward_backward(&qa, &ka, &va, &doa, true, scale);
+            })?;
+            last_cpu = Some((n, t.median_ms));
+            Some(t.median_ms)
+        } else {
+            None
+        };
+
+        let ad = kiln::shape::AttentionDims::new("sweep", &dims, &dims, &dims)?;
+        let mb = |p| traffic::total(&traffic::traffic(&ad, DType::F32, p, true)) as f64 / 1e6;
+        points.push(Point {
+            seq: n,
+            flash_ms: flash_t.median_ms,
+            naive_ms: naive_t.median_ms,
+            cpu_ms,
+            flash_mb: mb(traffic::Path::Flash),
+            naive_mb: mb(traffic::Path::Naive),
+            score_matrix_mb: traffic::score_matrix_bytes(&ad, DType::F32) as f64 / 1e6,
+            gpu_clock: flash_t.clock.as_str().to_string(),
+        });
+    }
+    progress(seqs.len(), seqs.len());
+    Ok(Sweep {
+        adapter: gpu.profile().name.clone(),
+        shape,
+        points,
+        flash_variants,
+        cpu_path: "kiln::cpu standard attention forward + backward, one thread".into(),
+    })
+}

@@ -1,0 +1,209 @@
+//! Training on one path, a step at a time (so the page can draw progress between steps), and
+//! the comparison of the two paths: ms per step, wall time, the loss curves and their drift.
+
+use kiln_app::kiln::cpu::Array;
+use serde::Serialize;
+use web_time::Instant;
+
+use crate::backend::Backend;
+use crate::data::Corpus;
+use crate::error::{Error, Result};
+use crate::model::{self, Inputs, State};
+use crate::preset::{Config, Hyper};
+
+/// Training on one path.
+#[derive(Debug)]
+pub struct Trainer<B: Backend> {
+    pub backend: B,
+    pub config: Config,
+    pub hyper: Hyper,
+    pub state: State<B::T>,
+    pub run: PathRun,
+}
+
+/// What one path did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PathRun {
+    pub path: String,
+    /// Mean loss of each step's batch (before the step's update).
+    pub losses: Vec<f64>,
+    /// Wall-clock time of each step: inputs uploaded, forward, backward, AdamW on every
+    /// parameter, and the loss read back.
+    pub step_ms: Vec<f64>,
+}
+
+impl PathRun {
+    /// Median ms per step, leaving out the first step (pipeline builds, first allocations)
+    /// when there are others.
+    pub fn median_ms(&self) -> f64 {
+        let mut t: Vec<f64> = if self.step_ms.len() > 1 {
+            self.step_ms[1..].to_vec()
+        } else {
+            self.step_ms.clone()
+        };
+        t.sort_by(f64::total_cmp);
+        match t.len() {
+            0 => f64::NAN,
+            n if n % 2 == 1 => t[n / 2],
+            n => 0.5 * (t[n / 2 - 1] + t[n / 2]),
+        }
+    }
+
+    pub fn total_s(&self) -> f64 {
+        self.step_ms.iter().sum::<f64>() / 1e3
+    }
+}
+
+impl<B: Backend> Trainer<B> {
+    /// Puts `start` (fresh or from a checkpoint) on the path.
+    pub fn new(backend: B, config: Config, hyper: Hyper, start: &State<Array>) -> Result<Self> {
+        let state = model::upload(&backend, start)?;
+        let path = backend.name();
+        Ok(Trainer {
+            backend,
+            config,
+            hyper,
+            state,
+            run: PathRun {
+                path,
+                ..Default::default()
+            },
+        })
+    }
+
+    /// One step on the batch the corpus gives for this step number; returns its mean loss.
+    pub async fn step(&mut self, corpus: &Corpus) -> Result<f64> {
+        let c = &self.config;
+        let batch = corpus.batch(self.hyper.seed, u64::from(self.state.step), c.batch, c.seq);
+        let start = Instant::now();
+        let inputs = Inputs::new(&self.backend, c, &batch.inputs, &batch.targets)?;
+        let losses = model::step(&self.backend, c, &self.hyper, &mut self.state, &inputs)?;
+        let loss = model::mean(&self.backend.read(&losses).await?);
+        self.backend.idle().await?;
+        self.run.step_ms.push(start.elapsed().as_secs_f64() * 1e3);
+        if !loss.is_finite() {
+            return Err(Error::Config(format!(
+                "{}: the loss became {loss} at step {}",
+                self.run.path, self.state.step
+            )));
+        }
+        self.run.losses.push(loss);
+        Ok(loss)
+    }
+
+    /// The state read back from the path.
+    pub async fn download(&self) -> Result<State<Array>> {
+        model::download(&self.backend, &self.config, &self.state).await
+    }
+}
+
+/// The two paths side by side.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub preset: String,
+    pub config: Config,
+    pub parameters: usize,
+    pub data: String,
+    pub steps: usize,
+    /// The step the runs started from (0, or a checkpoint's).
+    pub start_step: u32,
+    pub gpu: PathRun,
+    pub cpu: PathRun,
+    pub gpu_median_ms_per_step: f64,
+    pub cpu_median_ms_per_step: f64,
+    pub gpu_total_s: f64,
+    pub cpu_total_s: f64,
+    /// CPU median ms per step over the GPU's.
+    pub speedup: f64,
+    /// |loss_gpu − loss_cpu| / loss_cpu at the last step.
+    pub drift: f64,
+    pub clock: &'static str,
+}
+
+impl Comparison {
+    pub fn new(
+        preset: &str,
+        config: Config,
+        data: &str,
+        start_step: u32,
+        gpu: PathRun,
+        cpu: PathRun,
+    ) -> Comparison {
+        let drift = match (gpu.losses.last(), cpu.losses.last()) {
+            (Some(g), Some(c)) => (g - c).abs() / c,
+            _ => f64::NAN,
+        };
+        Comparison {
+            preset: preset.to_string(),
+            parameters: config.parameters(),
+            config,
+            data: data.to_string(),
+            steps: gpu.losses.len().min(cpu.losses.len()),
+            start_step,
+            gpu_median_ms_per_step: gpu.median_ms(),
+            cpu_median_ms_per_step: cpu.median_ms(),
+            gpu_total_s: gpu.total_s(),
+            cpu_total_s: cpu.total_s(),
+            speedup: cpu.median_ms() / gpu.median_ms(),
+            drift,
+            gpu,
+            cpu,
+            clock: "wall clock per step (upload, forward, backward, AdamW, loss read back)",
+        }
+    }
+}
+
+/// Continues `prompt` by `count` tokens, greedily (or sampled at `temperature` > 0 from
+/// `seed`), on the CPU path with the given parameters.
+pub fn sample(
+    config: &Config,
+    params: &model::Params<Array>,
+    prompt: &[u32],
+    count: usize,
+    temperature: f32,
+    seed: u64,
+) -> Result<Vec<u32>> {
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+    let b = crate::backend::CpuBackend::all_cores();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut tokens = prompt.to_vec();
+    if tokens.is_empty() {
+        tokens.push(0);
+    }
+    let t = config.seq;
+    for _ in 0..count {
+        // The last T tokens, padded after the end: causal attention keeps the padding from
+        // reaching the row that is read.
+        let window = &tokens[tokens.len().saturating_sub(t)..];
+        let mut input = window.to_vec();
+        input.resize(t, 0);
+        let c = Config {
+            batch: 1,
+            ..*config
+        };
+        let inp = Inputs::new(&b, &c, &input, &input)?;
+        let logits = model::logits(&b, &c, params, &inp, 1)?;
+        let row = &logits.data[(window.len() - 1) * c.vocab..][..c.vocab];
+        let next = if temperature > 0.0 {
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let w: Vec<f32> = row
+                .iter()
+                .map(|&l| ((l - max) / temperature).exp())
+                .collect();
+            let mut pick = rng.random_range(0.0..w.iter().sum::<f32>());
+            w.iter()
+                .position(|&x| {
+                    pick -= x;
+                    pick <= 0.0
+                })
+                .unwrap_or(w.len() - 1)
+        } else {
+            row.iter()
+                .enumerate()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map_or(0, |(i, _)| i)
+        };
+        tokens.push(next as u32);
+    }
+    Ok(tokens[prompt.len().max(1).min(tokens.len())..].to_vec())
+}
