@@ -157,8 +157,17 @@ impl Canvas {
             for pair in pts.windows(2) {
                 self.line(pair[0], pair[1], s.colour);
             }
+            // Earlier series get bigger markers, so a later one drawn over it still shows it.
+            let size = 5 + 4 * (series.len() - 1 - i);
             for p in &pts {
-                self.rect(p.0 as usize, p.1 as usize, 5, 5, s.colour);
+                let (x, y) = (p.0 - size as f64 / 2.0, p.1 - size as f64 / 2.0);
+                self.rect(
+                    x.max(0.0) as usize,
+                    y.max(0.0) as usize,
+                    size,
+                    size,
+                    s.colour,
+                );
             }
             self.rect(px + 10 + i * 170, py + ph + 22, 12, 12, s.colour);
             self.text(px + 28 + i * 170, py + ph + 24, s.label, TEXT, 1);

@@ -1,6 +1,7 @@
 //! The speed page in a native window (kiln-app's harness): the kernel-level sweep (flash, naive
 //! GPU, CPU path over sequence lengths, time and bytes moved) and the end-to-end training
-//! comparison, run a step per frame so the progress shows. Keys: `t` trains again, `1`–`4`
+//! comparison, run a step per frame so the progress shows. The harness's HUD sits over the
+//! top left, so the left column starts below it. Keys: `t` trains again, `1`–`4`
 //! pick the preset, `s` sweeps again.
 
 use std::cell::RefCell;
@@ -187,7 +188,7 @@ impl FlashPage {
                 .collect(),
         };
         c.lines(
-            (20, 20, half - 40, 400),
+            (20, 210, half - 40, 330),
             &format!(
                 "Attention fwd+bwd, causal, B{} H{} d{}",
                 SHAPE.batch, SHAPE.heads, SHAPE.head_dim
@@ -202,7 +203,7 @@ impl FlashPage {
             true,
         );
         c.lines(
-            (20, 440, half - 40, 300),
+            (20, 560, half - 40, 230),
             "Global memory moved (byte model)",
             "sequence length T",
             "MB",
@@ -212,8 +213,12 @@ impl FlashPage {
             ],
             true,
         );
+        c.text(20, 796, "variants chosen for this device:", chart::TEXT, 1);
         for (i, v) in self.variants.iter().take(4).enumerate() {
-            c.text(20, 770 + i * 14, v, chart::DIM, 1);
+            // "family variant — why": the why shortened to its source (rule or tuned table).
+            let (name, why) = v.split_once(" — ").unwrap_or((v, ""));
+            let why = why.split(':').next().unwrap_or("");
+            c.text(20, 810 + i * 12, &format!("{name}  [{why}]"), chart::DIM, 1);
         }
         if self.points.len() < self.lengths.len() {
             c.text(
@@ -246,13 +251,9 @@ impl FlashPage {
         c.lines(
             (half + 20, 20, half - 40, 400),
             &format!(
-                "Training: preset {} ({} params, d{} L{} T{} B{})",
+                "Training: {}, {} parameters",
                 self.preset.name(),
-                cfg.parameters(),
-                cfg.d_model,
-                cfg.layers,
-                cfg.seq,
-                cfg.batch
+                cfg.parameters()
             ),
             "step",
             "loss",
@@ -269,6 +270,16 @@ impl FlashPage {
                 },
             ],
             false,
+        );
+        c.text(
+            half + 20,
+            38,
+            &format!(
+                "d_model {}, {} heads, {} layers, T {}, B {}; the curves overlap where the paths agree",
+                cfg.d_model, cfg.heads, cfg.layers, cfg.seq, cfg.batch
+            ),
+            chart::DIM,
+            1,
         );
         let done_steps =
             gpu_run.map_or(0, |r| r.losses.len()) + cpu_run.map_or(0, |r| r.losses.len());
