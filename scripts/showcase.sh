@@ -14,7 +14,7 @@ PORT=${PORT:-8080}
 ensure_lavapipe
 ensure_apt python3
 bash scripts/build-site.sh
-cargo build --quiet --release --bin kiln "${DEMOS[@]/#/--bin=}"
+cargo build --quiet --release --bin kiln --bin flash "${DEMOS[@]/#/--bin=}"
 bin=target/release
 
 python3 -m http.server "$PORT" --bind 127.0.0.1 --directory site/dist >/dev/null 2>&1 &
@@ -33,7 +33,7 @@ echo
 
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   echo "== opening the native demos (close a window for the next)"
-  for demo in "${DEMOS[@]}"; do "$bin/$demo"; done
+  for demo in "${DEMOS[@]}" flash; do "$bin/$demo"; done
 else
   # A software adapter gets fewer frames: a 1024² frame takes seconds there.
   frames=30
@@ -55,6 +55,17 @@ print(f"adapter: {rows[0]['adapter']} ({rows[0]['backend']}); CPU path: plain si
 print("attention: a frame is one forward pass of the encoder over the text's tokens")
 PY
   echo "frames written: showcase/*.png"
+  # The flash demo trains a small transformer on both paths: its unit is a training step.
+  steps=$((frames * 2))
+  echo "== flash: the small preset trained $steps steps on the GPU and on the CPU path"
+  "$bin/flash" --bench --preset small --steps "$steps" --json > showcase/flash.json
+  python3 - <<'PY'
+import json
+r = json.load(open("showcase/flash.json")); c = r["comparison"]
+print(f"flash      preset {c['preset']} ({c['parameters']} parameters), {c['steps']} steps: "
+      f"GPU {c['gpu_median_ms_per_step']:.1f} ms/step, {c['cpu']['path']} {c['cpu_median_ms_per_step']:.1f} ms/step, "
+      f"speed-up {c['speedup']:.2f}x, loss {c['gpu']['losses'][0]:.3f} -> {c['gpu']['losses'][-1]:.3f}, drift {100 * c['drift']:.4f} % (wall clock)")
+PY
 fi
 echo
 echo "Serving http://127.0.0.1:$PORT/ — Ctrl-C to stop."
