@@ -6,7 +6,7 @@ use flash::checkpoint;
 use flash::data::Corpus;
 use flash::preset::Preset;
 use flash::run::{self, Setup};
-use flash::sweep::{self, Shape};
+use flash::sweep;
 use flash::{Error, Result, train};
 use kiln_app::kiln::{Gpu, GpuOptions};
 
@@ -44,9 +44,9 @@ struct Cli {
     /// Fail when the loss drift between the paths exceeds this fraction.
     #[arg(long, default_value_t = 0.05)]
     max_drift: f64,
-    /// Also run the kernel-level sweep (flash, naive GPU, CPU over sequence lengths).
+    /// Leave out the kernel-level sweep (flash, naive GPU, CPU over sequence lengths).
     #[arg(long)]
-    sweep: bool,
+    no_sweep: bool,
     /// Close the window after this many displayed frames (window tests).
     #[arg(long)]
     exit_after: Option<u64>,
@@ -170,25 +170,22 @@ async fn bench(cli: &Cli) -> Result<()> {
         flash::backend::Backend::name(&cpu),
     );
     let comparison = run::compare(&gpu, &setup, cli.steps, cpu, cli.save.as_deref()).await?;
-    let sweep = if cli.sweep {
-        let shape = Shape {
-            batch: 1,
-            heads: 8,
-            head_dim: 64,
-        };
+    let sweep = if cli.no_sweep {
+        None
+    } else {
+        eprintln!("  kernel sweep: causal attention forward + backward, B1 H8 d64");
+        let lengths = flash::page::sweep_lengths(&gpu);
         Some(
             sweep::run(
                 &gpu,
-                shape,
-                &[128, 256, 512, 1024, 2048],
+                flash::page::SHAPE,
+                &lengths,
                 5,
                 20_000.0,
                 &mut |_, _| {},
             )
             .await?,
         )
-    } else {
-        None
     };
     let kernels: Vec<String> = gpu
         .compiled()
@@ -237,6 +234,10 @@ async fn bench(cli: &Cli) -> Result<()> {
             100.0 * r.drift
         );
         println!("clock: {}", r.clock);
+        println!(
+            "attention traffic per layer per step (byte model, forward + backward): flash {:.1} MB, naive {:.1} MB",
+            r.attention_traffic.flash_mb, r.attention_traffic.naive_mb
+        );
         if let Some(s) = &sweep {
             println!(
                 "kernel level, causal forward + backward, B{} H{} d{} ({}):",

@@ -23,7 +23,8 @@ const WIDTH: usize = 1600;
 const HEIGHT: usize = 900;
 /// Training steps per path on the page.
 const PAGE_STEPS: usize = 30;
-const SHAPE: Shape = Shape {
+/// The shape the page and `flash --bench` sweep.
+pub const SHAPE: Shape = Shape {
     batch: 1,
     heads: 8,
     head_dim: 64,
@@ -315,6 +316,17 @@ impl FlashPage {
             "ms per step (median)",
             &bars,
             "ms",
+        );
+        let t = crate::train::Traffic::of(cfg);
+        c.text(
+            bx,
+            by + 200,
+            &format!(
+                "attention traffic per layer per step (byte model): flash {:.1} MB, naive {:.1} MB",
+                t.flash_mb, t.naive_mb
+            ),
+            chart::DIM,
+            1,
         );
         if let Some(r) = done {
             c.text(

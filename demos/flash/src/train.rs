@@ -117,7 +117,43 @@ pub struct Comparison {
     pub speedup: f64,
     /// |loss_gpu − loss_cpu| / loss_cpu at the last step.
     pub drift: f64,
+    /// Global memory one layer's attention moves per step (forward + backward), by kiln's byte
+    /// model: what the flash kernels move, what the naive path would.
+    pub attention_traffic: Traffic,
     pub clock: &'static str,
+}
+
+/// Attention traffic of one layer per step, in MB.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Traffic {
+    pub flash_mb: f64,
+    pub naive_mb: f64,
+    /// One B·H·T² matrix of f32 scores: the naive path writes and reads several.
+    pub score_matrix_mb: f64,
+}
+
+impl Traffic {
+    pub fn of(c: &Config) -> Traffic {
+        use kiln_app::kiln::DType;
+        use kiln_app::kiln::ops::attention::traffic;
+        let shape = [c.batch, c.heads, c.seq, c.head_dim()];
+        match kiln_app::kiln::shape::AttentionDims::new("traffic", &shape, &shape, &shape) {
+            Ok(d) => {
+                let mb =
+                    |p| traffic::total(&traffic::traffic(&d, DType::F32, p, true)) as f64 / 1e6;
+                Traffic {
+                    flash_mb: mb(traffic::Path::Flash),
+                    naive_mb: mb(traffic::Path::Naive),
+                    score_matrix_mb: traffic::score_matrix_bytes(&d, DType::F32) as f64 / 1e6,
+                }
+            }
+            Err(_) => Traffic {
+                flash_mb: f64::NAN,
+                naive_mb: f64::NAN,
+                score_matrix_mb: f64::NAN,
+            },
+        }
+    }
 }
 
 impl Comparison {
@@ -146,6 +182,7 @@ impl Comparison {
             cpu_total_s: cpu.total_s(),
             speedup: cpu.median_ms() / gpu.median_ms(),
             drift,
+            attention_traffic: Traffic::of(&config),
             gpu,
             cpu,
             clock: "wall clock per step (upload, forward, backward, AdamW, loss read back)",

@@ -64,6 +64,21 @@ fn small_preset_trains_on_both_paths_with_low_drift_and_checkpoints() {
         assert_eq!(c[path]["step_ms"].as_array().unwrap().len(), 20);
     }
     assert_eq!(c["parameters"].as_u64().unwrap(), 108_288);
+    let t = &c["attention_traffic"];
+    assert!(
+        t["flash_mb"].as_f64().unwrap() < t["naive_mb"].as_f64().unwrap(),
+        "{t}"
+    );
+    // The kernel-level sweep: every length timed on the three paths, flash moving fewer bytes.
+    let points = r["sweep"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3, "{points:?}");
+    for p in points {
+        for key in ["flash_ms", "naive_ms", "cpu_ms"] {
+            assert!(p[key].as_f64().unwrap() > 0.0, "{key} in {p}");
+        }
+        assert!(p["flash_mb"].as_f64().unwrap() < p["naive_mb"].as_f64().unwrap());
+    }
+    assert_eq!(r["sweep"]["flash_variants"].as_array().unwrap().len(), 4);
     let kernels: Vec<&str> = r["kernels"]
         .as_array()
         .unwrap()
@@ -172,7 +187,14 @@ fn bad_data_files_are_refused_clearly() {
         (&short, "needs at least"),
         (&missing, "No such file"),
     ] {
-        let out = flash(&["--bench", "--steps", "1", "--data", path.to_str().unwrap()]);
+        let out = flash(&[
+            "--bench",
+            "--steps",
+            "1",
+            "--no-sweep",
+            "--data",
+            path.to_str().unwrap(),
+        ]);
         assert!(!out.status.success(), "{path:?} was accepted");
         let err = stderr(&out);
         assert!(err.contains(expect), "{path:?}: {err}");
