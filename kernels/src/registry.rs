@@ -130,7 +130,7 @@ const FAMILIES: [(&str, &str, &str); 23] = [
 ];
 
 /// Pieces shared by several templates, imported with `{% import %}`.
-const PARTIALS: [(&str, &str); 10] = [
+const PARTIALS: [(&str, &str); 11] = [
     (
         "_flash_fwd_coop.wgsl.jinja",
         include_str!("../templates/_flash_fwd_coop.wgsl.jinja"),
@@ -162,6 +162,10 @@ const PARTIALS: [(&str, &str); 10] = [
     (
         "_flash_fwd_tiled.wgsl.jinja",
         include_str!("../templates/_flash_fwd_tiled.wgsl.jinja"),
+    ),
+    (
+        "_flash_fwd_outer.wgsl.jinja",
+        include_str!("../templates/_flash_fwd_outer.wgsl.jinja"),
     ),
     (
         "_flash_bwd_dq_tiled.wgsl.jinja",

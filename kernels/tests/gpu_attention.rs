@@ -333,6 +333,95 @@ fn coop_route_every_head_dim() {
     println!("coop route: {n} runs");
 }
 
+/// The flash forward alone, with the named variant, against the CPU reference: O and LSE
+/// (outputs poisoned with NaN first).
+fn check_forward(name: &str, c: &Case, causal: bool, variant: &str) {
+    let want = cpu::attention(&c.q.1, &c.k.1, &c.v.1, causal, c.scale).unwrap();
+    let o = poisoned_like(&c.q.0);
+    let lse = Tensor::full(gpu(), &c.q.0.shape()[..3], f32::NAN, DType::F32).unwrap();
+    let choice = attention::flash_attention_into(
+        &c.q.0,
+        &c.k.0,
+        &c.v.0,
+        &o,
+        &lse,
+        causal,
+        c.scale,
+        Some(variant),
+    )
+    .unwrap();
+    assert_eq!(choice.variant.name, variant);
+    assert_close(
+        &format!("{name} O"),
+        &read(&o),
+        &want.out.data,
+        tolerance(DType::F32).0,
+    );
+    assert_lse(&format!("{name} LSE"), &read(&lse), &want.lse);
+    gpu().check().unwrap();
+}
+
+#[test]
+fn outer_route_every_offered_variant() {
+    // The outer-product forward, named (the selector does not pick it yet): every variant this
+    // adapter offers, on every length of the main test (1 and 17 leave most of a block empty,
+    // 100 and 257 end in a partial block), causal and not, logits ×10, and unequal lengths
+    // where causal rows see no key.
+    let outer: Vec<_> = gpu()
+        .registry()
+        .supported("flash_fwd", gpu().profile())
+        .unwrap()
+        .filter(|v| v.text("route") == "outer")
+        .cloned()
+        .collect();
+    let mut n = 0;
+    for (i, v) in outer.iter().enumerate() {
+        let d = v.int("head_dim") as usize;
+        let causal = v.flag("causal");
+        let lengths = [
+            (1, 1),
+            (17, 17),
+            (64, 64),
+            (100, 100),
+            (257, 257),
+            (20, 7),
+            (7, 20),
+            (33, 64),
+        ];
+        for (j, &(nq, nk)) in lengths.iter().enumerate() {
+            let c = case(700 + 10 * i as u64 + j as u64, 2, nq, nk, d, DType::F32);
+            check_forward(&format!("{} nq{nq} nk{nk}", v.name), &c, causal, &v.name);
+            n += 1;
+        }
+    }
+    // On a GPU the route is offered at head dims 64 and 128 at least (lavapipe's 32 KiB of
+    // workgroup storage holds d32 and d64 blocks only).
+    let dims: std::collections::BTreeSet<_> = outer.iter().map(|v| v.int("head_dim")).collect();
+    assert!(dims.contains(&64), "no outer variant at d64: {dims:?}");
+    if gpu().profile().limits.max_compute_workgroup_storage_size >= 48 * 1024 {
+        assert!(dims.contains(&128), "no outer variant at d128: {dims:?}");
+    }
+    // The selector's rule and table still pick another route.
+    for &d in &attention::HEAD_DIMS {
+        for causal in [false, true] {
+            let c = case(799, 1, 64, 64, d, DType::F32);
+            let o = poisoned_like(&c.q.0);
+            let lse = Tensor::full(gpu(), &[1, 1, 64], f32::NAN, DType::F32).unwrap();
+            let choice = attention::flash_attention_into(
+                &c.q.0, &c.k.0, &c.v.0, &o, &lse, causal, c.scale, None,
+            )
+            .unwrap();
+            assert_ne!(
+                choice.variant.text("route"),
+                "outer",
+                "{}",
+                choice.variant.name
+            );
+        }
+    }
+    println!("outer route: {} variants, {n} runs", outer.len());
+}
+
 #[test]
 fn naive_gpu_path_matches_cpu_and_flash() {
     for (dtype, causal) in [(DType::F32, false), (DType::F32, true), (DType::F16, true)] {

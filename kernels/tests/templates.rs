@@ -134,6 +134,50 @@ fn every_head_dim_has_flash_kernels_that_fit_every_stored_profile() {
     }
 }
 
+/// The bytes of the module's `var<workgroup>` declarations, as naga lays them out.
+fn workgroup_bytes(module: &naga::Module) -> u32 {
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).unwrap();
+    module
+        .global_variables
+        .iter()
+        .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
+        .map(|(_, g)| layouter[g.ty].size)
+        .sum()
+}
+
+#[test]
+fn outer_route_declares_its_workgroup_storage_exactly() {
+    // The selector refuses a variant whose declared storage exceeds the adapter's limit, so the
+    // declaration must be what the shader allocates: checked against naga's layout on the
+    // large profile (every outer variant that fits it) and on lavapipe.
+    let registry = Registry::builtin().unwrap();
+    let mut n = 0;
+    for (name, profile) in stored_profiles().unwrap() {
+        for v in registry.supported("flash_fwd", &profile).unwrap() {
+            if v.text("route") != "outer" {
+                continue;
+            }
+            let wgsl = registry.render_validated(v, &profile).unwrap();
+            let module =
+                kiln::registry::validate_wgsl(&v.family, &v.name, &wgsl, &profile).unwrap();
+            assert_eq!(
+                workgroup_bytes(&module),
+                v.workgroup_storage,
+                "{name}: {}",
+                v.name
+            );
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no outer-route variant on any stored profile");
+    // The 64 × 64 block at head dim 64 fills the H200's 48 KiB exactly.
+    let v = registry
+        .variant("flash_fwd", "f32_d64_q64_k64_subgroup_outer4x4_u")
+        .unwrap();
+    assert_eq!(v.workgroup_storage, 48 * 1024);
+}
+
 #[test]
 fn stored_profiles_round_trip_through_json() {
     for (name, profile) in stored_profiles().unwrap() {

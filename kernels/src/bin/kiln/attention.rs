@@ -36,6 +36,11 @@ pub struct AttentionArgs {
     /// Also time every offered flash variant for this shape (each checked first).
     #[arg(long)]
     sweep: bool,
+    /// Also time these flash forward variants (comma-separated names, as `kiln kernels
+    /// --family flash_fwd` lists them) after the selector's choice, each checked first; they
+    /// are reported with the sweep's rows.
+    #[arg(long, value_delimiter = ',')]
+    variant: Vec<String>,
     /// Skip the naive GPU path (its N×N tensors may not fit the device).
     #[arg(long)]
     no_naive: bool,
@@ -112,7 +117,7 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
     };
 
     let mut sweep = Vec::new();
-    if args.sweep {
+    if args.sweep || !args.variant.is_empty() {
         sweep = sweep_variants(
             &gpu, &inputs, &dims, &args, dtype, scale, slices, &want, tol,
         )
@@ -338,8 +343,9 @@ impl NaiveRun {
     }
 }
 
-/// Every offered variant of each flash family for this call, checked, then timed (the
-/// forward kernel alone; each backward kernel with the selector's choice for the others).
+/// Every offered variant of each flash family for this call (with `--sweep`; else the forward
+/// variants named by `--variant`), checked, then timed (the forward kernel alone; each
+/// backward kernel with the selector's choice for the others).
 #[allow(clippy::too_many_arguments)]
 async fn sweep_variants(
     gpu: &Gpu,
@@ -353,7 +359,7 @@ async fn sweep_variants(
     tol: f64,
 ) -> Result<Vec<Value>> {
     let mut families = vec!["flash_fwd"];
-    if args.backward {
+    if args.backward && args.sweep {
         families.extend(["flash_bwd_dkdv", "flash_bwd_dq"]);
     }
     let mut rows = Vec::new();
@@ -365,9 +371,25 @@ async fn sweep_variants(
                 v.text("dtype") == dtype.wgsl()
                     && v.int("head_dim") == dims.head_dim as i64
                     && v.flag("causal") == args.causal
+                    && (args.sweep || args.variant.contains(&v.name))
             })
             .cloned()
             .collect();
+        if let Some(name) = args
+            .variant
+            .iter()
+            .find(|n| family == "flash_fwd" && !variants.iter().any(|v| &v.name == *n))
+        {
+            return Err(Error::InvalidArgument {
+                op: "bench",
+                detail: format!(
+                    "--variant {name}: not a flash_fwd variant this adapter offers for {} d{} causal={}",
+                    dtype.wgsl(),
+                    dims.head_dim,
+                    args.causal
+                ),
+            });
+        }
         for v in variants {
             let (fwd, bwd) = match family {
                 "flash_fwd" => (Some(v.name.as_str()), BackwardVariants::default()),

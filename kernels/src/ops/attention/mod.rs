@@ -170,7 +170,15 @@ fn choose_flash(
         let tiled = i64::from(gpu_device && v.text("route") == "tiled") * 5;
         let coop = i64::from(gpu_device && v.text("route") == "coop") * 5_000;
         let unrolled = i64::from(v.flag("unroll")) * 2;
-        -too_big + 100 * owned + 10 * v.int(streamed_var) + tiled + coop + unrolled + subgroup
+        // The outer-product route (flash_fwd) is reached by name only until it is measured.
+        let outer = i64::from(v.text("route") == "outer") * 100_000;
+        -too_big - outer
+            + 100 * owned
+            + 10 * v.int(streamed_var)
+            + tiled
+            + coop
+            + unrolled
+            + subgroup
     };
     // Routes that load whole cooperative fragments need lengths that are multiples of 16.
     let fits = |v: &Variant| super::sizes_fit(v, &[d.q_len, d.kv_len]);
