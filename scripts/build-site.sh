@@ -37,6 +37,17 @@ site/node_modules/.bin/wasm-opt -O2 \
   --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
   "$out/fleet/fleet_web_bg.wasm" -o "$out/fleet/fleet_web_bg.wasm"
 echo "   $out/fleet/fleet_web_bg.wasm: $(du -k "$out/fleet/fleet_web_bg.wasm" | cut -f1) KiB"
+# The flash page's module: the crate's library (its wasm exports in demos/flash/src/web.rs); the
+# native `flash` binary is not for the browser.
+echo "== building the flash page for the browser"
+cargo build --quiet --release --target wasm32-unknown-unknown -p flash --lib
+wasm-bindgen --target web --no-typescript --out-dir "$out/flash" \
+  target/wasm32-unknown-unknown/release/flash.wasm
+site/node_modules/.bin/wasm-opt -O2 \
+  --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+  --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
+  "$out/flash/flash_bg.wasm" -o "$out/flash/flash_bg.wasm"
+echo "   $out/flash/flash_bg.wasm: $(du -k "$out/flash/flash_bg.wasm" | cut -f1) KiB"
 # The checked-in campaign reports, which the fleet page merges and shows.
 mkdir -p "$out/fleet/reports"
 cp fleet/reports/*.json "$out/fleet/reports/"

@@ -23,7 +23,7 @@ echo "== cargo clippy (native, warnings denied)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 echo "== cargo clippy (wasm32-unknown-unknown: the kernel crate, the harness, the demos)"
-cargo clippy -p kiln --lib -p kiln-app -p waves -p attention -p kiln-fleet -p fleet-web --target wasm32-unknown-unknown --quiet -- -D warnings
+cargo clippy -p kiln --lib -p kiln-app -p waves -p attention -p kiln-fleet -p fleet-web -p flash --target wasm32-unknown-unknown --quiet -- -D warnings
 
 echo "== building the site (wasm32, wasm-bindgen, wasm-opt)"
 bash scripts/build-site.sh

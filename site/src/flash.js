@@ -1,0 +1,383 @@
+// The flash page: the kernel-level sweep (flash, naive GPU, CPU path over sequence lengths) runs
+// on load; Train runs the end-to-end comparison (GPU path on WebGPU, then CPU path in this wasm
+// build on one thread). The wasm module (demos/flash/src/web.rs) does the work and reports JSON;
+// this file draws it. State for tests and tools: body data-sweep / data-training
+// ("running" | "done" | "error"), data-state="no-webgpu" or "error".
+const $ = (id) => document.getElementById(id);
+
+const COLORS = {
+  flash: '#ffb454', naive: '#6cb6ff', cpu: '#7ee787',
+  gpu: '#ffb454', grid: '#2c2c38', text: '#a9a9b8', bg: '#111118',
+};
+
+function fail(message) {
+  $('error').textContent = message;
+  $('error').style.display = 'block';
+  document.body.dataset.state = 'error';
+}
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = text; // text, never markup: adapter names are data
+  if (cls) e.className = cls;
+  return e;
+}
+
+const fmt = (x, digits = 3) => {
+  if (x === null || x === undefined || !Number.isFinite(x)) return '—';
+  if (x === 0) return '0';
+  const a = Math.abs(x);
+  if (a >= 1000) return x.toFixed(0);
+  return Number(x.toPrecision(digits)).toString();
+};
+const clockName = (c) => ({ gpu_timestamps: 'GPU timestamps', wall_clock: 'wall clock' })[c] ?? c;
+
+// ---- Charts (canvas 2D) ------------------------------------------------------------------
+
+// Ticks for an axis: the given values, or decades (with 2 and 5 when the range is short) on a
+// log axis, or about six round numbers on a linear one.
+function ticks(lo, hi, log) {
+  if (log) {
+    const out = [];
+    const short = Math.log10(hi / lo) < 2.5;
+    for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+      for (const m of short ? [1, 2, 5] : [1]) {
+        const v = m * 10 ** e;
+        if (v >= lo * 0.999 && v <= hi * 1.001) out.push(v);
+      }
+    }
+    return out;
+  }
+  const raw = (hi - lo) / 6 || 1;
+  const step = [1, 2, 5, 10].map((m) => m * 10 ** Math.floor(Math.log10(raw))).find((s) => s >= raw);
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
+  return out;
+}
+
+// Draws series [{name, color, points: [[x, y], ...], dash, width, marker}] on `canvas`; axes log
+// or linear. Later series are drawn over earlier ones.
+function drawChart(canvas, { series, logX = false, logY = false, xLabel, yLabel, xTicks }) {
+  const dpr = window.devicePixelRatio || 1;
+  const cssW = canvas.clientWidth || 600;
+  const cssH = canvas.clientHeight || cssW / 2;
+  canvas.width = Math.round(cssW * dpr);
+  canvas.height = Math.round(cssH * dpr);
+  const g = canvas.getContext('2d');
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.fillStyle = COLORS.bg;
+  g.fillRect(0, 0, cssW, cssH);
+
+  const pts = series.flatMap((s) => s.points).filter(([x, y]) =>
+    Number.isFinite(x) && Number.isFinite(y) && (!logX || x > 0) && (!logY || y > 0));
+  if (pts.length === 0) return;
+  let [x0, x1] = [Math.min(...pts.map((p) => p[0])), Math.max(...pts.map((p) => p[0]))];
+  let [y0, y1] = [Math.min(...pts.map((p) => p[1])), Math.max(...pts.map((p) => p[1]))];
+  if (logY) { y0 /= 1.3; y1 *= 1.3; } else { const pad = (y1 - y0) * 0.08 || Math.abs(y1) * 0.05 || 1; y0 -= pad; y1 += pad; }
+  if (x0 === x1) { if (logX) { x0 /= 2; x1 *= 2; } else { x0 -= 1; x1 += 1; } }
+  const box = { l: 64, r: cssW - 16, t: 34, b: cssH - 40 };
+  const tx = (x) => box.l + (box.r - box.l) * (logX ? Math.log(x / x0) / Math.log(x1 / x0) : (x - x0) / (x1 - x0));
+  const ty = (y) => box.b - (box.b - box.t) * (logY ? Math.log(y / y0) / Math.log(y1 / y0) : (y - y0) / (y1 - y0));
+
+  g.font = '12px system-ui, sans-serif';
+  g.lineWidth = 1;
+  g.strokeStyle = COLORS.grid;
+  g.fillStyle = COLORS.text;
+  g.textAlign = 'right';
+  g.textBaseline = 'middle';
+  for (const v of ticks(y0, y1, logY)) {
+    const y = Math.round(ty(v)) + 0.5;
+    g.beginPath(); g.moveTo(box.l, y); g.lineTo(box.r, y); g.stroke();
+    g.fillText(fmt(v, 2), box.l - 6, y);
+  }
+  g.textAlign = 'center';
+  g.textBaseline = 'top';
+  for (const v of xTicks ?? ticks(x0, x1, logX)) {
+    const x = Math.round(tx(v)) + 0.5;
+    g.beginPath(); g.moveTo(x, box.t); g.lineTo(x, box.b); g.stroke();
+    g.fillText(fmt(v, 4), x, box.b + 6);
+  }
+  g.fillText(xLabel, (box.l + box.r) / 2, box.b + 22);
+  g.save();
+  g.translate(14, (box.t + box.b) / 2);
+  g.rotate(-Math.PI / 2);
+  g.fillText(yLabel, 0, -6);
+  g.restore();
+
+  // Lines, then square markers on whole pixels (their centres keep the series' exact colour).
+  for (const s of series) {
+    const p = s.points.filter(([x, y]) => Number.isFinite(y) && (!logY || y > 0));
+    g.strokeStyle = s.color;
+    g.lineWidth = s.width ?? 2;
+    g.setLineDash(s.dash ?? []);
+    g.beginPath();
+    p.forEach(([x, y], i) => (i ? g.lineTo(tx(x), ty(y)) : g.moveTo(tx(x), ty(y))));
+    g.stroke();
+    g.setLineDash([]);
+    g.fillStyle = s.color;
+    const size = p.length > 60 ? 0 : s.marker ?? 6;
+    if (size) for (const [x, y] of p) g.fillRect(Math.round(tx(x) - size / 2), Math.round(ty(y) - size / 2), size, size);
+  }
+
+  // Legend, top left inside the plot.
+  g.textAlign = 'left';
+  g.textBaseline = 'middle';
+  let lx = box.l + 8;
+  for (const s of series) {
+    g.fillStyle = s.color;
+    g.fillRect(lx, 12, 12, 12);
+    g.fillStyle = '#ececf1';
+    g.fillText(s.name, lx + 18, 18);
+    lx += 30 + g.measureText(s.name).width;
+  }
+}
+
+// ---- Kernel level ------------------------------------------------------------------------
+
+let sweep = null;
+
+function drawSweep() {
+  if (!sweep) return;
+  const P = sweep.points;
+  const xTicks = P.map((p) => p.seq);
+  drawChart($('time-chart'), {
+    logX: true, logY: true, xLabel: 'sequence length N', yLabel: 'ms (forward + backward)', xTicks,
+    series: [
+      { name: 'flash (GPU)', color: COLORS.flash, points: P.map((p) => [p.seq, p.flash_ms]) },
+      { name: 'naive (GPU)', color: COLORS.naive, points: P.map((p) => [p.seq, p.naive_ms]) },
+      { name: 'CPU path', color: COLORS.cpu, points: P.filter((p) => p.cpu_ms !== null).map((p) => [p.seq, p.cpu_ms]) },
+    ],
+  });
+  drawChart($('bytes-chart'), {
+    logX: true, logY: true, xLabel: 'sequence length N', yLabel: 'MB moved', xTicks,
+    series: [
+      { name: 'flash', color: COLORS.flash, points: P.map((p) => [p.seq, p.flash_mb]) },
+      { name: 'naive', color: COLORS.naive, points: P.map((p) => [p.seq, p.naive_mb]) },
+      { name: 'score matrices alone', color: COLORS.text, dash: [5, 4], marker: 4, points: P.map((p) => [p.seq, p.score_matrix_mb]) },
+    ],
+  });
+}
+
+function renderSweep(s) {
+  sweep = s;
+  drawSweep();
+  const tbody = $('points').tBodies[0];
+  tbody.replaceChildren(...s.points.map((p) => {
+    const tr = el('tr');
+    for (const v of [p.seq, fmt(p.flash_ms), fmt(p.naive_ms), p.cpu_ms === null ? 'left out' : fmt(p.cpu_ms),
+      `${fmt(p.naive_ms / p.flash_ms, 2)}×`, fmt(p.flash_mb), fmt(p.naive_mb), fmt(p.score_matrix_mb),
+      clockName(p.gpu_clock)]) tr.append(el('td', String(v)));
+    return tr;
+  }));
+  $('points').hidden = false;
+  const last = s.points[s.points.length - 1];
+  const clocks = [...new Set(s.points.map((p) => clockName(p.gpu_clock)))].join(', ');
+  $('sweep-summary').textContent =
+    `${s.adapter}, batch ${s.shape.batch}, ${s.shape.heads} heads, head dimension ${s.shape.head_dim}. ` +
+    `At N = ${last.seq} flash takes ${fmt(last.flash_ms)} ms against ${fmt(last.naive_ms)} ms for the naive ` +
+    `GPU path (${fmt(last.naive_ms / last.flash_ms, 2)}×) and ` +
+    (last.cpu_ms === null ? 'the CPU path was left out for time; ' : `${fmt(last.cpu_ms)} ms on the CPU path; `) +
+    `it moves ${fmt(last.flash_mb)} MB where the naive path moves ${fmt(last.naive_mb)} MB ` +
+    `(${fmt(last.score_matrix_mb)} MB of them score matrices). GPU times: ${clocks}; ` +
+    `CPU path: ${s.cpu_path}, wall clock, in this page's wasm build.`;
+  $('variants').replaceChildren(...s.flash_variants.map((v) => {
+    const li = el('li');
+    const [name, ...why] = v.split(' — ');
+    li.append(el('code', name), document.createTextNode(why.length ? ` — ${why.join(' — ')}` : ''));
+    return li;
+  }));
+  $('sweep-report').textContent = JSON.stringify(s, null, 2);
+}
+
+async function runSweep(wasm) {
+  document.body.dataset.sweep = 'running';
+  const json = await wasm.run_sweep((text) => {
+    const p = JSON.parse(text);
+    $('sweep-progress').max = p.total;
+    $('sweep-progress').value = p.done;
+    $('sweep-step').textContent = p.done < p.total
+      ? `timing N = ${p.seq} (${p.done + 1} of ${p.total}): flash, naive GPU, CPU path…`
+      : 'done';
+  });
+  renderSweep(JSON.parse(json));
+  $('sweep-step').textContent = 'done';
+  document.body.dataset.sweep = 'done';
+}
+
+// ---- End to end --------------------------------------------------------------------------
+
+let presets = [];
+let live = { gpu: [], cpu: [] };
+
+function showPreset() {
+  const p = presets.find((x) => x.name === $('preset').value);
+  if (!p) return;
+  const c = p.config;
+  $('preset-info').textContent =
+    `${p.name}: d_model ${c.d_model}, ${c.heads} heads, ${c.layers} layers, sequence ${c.seq}, ` +
+    `batch ${c.batch}, vocabulary ${c.vocab}: ${p.parameters.toLocaleString('en')} parameters. ` +
+    `Materialised attention scores would move ${fmt(p.score_traffic_mb)} MB per layer per step; ` +
+    'the flash kernels never write them.';
+}
+
+function drawLosses(gpu, cpu) {
+  drawChart($('loss-chart'), {
+    xLabel: 'step', yLabel: 'loss',
+    series: [
+      // The curves should coincide: the GPU path wide underneath, the CPU path thin on top.
+      { name: 'GPU path (WebGPU)', color: COLORS.gpu, width: 5, marker: 10, points: gpu.map((l, i) => [i + 1, l]) },
+      { name: 'CPU path (wasm, one thread)', color: COLORS.cpu, width: 1.5, dash: [6, 4], marker: 4, points: cpu.map((l, i) => [i + 1, l]) },
+    ],
+  });
+}
+
+function renderTraining(r) {
+  drawLosses(r.gpu.losses, r.cpu.losses);
+  const bars = $('step-bars');
+  bars.replaceChildren(el('h3', 'Median ms per step'));
+  const slowest = Math.max(r.gpu_median_ms_per_step, r.cpu_median_ms_per_step, 1e-9);
+  for (const [name, ms, total, cls] of [
+    [r.gpu.path, r.gpu_median_ms_per_step, r.gpu_total_s, 'gpu'],
+    [r.cpu.path, r.cpu_median_ms_per_step, r.cpu_total_s, 'cpu']]) {
+    const row = el('div', undefined, `bar-row ${cls}`);
+    row.append(el('span', name, 'bar-name'));
+    const bar = el('span', undefined, 'bar');
+    bar.style.width = `${Math.max(2, (100 * ms) / slowest)}%`;
+    row.append(bar);
+    row.append(el('span', `${fmt(ms)} ms/step · ${fmt(total)} s in all`, 'bar-value'));
+    bars.append(row);
+  }
+  const faster = r.speedup >= 1
+    ? `the GPU path is ${fmt(r.speedup, 3)}× as fast as the CPU path`
+    : `the CPU path is ${fmt(1 / r.speedup, 3)}× as fast as the GPU path on this adapter`;
+  $('train-summary').textContent =
+    `${r.preset}, ${r.parameters.toLocaleString('en')} parameters, ${r.steps} steps per path on ${r.data}: ` +
+    `${faster} (median ${fmt(r.gpu_median_ms_per_step)} against ${fmt(r.cpu_median_ms_per_step)} ms per step, ` +
+    `${r.clock}). Loss drift at the last step, |GPU − CPU| ÷ CPU: ${(100 * r.drift).toPrecision(3)} % ` +
+    `(final loss ${fmt(r.gpu.losses.at(-1), 5)} on the GPU path, ${fmt(r.cpu.losses.at(-1), 5)} on the CPU path).`;
+}
+
+async function train(wasm) {
+  const steps = Number($('steps').value);
+  if (!Number.isInteger(steps) || steps < 1 || steps > 1000) {
+    $('train-step').textContent = 'steps must be a whole number from 1 to 1000';
+    $('steps').focus();
+    return;
+  }
+  const preset = $('preset').value;
+  for (const id of ['train', 'preset', 'steps']) $(id).disabled = true;
+  document.body.dataset.training = 'running';
+  $('train-summary').textContent = '';
+  $('step-bars').replaceChildren();
+  $('train-progress').max = 2 * steps;
+  $('train-progress').value = 0;
+  $('train-step').textContent = 'starting the GPU path…';
+  live = { gpu: [], cpu: [] };
+  drawLosses([], []);
+  try {
+    const json = await wasm.run_training(preset, steps, (text) => {
+      const p = JSON.parse(text);
+      live[p.path].push(p.loss);
+      $('train-progress').value = (p.path === 'gpu' ? 0 : p.steps) + p.step;
+      $('train-step').textContent =
+        `${p.path === 'gpu' ? 'GPU path (WebGPU)' : 'CPU path (wasm, one thread)'}: step ${p.step} of ${p.steps}, loss ${fmt(p.loss, 5)}`;
+      drawLosses(live.gpu, live.cpu);
+    });
+    const r = JSON.parse(json);
+    renderTraining(r);
+    $('report').textContent = JSON.stringify(r, null, 2);
+    window.kilnFlashReport = json;
+    $('train-step').textContent = 'done';
+    document.body.dataset.training = 'done';
+  } catch (e) {
+    $('train-step').textContent = 'failed';
+    document.body.dataset.training = 'error';
+    fail(`Training failed: ${e}`);
+  } finally {
+    for (const id of ['train', 'preset', 'steps']) $(id).disabled = false;
+  }
+}
+
+// ---- Start -------------------------------------------------------------------------------
+
+const NO_GPU_HELP =
+  'Use a current Chrome or Edge (113 or later), Safari 26, or Firefox 141 or later (on Windows; ' +
+  'elsewhere Firefox needs dom.webgpu.enabled in about:config). On Linux, Chrome needs ' +
+  '--enable-unsafe-webgpu (and --enable-features=Vulkan); a blocklisted GPU driver can be tried ' +
+  'with chrome://flags/#enable-unsafe-webgpu, and chrome://gpu shows the WebGPU status. Both comparisons on this page start on the WebGPU device ' +
+  '(the CPU path runs beside the GPU path, from the same start, for the comparison), so without ' +
+  'a GPU neither can run here. The native build runs both paths: cargo run --release -p flash.';
+
+function noWebGpu(why) {
+  $('device').textContent = 'No WebGPU: nothing on this page can run here.';
+  $('sweep-step').textContent = 'not run: needs WebGPU';
+  $('train-step').textContent = 'not run: needs WebGPU';
+  $('train').disabled = true;
+  $('train-note').textContent = 'Training needs WebGPU.';
+  $('variants').replaceChildren(el('li', 'not run: needs WebGPU'));
+  fail(`${why} ${NO_GPU_HELP}`);
+  document.body.dataset.state = 'no-webgpu';
+  document.body.classList.add('no-webgpu');
+}
+
+async function main() {
+  if (!navigator.gpu) {
+    noWebGpu('This browser has no WebGPU (navigator.gpu is missing).');
+    return;
+  }
+  let adapter = null;
+  try {
+    adapter = await navigator.gpu.requestAdapter();
+  } catch (e) {
+    noWebGpu(`This browser has WebGPU but the adapter request failed (${e}).`);
+    return;
+  }
+  if (!adapter) {
+    noWebGpu('This browser has WebGPU but offered no adapter (no usable GPU, or WebGPU is blocked for it).');
+    return;
+  }
+  adapter = null;
+
+  const wasm = await import('./flash/flash.js');
+  await wasm.default();
+  let info;
+  try {
+    info = JSON.parse(await wasm.describe());
+  } catch (e) {
+    noWebGpu(`The WebGPU device could not be opened (${e}).`);
+    return;
+  }
+  $('device').textContent =
+    `Adapter: ${info.adapter} (${info.backend}, ${info.device_type}). Sequence lengths swept: ` +
+    `${info.lengths.join(', ')}${info.device_type === 'cpu' ? ' (a software adapter: short ones)' : ''}.`;
+  presets = info.presets;
+  $('preset').replaceChildren(...presets.map((p) => new Option(
+    `${p.name} — ${(p.parameters / 1e6).toPrecision(3)} M parameters, scores ${fmt(p.score_traffic_mb)} MB/layer`,
+    p.name, p.name === 'small', p.name === 'small')));
+  showPreset();
+  $('preset').addEventListener('change', showPreset);
+  $('train').addEventListener('click', () => train(wasm));
+  let resized = null;
+  window.addEventListener('resize', () => {
+    clearTimeout(resized);
+    resized = setTimeout(() => {
+      drawSweep();
+      if (document.body.dataset.training === 'done') {
+        const r = JSON.parse(window.kilnFlashReport);
+        drawLosses(r.gpu.losses, r.cpu.losses);
+      } else if (live.gpu.length) drawLosses(live.gpu, live.cpu);
+    }, 150);
+  });
+
+  try {
+    await runSweep(wasm);
+  } catch (e) {
+    document.body.dataset.sweep = 'error';
+    $('sweep-step').textContent = 'failed';
+    fail(`The kernel sweep failed: ${e}`);
+  }
+  $('train').disabled = false;
+  $('train-note').textContent = 'Train runs the GPU path, then the CPU path; the button is off while it runs.';
+}
+
+main().catch((e) => fail(`The flash page could not start: ${e}`));
