@@ -6,10 +6,9 @@
 
 mod common;
 
-use common::{assert_close, gpu, random, read};
+use common::{assert_close, gpu, read, scaled_input as input};
 use kiln::cpu::{self, Array};
 use kiln::ops::attention::{self, BackwardVariants, Grads};
-use kiln::tensor::round_to_f16;
 use kiln::{DType, Error, Tensor};
 
 /// Relative L2 tolerances: (forward, backward). f16 inputs and outputs carry 11 significant
@@ -27,18 +26,6 @@ struct Case {
     v: (Tensor, Array),
     d_o: (Tensor, Array),
     scale: f32,
-}
-
-fn input(seed: u64, shape: &[usize], gain: f32, dtype: DType) -> (Tensor, Array) {
-    let mut data: Vec<f32> = random(seed, shape.iter().product())
-        .into_iter()
-        .map(|x| x * gain)
-        .collect();
-    if dtype == DType::F16 {
-        data = round_to_f16(&data);
-    }
-    let t = Tensor::from_slice(gpu(), shape, &data, dtype).unwrap();
-    (t, Array::new(shape, data).unwrap())
 }
 
 /// Q is scaled ×10 so that scores are large and the running max changes between key blocks.

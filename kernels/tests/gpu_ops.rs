@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_close, gpu, random, read, tolerance};
+use common::{assert_close, gpu, input, poisoned, random, read, tolerance, variants};
 use kiln::cpu::{self, Array};
 use kiln::ops::matmul::fits;
 use kiln::tensor::round_to_f16;
@@ -15,36 +15,6 @@ use kiln::{DType, Tensor, ops};
 /// adapter without it fails these tests rather than skipping f16 silently.
 fn dtypes() -> [DType; 2] {
     [DType::F32, DType::F16]
-}
-
-/// Random data as the GPU will hold it (f16-rounded for f16), its tensor, and its CPU array.
-fn input(seed: u64, shape: &[usize], dtype: DType) -> (Tensor, Array) {
-    let mut data = random(seed, shape.iter().product());
-    if dtype == DType::F16 {
-        data = round_to_f16(&data);
-    }
-    let t = Tensor::from_slice(gpu(), shape, &data, dtype).unwrap();
-    (t, Array::new(shape, data).unwrap())
-}
-
-fn poisoned(shape: &[usize], dtype: DType) -> Tensor {
-    Tensor::full(gpu(), shape, f32::NAN, dtype).unwrap()
-}
-
-/// The variants of a family for a dtype on the test adapter; none is a failure, never a skip.
-fn variants(family: &str, dtype: DType) -> Vec<kiln::Variant> {
-    let vs: Vec<kiln::Variant> = gpu()
-        .registry()
-        .supported(family, gpu().profile())
-        .unwrap()
-        .filter(|v| v.text("dtype") == dtype.wgsl())
-        .cloned()
-        .collect();
-    assert!(
-        !vs.is_empty(),
-        "no {family} variant for {dtype:?} on this adapter"
-    );
-    vs
 }
 
 #[test]

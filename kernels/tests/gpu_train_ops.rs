@@ -7,35 +7,16 @@
 
 mod common;
 
-use common::{assert_close, gpu, random, read, tolerance};
+use common::{assert_close, gpu, poisoned, read, scaled_input as input, tolerance, variants};
 use kiln::cpu::{self, Array};
 use kiln::ops::layernorm_backward::BackwardVariants;
 use kiln::optim::AdamW;
-use kiln::tensor::round_to_f16;
 use kiln::{DType, Error, Tensor, ops};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 const ROWS: usize = 37;
 const COLS: usize = 83;
 const VOCAB: usize = 67;
-
-/// Random data scaled by `gain` as the GPU will hold it (f16-rounded for f16), its tensor, and
-/// its CPU array.
-fn input(seed: u64, shape: &[usize], gain: f32, dtype: DType) -> (Tensor, Array) {
-    let mut data: Vec<f32> = random(seed, shape.iter().product())
-        .into_iter()
-        .map(|v| v * gain)
-        .collect();
-    if dtype == DType::F16 {
-        data = round_to_f16(&data);
-    }
-    let t = Tensor::from_slice(gpu(), shape, &data, dtype).unwrap();
-    (t, Array::new(shape, data).unwrap())
-}
-
-fn poisoned(shape: &[usize], dtype: DType) -> Tensor {
-    Tensor::full(gpu(), shape, f32::NAN, dtype).unwrap()
-}
 
 /// Seeded ids below `below`, each id likely to repeat.
 fn ids(seed: u64, n: usize, below: usize) -> Vec<u32> {
@@ -45,22 +26,6 @@ fn ids(seed: u64, n: usize, below: usize) -> Vec<u32> {
 
 fn ids_tensor(ids: &[u32]) -> Tensor {
     Tensor::from_u32(gpu(), &[ids.len()], ids).unwrap()
-}
-
-/// The variants of a family for a dtype on the test adapter; none is a failure, never a skip.
-fn variants(family: &str, dtype: DType) -> Vec<kiln::Variant> {
-    let vs: Vec<kiln::Variant> = gpu()
-        .registry()
-        .supported(family, gpu().profile())
-        .unwrap()
-        .filter(|v| v.text("dtype") == dtype.wgsl())
-        .cloned()
-        .collect();
-    assert!(
-        !vs.is_empty(),
-        "no {family} variant for {dtype:?} on this adapter"
-    );
-    vs
 }
 
 /// The error of a call that must fail.

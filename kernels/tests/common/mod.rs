@@ -3,7 +3,9 @@
 
 use std::sync::OnceLock;
 
-use kiln::{Gpu, GpuOptions};
+use kiln::cpu::Array;
+use kiln::tensor::round_to_f16;
+use kiln::{DType, Gpu, GpuOptions, Tensor};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 /// The one device every GPU test shares (lavapipe in CI). No adapter is a failure, never a
@@ -52,4 +54,44 @@ pub fn assert_close(case: &str, got: &[f32], want: &[f32], tol: f64) {
 
 pub fn read(t: &kiln::Tensor) -> Vec<f32> {
     pollster::block_on(t.read()).unwrap()
+}
+
+/// Random data scaled by `gain` as the GPU will hold it (f16-rounded for f16), its tensor, and
+/// its CPU array.
+pub fn scaled_input(seed: u64, shape: &[usize], gain: f32, dtype: DType) -> (Tensor, Array) {
+    let mut data: Vec<f32> = random(seed, shape.iter().product())
+        .into_iter()
+        .map(|v| v * gain)
+        .collect();
+    if dtype == DType::F16 {
+        data = round_to_f16(&data);
+    }
+    let t = Tensor::from_slice(gpu(), shape, &data, dtype).unwrap();
+    (t, Array::new(shape, data).unwrap())
+}
+
+/// [`scaled_input`] at gain 1.
+pub fn input(seed: u64, shape: &[usize], dtype: DType) -> (Tensor, Array) {
+    scaled_input(seed, shape, 1.0, dtype)
+}
+
+/// An output filled with NaN, so that an element no kernel writes fails the comparison.
+pub fn poisoned(shape: &[usize], dtype: DType) -> Tensor {
+    Tensor::full(gpu(), shape, f32::NAN, dtype).unwrap()
+}
+
+/// The variants of a family for a dtype on the test adapter; none is a failure, never a skip.
+pub fn variants(family: &str, dtype: DType) -> Vec<kiln::Variant> {
+    let vs: Vec<kiln::Variant> = gpu()
+        .registry()
+        .supported(family, gpu().profile())
+        .unwrap()
+        .filter(|v| v.text("dtype") == dtype.wgsl())
+        .cloned()
+        .collect();
+    assert!(
+        !vs.is_empty(),
+        "no {family} variant for {dtype:?} on this adapter"
+    );
+    vs
 }
