@@ -130,7 +130,7 @@ const FAMILIES: [(&str, &str, &str); 23] = [
 ];
 
 /// Pieces shared by several templates, imported with `{% import %}`.
-const PARTIALS: [(&str, &str); 11] = [
+const PARTIALS: [(&str, &str); 13] = [
     (
         "_flash_fwd_coop.wgsl.jinja",
         include_str!("../templates/_flash_fwd_coop.wgsl.jinja"),
@@ -172,8 +172,16 @@ const PARTIALS: [(&str, &str); 11] = [
         include_str!("../templates/_flash_bwd_dq_tiled.wgsl.jinja"),
     ),
     (
+        "_flash_bwd_dq_outer.wgsl.jinja",
+        include_str!("../templates/_flash_bwd_dq_outer.wgsl.jinja"),
+    ),
+    (
         "_flash_bwd_dkdv_tiled.wgsl.jinja",
         include_str!("../templates/_flash_bwd_dkdv_tiled.wgsl.jinja"),
+    ),
+    (
+        "_flash_bwd_dkdv_outer.wgsl.jinja",
+        include_str!("../templates/_flash_bwd_dkdv_outer.wgsl.jinja"),
     ),
 ];
 

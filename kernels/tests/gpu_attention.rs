@@ -409,6 +409,106 @@ fn outer_route_every_offered_variant() {
     println!("outer route: {} variants, {n} runs", outer.len());
 }
 
+/// The lengths every outer-route variant runs on: 1 and 17 leave most of a block empty, 100 and
+/// 257 end in a partial block, and unequal lengths where causal rows see no key (Nq = 20, Nk =
+/// 7) or some keys are never seen (Nq = 7, Nk = 20).
+const OUTER_LENGTHS: [(usize, usize); 8] = [
+    (1, 1),
+    (17, 17),
+    (64, 64),
+    (100, 100),
+    (257, 257),
+    (20, 7),
+    (7, 20),
+    (33, 64),
+];
+
+/// Every offered outer-route variant of a backward family, named (the selector does not pick
+/// the route), with the selector's forward and other backward kernel, on every length of
+/// [`OUTER_LENGTHS`], causal and not, logits ×10, outputs poisoned; the head dims it is offered
+/// at (32 and 64 with 32 KiB of workgroup storage, as on lavapipe; `wide` too with 48 KiB); and
+/// a check that the selector's rule and table never pick it.
+fn outer_backward_every_offered_variant(family: &str, seed: u64, wide: &[i64]) {
+    let outer: Vec<_> = gpu()
+        .registry()
+        .supported(family, gpu().profile())
+        .unwrap()
+        .filter(|v| v.text("route") == "outer")
+        .cloned()
+        .collect();
+    let mut n = 0;
+    for (i, v) in outer.iter().enumerate() {
+        let d = v.int("head_dim") as usize;
+        let causal = v.flag("causal");
+        let bwd = match family {
+            "flash_bwd_dq" => BackwardVariants {
+                dq: Some(&v.name),
+                ..Default::default()
+            },
+            _ => BackwardVariants {
+                dkdv: Some(&v.name),
+                ..Default::default()
+            },
+        };
+        for (j, &(nq, nk)) in OUTER_LENGTHS.iter().enumerate() {
+            let c = case(seed + 10 * i as u64 + j as u64, 2, nq, nk, d, DType::F32);
+            let name = format!("{} nq{nq} nk{nk}", v.name);
+            check_flash(&name, &c, causal, None, bwd);
+            n += 1;
+        }
+    }
+    let dims: std::collections::BTreeSet<_> = outer.iter().map(|v| v.int("head_dim")).collect();
+    assert!(
+        dims.contains(&32) && dims.contains(&64),
+        "{family}: outer variants at {dims:?}"
+    );
+    if gpu().profile().limits.max_compute_workgroup_storage_size >= 48 * 1024 {
+        for d in wide {
+            assert!(dims.contains(d), "{family}: outer variants at {dims:?}");
+        }
+    }
+    // The selector's rule and table pick another route.
+    for &d in &attention::HEAD_DIMS {
+        for causal in [false, true] {
+            let c = case(seed + 999, 1, 64, 64, d, DType::F32);
+            let (o, lse) =
+                attention::flash_attention(&c.q.0, &c.k.0, &c.v.0, causal, c.scale).unwrap();
+            let plan = attention::plan_backward(
+                &c.q.0,
+                &c.k.0,
+                &c.v.0,
+                &o,
+                &lse,
+                &c.d_o.0,
+                &poisoned_grads(&c),
+                causal,
+                c.scale,
+                BackwardVariants::default(),
+            )
+            .unwrap();
+            for choice in &plan.choices {
+                assert_ne!(
+                    choice.variant.text("route"),
+                    "outer",
+                    "{}",
+                    choice.variant.name
+                );
+            }
+        }
+    }
+    println!("{family} outer route: {} variants, {n} runs", outer.len());
+}
+
+#[test]
+fn outer_dq_every_offered_variant() {
+    outer_backward_every_offered_variant("flash_bwd_dq", 1100, &[96]);
+}
+
+#[test]
+fn outer_dkdv_every_offered_variant() {
+    outer_backward_every_offered_variant("flash_bwd_dkdv", 1400, &[]);
+}
+
 #[test]
 fn naive_gpu_path_matches_cpu_and_flash() {
     for (dtype, causal) in [(DType::F32, false), (DType::F32, true), (DType::F16, true)] {

@@ -152,30 +152,40 @@ fn outer_route_declares_its_workgroup_storage_exactly() {
     // declaration must be what the shader allocates: checked against naga's layout on the
     // large profile (every outer variant that fits it) and on lavapipe.
     let registry = Registry::builtin().unwrap();
-    let mut n = 0;
-    for (name, profile) in stored_profiles().unwrap() {
-        for v in registry.supported("flash_fwd", &profile).unwrap() {
-            if v.text("route") != "outer" {
-                continue;
+    for family in ["flash_fwd", "flash_bwd_dq", "flash_bwd_dkdv"] {
+        let mut n = 0;
+        for (name, profile) in stored_profiles().unwrap() {
+            for v in registry.supported(family, &profile).unwrap() {
+                if v.text("route") != "outer" {
+                    continue;
+                }
+                let wgsl = registry.render_validated(v, &profile).unwrap();
+                let module =
+                    kiln::registry::validate_wgsl(&v.family, &v.name, &wgsl, &profile).unwrap();
+                assert_eq!(
+                    workgroup_bytes(&module),
+                    v.workgroup_storage,
+                    "{name}: {}",
+                    v.name
+                );
+                n += 1;
             }
-            let wgsl = registry.render_validated(v, &profile).unwrap();
-            let module =
-                kiln::registry::validate_wgsl(&v.family, &v.name, &wgsl, &profile).unwrap();
-            assert_eq!(
-                workgroup_bytes(&module),
-                v.workgroup_storage,
-                "{name}: {}",
-                v.name
-            );
-            n += 1;
         }
+        assert!(
+            n > 0,
+            "no {family} outer-route variant on any stored profile"
+        );
     }
-    assert!(n > 0, "no outer-route variant on any stored profile");
-    // The 64 × 64 block at head dim 64 fills the H200's 48 KiB exactly.
-    let v = registry
-        .variant("flash_fwd", "f32_d64_q64_k64_subgroup_outer4x4_u")
-        .unwrap();
-    assert_eq!(v.workgroup_storage, 48 * 1024);
+    // The largest blocks at head dim 64 fill the H200's 48 KiB exactly.
+    for (family, variant) in [
+        ("flash_fwd", "f32_d64_q64_k64_subgroup_outer4x4_u"),
+        ("flash_bwd_dq", "f32_d64_q32_k64_outer4x4_u"),
+        ("flash_bwd_dq", "f32_d64_q64_k32_outer4x4_u"),
+        ("flash_bwd_dkdv", "f32_d64_k64_q16_outer4x4_u"),
+    ] {
+        let v = registry.variant(family, variant).unwrap();
+        assert_eq!(v.workgroup_storage, 48 * 1024, "{variant}");
+    }
 }
 
 #[test]

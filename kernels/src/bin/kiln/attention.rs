@@ -36,9 +36,11 @@ pub struct AttentionArgs {
     /// Also time every offered flash variant for this shape (each checked first).
     #[arg(long)]
     sweep: bool,
-    /// Also time these flash forward variants (comma-separated names, as `kiln kernels
-    /// --family flash_fwd` lists them) after the selector's choice, each checked first; they
-    /// are reported with the sweep's rows.
+    /// Also time these flash variants (comma-separated names, as `kiln kernels --family
+    /// flash_fwd`, `flash_bwd_dkdv` or `flash_bwd_dq` lists them; the backward ones with
+    /// `--backward`), each checked first: each kernel alone beside the selector's choice for
+    /// its family (reported with the sweep's rows), and the whole pass with the first named
+    /// variant of each family forced and the selector's for the others (the path `named`).
     #[arg(long, value_delimiter = ',')]
     variant: Vec<String>,
     /// Skip the naive GPU path (its N×N tensors may not fit the device).
@@ -72,6 +74,8 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
         s => s.min(dims.batch_heads),
     };
     let gpu = Gpu::new(options).await?;
+    // Names checked before the CPU path's seconds are spent.
+    let named = named_variants(&gpu, &args, &dims, dtype)?;
     let scale = 1.0 / (args.d as f32).sqrt();
     let inputs = inputs(&gpu, &shape, slices, dtype, args.run.seed)?;
     let (tol_f, tol_b) = match dtype {
@@ -107,6 +111,35 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
         bench::time_dispatches(&gpu, &flash.refs(), args.run.warmup, args.run.repeats).await?;
     let flash_err = error(&flash.outputs(slices, &dims).await?, &want);
 
+    // The whole pass with the named variants forced, timed as the selector's.
+    let named_run = if named.is_empty() {
+        None
+    } else {
+        let first = |family: &str| {
+            named
+                .iter()
+                .find(|(f, _)| *f == family)
+                .map(|(_, n)| n.as_str())
+        };
+        let bwd = BackwardVariants {
+            dkdv: first("flash_bwd_dkdv"),
+            dq: first("flash_bwd_dq"),
+            ..Default::default()
+        };
+        let run = FlashRun::plan(
+            &inputs,
+            args.causal,
+            scale,
+            args.backward,
+            first("flash_fwd"),
+            bwd,
+        )?;
+        let t =
+            bench::time_dispatches(&gpu, &run.refs(), args.run.warmup, args.run.repeats).await?;
+        let err = error(&run.outputs(slices, &dims).await?, &want);
+        Some((t, err, run.choices))
+    };
+
     let naive = if args.no_naive {
         None
     } else {
@@ -119,7 +152,19 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
     let mut sweep = Vec::new();
     if args.sweep || !args.variant.is_empty() {
         sweep = sweep_variants(
-            &gpu, &inputs, &dims, &args, dtype, scale, slices, &want, tol,
+            &gpu,
+            &inputs,
+            &dims,
+            &args,
+            &named,
+            &flash.choices,
+            Tolerance {
+                dtype,
+                scale,
+                slices,
+                want: &want,
+                tol,
+            },
         )
         .await?;
     }
@@ -138,6 +183,11 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
         "path": "flash", "timing": timing(&flash_t, 1.0), "rel_l2_error": flash_err,
         "variants": flash.choices, "mb_moved": mb(&flash_bytes), "kernels": flash_bytes,
     })];
+    if let Some((t, err, choices)) = &named_run {
+        paths.push(json!({
+            "path": "named", "timing": timing(t, 1.0), "rel_l2_error": err, "variants": choices,
+        }));
+    }
     if let Some((t, err)) = &naive {
         paths.push(json!({
             "path": "naive", "timing": timing(t, 1.0), "rel_l2_error": err,
@@ -161,7 +211,20 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
         print_table(&out);
     }
     // A fast wrong kernel does not count: the run fails (after its report) above tolerance.
-    let worst = naive.as_ref().map_or(flash_err, |(_, e)| e.max(flash_err));
+    let worst = [
+        Some(flash_err),
+        naive.as_ref().map(|(_, e)| *e),
+        named_run.as_ref().map(|(_, e, _)| *e),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(0.0, |a: f64, e| {
+        if a.is_nan() || e.is_nan() {
+            f64::NAN
+        } else {
+            a.max(e)
+        }
+    });
     if worst > tol || worst.is_nan() {
         return Err(Error::InvalidArgument {
             op: "bench",
@@ -343,53 +406,106 @@ impl NaiveRun {
     }
 }
 
-/// Every offered variant of each flash family for this call (with `--sweep`; else the forward
-/// variants named by `--variant`), checked, then timed (the forward kernel alone; each
-/// backward kernel with the selector's choice for the others).
-#[allow(clippy::too_many_arguments)]
+/// The flash families a call runs: the forward, and with `--backward` the two backward passes.
+fn families(backward: bool) -> Vec<&'static str> {
+    let mut families = vec!["flash_fwd"];
+    if backward {
+        families.extend(["flash_bwd_dkdv", "flash_bwd_dq"]);
+    }
+    families
+}
+
+/// The variants of `family` this adapter offers for the call's dtype, head dim and mask.
+fn offered(
+    gpu: &Gpu,
+    family: &str,
+    args: &AttentionArgs,
+    dims: &AttentionDims,
+    dtype: DType,
+) -> Result<Vec<kiln::Variant>> {
+    Ok(gpu
+        .registry()
+        .supported(family, gpu.profile())?
+        .filter(|v| {
+            v.text("dtype") == dtype.wgsl()
+                && v.int("head_dim") == dims.head_dim as i64
+                && v.flag("causal") == args.causal
+        })
+        .cloned()
+        .collect())
+}
+
+/// The `--variant` names with their families, in the order given; a name no family of the
+/// call offers is an error.
+fn named_variants(
+    gpu: &Gpu,
+    args: &AttentionArgs,
+    dims: &AttentionDims,
+    dtype: DType,
+) -> Result<Vec<(&'static str, String)>> {
+    let mut offers = Vec::new();
+    for family in families(args.backward) {
+        offers.push((family, offered(gpu, family, args, dims, dtype)?));
+    }
+    args.variant
+        .iter()
+        .map(|name| {
+            offers
+                .iter()
+                .find(|(_, vs)| vs.iter().any(|v| &v.name == name))
+                .map(|(family, _)| (*family, name.clone()))
+                .ok_or_else(|| Error::InvalidArgument {
+                    op: "bench",
+                    detail: format!(
+                        "--variant {name}: not a variant of {} this adapter offers for {} d{} causal={}{}",
+                        families(args.backward).join(", "),
+                        dtype.wgsl(),
+                        dims.head_dim,
+                        args.causal,
+                        if args.backward { "" } else { " (backward kernels need --backward)" }
+                    ),
+                })
+        })
+        .collect()
+}
+
+/// What a sweep row is checked against.
+struct Tolerance<'a> {
+    dtype: DType,
+    scale: f32,
+    slices: usize,
+    want: &'a Outputs,
+    tol: f64,
+}
+
+/// Every offered variant of each flash family for this call (with `--sweep`; else the
+/// variants named by `--variant` and, beside them, the selector's choice for their families),
+/// checked, then timed: the forward kernel alone, or one backward kernel with the selector's
+/// choice for the others.
 async fn sweep_variants(
     gpu: &Gpu,
     x: &Inputs,
     dims: &AttentionDims,
     args: &AttentionArgs,
-    dtype: DType,
-    scale: f32,
-    slices: usize,
-    want: &Outputs,
-    tol: f64,
+    named: &[(&'static str, String)],
+    selected: &[Value],
+    check: Tolerance<'_>,
 ) -> Result<Vec<Value>> {
-    let mut families = vec!["flash_fwd"];
-    if args.backward && args.sweep {
-        families.extend(["flash_bwd_dkdv", "flash_bwd_dq"]);
-    }
     let mut rows = Vec::new();
-    for family in families {
-        let variants: Vec<kiln::Variant> = gpu
-            .registry()
-            .supported(family, gpu.profile())?
-            .filter(|v| {
-                v.text("dtype") == dtype.wgsl()
-                    && v.int("head_dim") == dims.head_dim as i64
-                    && v.flag("causal") == args.causal
-                    && (args.sweep || args.variant.contains(&v.name))
-            })
-            .cloned()
-            .collect();
-        if let Some(name) = args
-            .variant
-            .iter()
-            .find(|n| family == "flash_fwd" && !variants.iter().any(|v| &v.name == *n))
-        {
-            return Err(Error::InvalidArgument {
-                op: "bench",
-                detail: format!(
-                    "--variant {name}: not a flash_fwd variant this adapter offers for {} d{} causal={}",
-                    dtype.wgsl(),
-                    dims.head_dim,
-                    args.causal
-                ),
-            });
+    for family in families(args.backward) {
+        let is_named = |name: &str| named.iter().any(|(f, n)| *f == family && n == name);
+        let is_selected = |name: &str| {
+            selected
+                .iter()
+                .any(|c| c["family"] == family && c["variant"] == name)
+        };
+        if !args.sweep && !named.iter().any(|(f, _)| *f == family) {
+            continue;
         }
+        let variants: Vec<kiln::Variant> = offered(gpu, family, args, dims, check.dtype)?
+            .into_iter()
+            .filter(|v| args.sweep || is_named(&v.name) || is_selected(&v.name))
+            .collect();
         for v in variants {
             let (fwd, bwd) = match family {
                 "flash_fwd" => (Some(v.name.as_str()), BackwardVariants::default()),
@@ -410,11 +526,15 @@ async fn sweep_variants(
                     },
                 ),
             };
-            let run = FlashRun::plan(x, args.causal, scale, args.backward, fwd, bwd)?;
+            let chosen = is_selected(&v.name);
+            let run = FlashRun::plan(x, args.causal, check.scale, args.backward, fwd, bwd)?;
             gpu.submit(&run.refs());
-            let err = error(&run.outputs(slices, dims).await?, want);
-            if err.is_nan() || err > tol {
-                rows.push(json!({"family": family, "variant": v.name, "rel_l2_error": err, "wrong": true}));
+            let err = error(&run.outputs(check.slices, dims).await?, check.want);
+            if err.is_nan() || err > check.tol {
+                rows.push(
+                    json!({"family": family, "variant": v.name, "rel_l2_error": err,
+                                 "selected": chosen, "wrong": true}),
+                );
                 continue;
             }
             // Time just this family's kernel: the forward alone, or the one backward kernel.
@@ -432,7 +552,7 @@ async fn sweep_variants(
             .await?;
             rows.push(
                 json!({"family": family, "variant": v.name, "rel_l2_error": err,
-                             "median_ms": t.median_ms, "clock": t.clock}),
+                       "selected": chosen, "median_ms": t.median_ms, "clock": t.clock}),
             );
         }
     }
@@ -497,13 +617,16 @@ fn print_table(out: &Value) {
     if let Some(note) = paths.last().and_then(|p| p["note"].as_str()) {
         println!("cpu: {note}");
     }
-    for c in paths[0]["variants"].as_array().into_iter().flatten() {
-        println!(
-            "  {} {} — {}",
-            c["family"].as_str().unwrap_or(""),
-            c["variant"].as_str().unwrap_or(""),
-            c["reason"].as_str().unwrap_or("")
-        );
+    for p in &paths {
+        for c in p["variants"].as_array().into_iter().flatten() {
+            println!(
+                "  {} {} {} — {}",
+                p["path"].as_str().unwrap_or(""),
+                c["family"].as_str().unwrap_or(""),
+                c["variant"].as_str().unwrap_or(""),
+                c["reason"].as_str().unwrap_or("")
+            );
+        }
     }
     println!(
         "MB moved: the byte model (each tensor a kernel touches read or written once; see kiln::ops::attention::traffic)"
@@ -511,11 +634,16 @@ fn print_table(out: &Value) {
     for r in out["sweep"].as_array().into_iter().flatten() {
         match r["median_ms"].as_f64() {
             Some(ms) => println!(
-                "  sweep {:<15} {:<34} {:>10.4} ms  rel L2 {:.2e}",
+                "  sweep {:<15} {:<34} {:>10.4} ms  rel L2 {:.2e}{}",
                 r["family"].as_str().unwrap_or(""),
                 r["variant"].as_str().unwrap_or(""),
                 ms,
-                r["rel_l2_error"].as_f64().unwrap_or(f64::NAN)
+                r["rel_l2_error"].as_f64().unwrap_or(f64::NAN),
+                if r["selected"] == true {
+                    "  (the selector's)"
+                } else {
+                    ""
+                }
             ),
             None => println!(
                 "  sweep {:<15} {:<34} WRONG: rel L2 {}",
