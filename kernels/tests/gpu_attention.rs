@@ -354,28 +354,12 @@ fn outer_route_every_offered_variant() {
     // adapter offers, on every length of the main test (1 and 17 leave most of a block empty,
     // 100 and 257 end in a partial block), causal and not, logits ×10, and unequal lengths
     // where causal rows see no key.
-    let outer: Vec<_> = gpu()
-        .registry()
-        .supported("flash_fwd", gpu().profile())
-        .unwrap()
-        .filter(|v| v.text("route") == "outer")
-        .cloned()
-        .collect();
+    let outer = outer_variants("flash_fwd");
     let mut n = 0;
     for (i, v) in outer.iter().enumerate() {
         let d = v.int("head_dim") as usize;
         let causal = v.flag("causal");
-        let lengths = [
-            (1, 1),
-            (17, 17),
-            (64, 64),
-            (100, 100),
-            (257, 257),
-            (20, 7),
-            (7, 20),
-            (33, 64),
-        ];
-        for (j, &(nq, nk)) in lengths.iter().enumerate() {
+        for (j, &(nq, nk)) in OUTER_LENGTHS.iter().enumerate() {
             let c = case(700 + 10 * i as u64 + j as u64, 2, nq, nk, d, DType::F32);
             check_forward(&format!("{} nq{nq} nk{nk}", v.name), &c, causal, &v.name);
             n += 1;
@@ -409,6 +393,17 @@ fn outer_route_every_offered_variant() {
     println!("outer route: {} variants, {n} runs", outer.len());
 }
 
+/// The outer-route variants of a family this adapter offers (the selector never picks them).
+fn outer_variants(family: &str) -> Vec<kiln::Variant> {
+    gpu()
+        .registry()
+        .supported(family, gpu().profile())
+        .unwrap()
+        .filter(|v| v.text("route") == "outer")
+        .cloned()
+        .collect()
+}
+
 /// The lengths every outer-route variant runs on: 1 and 17 leave most of a block empty, 100 and
 /// 257 end in a partial block, and unequal lengths where causal rows see no key (Nq = 20, Nk =
 /// 7) or some keys are never seen (Nq = 7, Nk = 20).
@@ -429,13 +424,7 @@ const OUTER_LENGTHS: [(usize, usize); 8] = [
 /// at (32 and 64 with 32 KiB of workgroup storage, as on lavapipe; `wide` too with 48 KiB); and
 /// a check that the selector's rule and table never pick it.
 fn outer_backward_every_offered_variant(family: &str, seed: u64, wide: &[i64]) {
-    let outer: Vec<_> = gpu()
-        .registry()
-        .supported(family, gpu().profile())
-        .unwrap()
-        .filter(|v| v.text("route") == "outer")
-        .cloned()
-        .collect();
+    let outer = outer_variants(family);
     let mut n = 0;
     for (i, v) in outer.iter().enumerate() {
         let d = v.int("head_dim") as usize;

@@ -255,14 +255,12 @@ impl CpuBackend {
             let slices = inputs
                 .iter()
                 .map(|x| {
-                    let per = x.data.len() / bh;
-                    let rows = per / d.max(1);
-                    let shape = if x.shape.len() == shape.len() {
-                        vec![range.len(), t, d]
-                    } else {
-                        vec![range.len(), rows]
-                    };
-                    Array::new(&shape, x.data[range.start * per..range.end * per].to_vec())
+                    // Every input is [.., T, d] like the first: one [T, d] matrix per (b, h).
+                    let per = t * d;
+                    Array::new(
+                        &[range.len(), t, d],
+                        x.data[range.start * per..range.end * per].to_vec(),
+                    )
                 })
                 .collect::<kiln::Result<Vec<_>>>()?;
             f(&slices)

@@ -175,17 +175,7 @@ async fn bench(cli: &Cli) -> Result<()> {
     } else {
         eprintln!("  kernel sweep: causal attention forward + backward, B1 H8 d64");
         let lengths = flash::page::sweep_lengths(&gpu);
-        Some(
-            sweep::run(
-                &gpu,
-                flash::page::SHAPE,
-                &lengths,
-                5,
-                20_000.0,
-                &mut |_, _| {},
-            )
-            .await?,
-        )
+        Some(sweep::run(&gpu, flash::page::SHAPE, &lengths, 5, 20_000.0).await?)
     };
     let kernels: Vec<String> = gpu
         .compiled()

@@ -380,10 +380,9 @@ pub fn step<B: Backend>(
 ) -> Result<B::T> {
     let (losses, grads) = loss_and_grads(b, c, &s.params, inp)?;
     s.step += 1;
-    let names = layout(c);
     for (i, g) in grads.tensors.iter().enumerate() {
-        // No weight decay on layer norms (as is usual).
-        let decay = !names[i].0.contains("gamma") && !names[i].0.contains("beta");
+        // No weight decay on the 1-D parameters, the layer norms' gains and biases (as is usual).
+        let decay = b.shape(g).len() > 1;
         let h = AdamW {
             lr: hyper.lr,
             beta1: hyper.beta1,

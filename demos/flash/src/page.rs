@@ -107,7 +107,7 @@ impl FlashPage {
             let (gpu, n) = (self.gpu.clone(), self.lengths[self.points.len()]);
             self.busy = true;
             kiln_app::spawn(async move {
-                let r = sweep::run(&gpu, SHAPE, &[n], 3, 20_000.0, &mut |_, _| {}).await;
+                let r = sweep::run(&gpu, SHAPE, &[n], 3, 20_000.0).await;
                 *slot.borrow_mut() = Some(Returned::Point(r));
             });
             return;
@@ -306,7 +306,8 @@ impl FlashPage {
         }
         if let Some(cr) = cpu_run.filter(|r| !r.step_ms.is_empty()) {
             bars.push((
-                format!("CPU x{}", CpuBackend::all_cores().threads),
+                // The path's own name ("CPU (16 threads)"): no system query per frame.
+                cr.path.clone(),
                 cr.median_ms(),
                 chart::CPU,
             ));
@@ -419,7 +420,7 @@ impl Demo for FlashPage {
     fn measure(&self) -> impl Future<Output = kiln::Result<Rates>> + 'static {
         let gpu = self.gpu.clone();
         async move {
-            let s = sweep::run(&gpu, SHAPE, &[256], 5, 60_000.0, &mut |_, _| {}).await?;
+            let s = sweep::run(&gpu, SHAPE, &[256], 5, 60_000.0).await?;
             let p = s
                 .points
                 .first()
@@ -430,11 +431,7 @@ impl Demo for FlashPage {
             Ok(Rates {
                 gpu_fps: 1e3 / p.flash_ms,
                 cpu_fps: p.cpu_ms.map_or(f64::NAN, |c| 1e3 / c),
-                gpu_clock: if p.gpu_clock == bench::Clock::GpuTimestamps.as_str() {
-                    bench::Clock::GpuTimestamps
-                } else {
-                    bench::Clock::WallClock
-                },
+                gpu_clock: p.gpu_clock,
             })
         }
     }

@@ -92,41 +92,20 @@ pub async fn compare(
     cpu: CpuBackend,
     save: Option<&str>,
 ) -> Result<Comparison> {
-    let every = (steps / 10).max(1);
     let mut g = Trainer::new(
         GpuBackend { gpu: gpu.clone() },
         setup.config,
         setup.hyper,
         &setup.start,
     )?;
-    for s in 0..steps {
-        let loss = g.step(&setup.corpus).await?;
-        if (s + 1) % every == 0 || s + 1 == steps {
-            eprintln!(
-                "  {} step {}/{steps}: loss {loss:.4}, {:.1} ms",
-                g.run.path,
-                s + 1,
-                g.run.step_ms.last().copied().unwrap_or(0.0)
-            );
-        }
-    }
+    train_steps(&mut g, &setup.corpus, steps).await?;
     if let Some(path) = save {
         let state = g.download().await?;
         checkpoint::save(path, &setup.header(state.step), &state)?;
         eprintln!("  saved {path} (step {})", state.step);
     }
     let mut c = Trainer::new(cpu, setup.config, setup.hyper, &setup.start)?;
-    for s in 0..steps {
-        let loss = c.step(&setup.corpus).await?;
-        if (s + 1) % every == 0 || s + 1 == steps {
-            eprintln!(
-                "  {} step {}/{steps}: loss {loss:.4}, {:.1} ms",
-                c.run.path,
-                s + 1,
-                c.run.step_ms.last().copied().unwrap_or(0.0)
-            );
-        }
-    }
+    train_steps(&mut c, &setup.corpus, steps).await?;
     Ok(Comparison::new(
         setup.preset.name(),
         setup.config,
@@ -135,4 +114,25 @@ pub async fn compare(
         g.run,
         c.run,
     ))
+}
+
+/// `steps` steps on one path, a progress line on stderr every tenth of the run.
+async fn train_steps<B: crate::backend::Backend>(
+    t: &mut Trainer<B>,
+    corpus: &Corpus,
+    steps: usize,
+) -> Result<()> {
+    let every = (steps / 10).max(1);
+    for s in 0..steps {
+        let loss = t.step(corpus).await?;
+        if (s + 1) % every == 0 || s + 1 == steps {
+            eprintln!(
+                "  {} step {}/{steps}: loss {loss:.4}, {:.1} ms",
+                t.run.path,
+                s + 1,
+                t.run.step_ms.last().copied().unwrap_or(0.0)
+            );
+        }
+    }
+    Ok(())
 }

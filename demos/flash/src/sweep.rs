@@ -31,7 +31,7 @@ pub struct Point {
     pub naive_mb: f64,
     /// What the naive path writes and reads of the N×N matrices alone.
     pub score_matrix_mb: f64,
-    pub gpu_clock: String,
+    pub gpu_clock: bench::Clock,
 }
 
 /// The whole sweep.
@@ -62,14 +62,12 @@ pub async fn run(
     seqs: &[usize],
     repeats: usize,
     cpu_limit_ms: f64,
-    progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Sweep> {
     let mut rng = StdRng::seed_from_u64(11);
     let mut points = Vec::new();
     let mut flash_variants = Vec::new();
     let mut last_cpu: Option<(usize, f64)> = None;
     for (i, &n) in seqs.iter().enumerate() {
-        progress(i, seqs.len());
         let dims = [shape.batch, shape.heads, n, shape.head_dim];
         let scale = 1.0 / (shape.head_dim as f32).sqrt();
         let (q, qa) = random(gpu, &dims, &mut rng)?;
@@ -136,10 +134,9 @@ pub async fn run(
             flash_mb: mb(traffic::Path::Flash),
             naive_mb: mb(traffic::Path::Naive),
             score_matrix_mb: traffic::score_matrix_bytes(&ad, DType::F32) as f64 / 1e6,
-            gpu_clock: flash_t.clock.as_str().to_string(),
+            gpu_clock: flash_t.clock,
         });
     }
-    progress(seqs.len(), seqs.len());
     Ok(Sweep {
         adapter: gpu.profile().name.clone(),
         shape,

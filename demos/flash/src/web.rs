@@ -87,7 +87,7 @@ pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
             serde_json::json!({"done": i, "total": lengths.len(), "seq": n}),
         );
         yield_to_page().await?;
-        let s = sweep::run(&gpu, shape, &[n], 3, 5_000.0, &mut |_, _| {})
+        let s = sweep::run(&gpu, shape, &[n], 3, 5_000.0)
             .await
             .map_err(js)?;
         match &mut all {
