@@ -2,18 +2,34 @@
 # Builds the static site into site/dist/: every demo for wasm32 (release), wasm-bindgen at the
 # pinned version, wasm-opt from npm's binaryen, and the pages. Serve site/dist/ from any static
 # host, or with scripts/serve.sh.
+#   scripts/build-site.sh                 the whole site, from scratch
+#   scripts/build-site.sh flash fleet     only these modules again (and every page), into the
+#                                         existing site/dist: quicker while working on one page
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
 
-DEMOS=(waves attention)
+ONLY=("$@")
+# Whether a module is to be built this time.
+wanted() {
+  [ ${#ONLY[@]} -eq 0 ] && return 0
+  local m
+  for m in "${ONLY[@]}"; do [ "$m" = "$1" ] && return 0; done
+  return 1
+}
+for m in "${ONLY[@]}"; do
+  case "$m" in waves|attention|flash|fleet) ;; *) echo "unknown module: $m (waves, attention, flash, fleet)" >&2; exit 2 ;; esac
+done
+
+DEMOS=()
+for demo in waves attention; do wanted "$demo" && DEMOS+=("$demo"); done
 
 ensure_rust_parts
 ensure_wasm_bindgen
 ensure_browser
 
 out=site/dist
-rm -rf "$out"
+[ ${#ONLY[@]} -eq 0 ] && rm -rf "$out"
 mkdir -p "$out"
 cp site/src/* "$out/"
 for demo in "${DEMOS[@]}"; do
@@ -28,6 +44,7 @@ for demo in "${DEMOS[@]}"; do
   echo "   $out/$demo/${demo}_bg.wasm: $(du -k "$out/$demo/${demo}_bg.wasm" | cut -f1) KiB"
 done
 # The fleet page's module: the campaign as a library (crate fleet-web), no window.
+if wanted fleet; then
 echo "== building the fleet campaign for the browser"
 cargo build --quiet --release --target wasm32-unknown-unknown -p fleet-web
 wasm-bindgen --target web --no-typescript --out-dir "$out/fleet" \
@@ -37,8 +54,10 @@ site/node_modules/.bin/wasm-opt -O2 \
   --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
   "$out/fleet/fleet_web_bg.wasm" -o "$out/fleet/fleet_web_bg.wasm"
 echo "   $out/fleet/fleet_web_bg.wasm: $(du -k "$out/fleet/fleet_web_bg.wasm" | cut -f1) KiB"
+fi
 # The flash page's module: the crate's library (its wasm exports in demos/flash/src/web.rs); the
 # native `flash` binary is not for the browser.
+if wanted flash; then
 echo "== building the flash page for the browser"
 cargo build --quiet --release --target wasm32-unknown-unknown -p flash --lib
 wasm-bindgen --target web --no-typescript --out-dir "$out/flash" \
@@ -48,6 +67,7 @@ site/node_modules/.bin/wasm-opt -O2 \
   --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
   "$out/flash/flash_bg.wasm" -o "$out/flash/flash_bg.wasm"
 echo "   $out/flash/flash_bg.wasm: $(du -k "$out/flash/flash_bg.wasm" | cut -f1) KiB"
+fi
 # The checked-in campaign reports, which the fleet page merges and shows.
 mkdir -p "$out/fleet/reports"
 cp fleet/reports/*.json "$out/fleet/reports/"

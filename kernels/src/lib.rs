@@ -30,7 +30,7 @@ pub mod tensor_ops;
 pub use device::DeviceProfile;
 pub use error::{Error, Result};
 pub use gpu::{Dispatch, Gpu, GpuOptions};
-pub use registry::{Registry, Variant};
+pub use registry::{Piece, Registry, Variant};
 pub use select::{Choice, Reason, TunedEntry, TunedTable};
 pub use tensor::{DType, Tensor};
 pub use tensor_ops::TensorOps;

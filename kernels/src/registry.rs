@@ -2,6 +2,7 @@
 //! filters them by a device profile, renders WGSL and validates it with naga.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
@@ -254,6 +255,45 @@ impl Variant {
     }
 }
 
+/// A run of rendered WGSL: template text, or the value of a template expression.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Piece {
+    pub text: String,
+    /// Whether the text came from a template expression.
+    pub marked: bool,
+}
+
+// Private-use characters bracket expression output while rendering; no template contains them.
+const MARK_OPEN: char = '\u{E000}';
+const MARK_CLOSE: char = '\u{E001}';
+
+/// Splits text bracketed by the marks into pieces (adjacent pieces of one kind merged).
+fn pieces(text: &str) -> Vec<Piece> {
+    let mut out: Vec<Piece> = Vec::new();
+    let mut push = |text: &str, marked: bool| {
+        if text.is_empty() {
+            return;
+        }
+        match out.last_mut() {
+            Some(last) if last.marked == marked => last.text.push_str(text),
+            _ => out.push(Piece {
+                text: text.to_string(),
+                marked,
+            }),
+        }
+    };
+    let mut rest = text;
+    while let Some(open) = rest.find(MARK_OPEN) {
+        push(&rest[..open], false);
+        let after = &rest[open + MARK_OPEN.len_utf8()..];
+        let close = after.find(MARK_CLOSE).unwrap_or(after.len());
+        push(&after[..close], true);
+        rest = after.get(close + MARK_CLOSE.len_utf8()..).unwrap_or("");
+    }
+    push(rest, false);
+    out
+}
+
 /// The loaded families with a minijinja environment in strict-undefined mode.
 #[derive(Debug)]
 pub struct Registry {
@@ -353,6 +393,35 @@ impl Registry {
         template
             .render(variant.context(profile))
             .map_err(|e| template_error(&variant.family, &variant.name, &e))
+    }
+
+    /// Renders a variant's WGSL for `profile` as [`render`](Self::render) does, split into pieces
+    /// that say which text came out of a template expression (`{{ … }}`: a variable, or a value
+    /// computed from them) — what a reader needs to see to tell the template from the device.
+    pub fn render_marked(&self, variant: &Variant, profile: &DeviceProfile) -> Result<Vec<Piece>> {
+        let mut env = self.env.clone();
+        env.set_formatter(|out, state, value| {
+            // A macro's output is rendered template text (lines, with its own marks inside), not
+            // a value.
+            if value.is_safe()
+                || value
+                    .as_str()
+                    .is_some_and(|s| s.contains(MARK_OPEN) || s.contains('\n'))
+            {
+                return minijinja::escape_formatter(out, state, value);
+            }
+            out.write_char(MARK_OPEN)?;
+            minijinja::escape_formatter(out, state, value)?;
+            out.write_char(MARK_CLOSE)?;
+            Ok(())
+        });
+        let template = env
+            .get_template(&variant.family)
+            .map_err(|e| template_error(&variant.family, &variant.name, &e))?;
+        let text = template
+            .render(variant.context(profile))
+            .map_err(|e| template_error(&variant.family, &variant.name, &e))?;
+        Ok(pieces(&text))
     }
 
     /// Renders and validates with naga: the checks wgpu would make, without a GPU.

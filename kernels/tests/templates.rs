@@ -293,3 +293,52 @@ fn tuned_table_loads_and_rejects_other_versions() {
     let err = TunedTable::from_json("t.json", r#"{"version": 1}"#).unwrap_err();
     assert!(err.to_string().contains("entries"), "{err}");
 }
+
+/// The kernel-source view's marked rendering: the same text as the plain rendering, with the
+/// output of template expressions (and only that) marked.
+#[test]
+fn marked_rendering_is_the_rendering_with_template_values_marked() {
+    let registry = Registry::builtin().unwrap();
+    let profiles = stored_profiles().unwrap();
+    let (_, profile) = profiles.iter().find(|(n, _)| *n == "lavapipe").unwrap();
+    let mut checked = 0;
+    for contract in registry.contracts() {
+        for v in registry.supported(&contract.family, profile).unwrap() {
+            let plain = registry.render(v, profile).unwrap();
+            let pieces = registry.render_marked(v, profile).unwrap();
+            let joined: String = pieces.iter().map(|p| p.text.as_str()).collect();
+            assert_eq!(joined, plain, "{}/{}", v.family, v.name);
+            assert!(
+                pieces.iter().any(|p| p.marked),
+                "{}/{}: no template value marked",
+                v.family,
+                v.name
+            );
+            // Marks never swallow the shader's structure: a marked piece is a value.
+            for p in pieces.iter().filter(|p| p.marked) {
+                assert!(
+                    !p.text.contains("fn ") && !p.text.contains('\u{E000}'),
+                    "{}/{}: marked {:?}",
+                    v.family,
+                    v.name,
+                    p.text
+                );
+            }
+            checked += 1;
+        }
+    }
+    // A workgroup size that comes from the contract is among the marked values.
+    let v = registry
+        .supported("flash_fwd", profile)
+        .unwrap()
+        .next()
+        .unwrap();
+    let size = v.workgroup_size[0].to_string();
+    let pieces = registry.render_marked(v, profile).unwrap();
+    assert!(
+        pieces.iter().any(|p| p.marked && p.text == size),
+        "flash_fwd/{}: workgroup size {size} not marked",
+        v.name
+    );
+    println!("{checked} variants rendered with their template values marked");
+}

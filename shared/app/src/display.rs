@@ -1,12 +1,15 @@
 //! Draws a frame's pixels (a u32 RGBA8 storage buffer on the GPU, no readback) to the surface,
-//! letterboxed, and the HUD bitmap over its top-left corner.
+//! letterboxed into a rectangle of it, and a text bitmap (the HUD, or the presenter panel) at a
+//! place of it.
 
 use kiln::Tensor;
 
 const SHADER: &str = r#"
 struct View {
     src: vec2<u32>,
+    dst_origin: vec2<u32>,
     dst: vec2<u32>,
+    hud_origin: vec2<u32>,
     hud: vec2<u32>,
     _pad: vec2<u32>,
 }
@@ -28,13 +31,13 @@ fn fs(@builtin(position) pos: vec4<f32>) -> @location(0) vec4<f32> {
     let src = vec2<f32>(view.src);
     let dst = vec2<f32>(view.dst);
     let scale = min(dst.x / src.x, dst.y / src.y);
-    let p = (pos.xy - (dst - src * scale) * 0.5) / scale;
+    let p = (pos.xy - vec2<f32>(view.dst_origin) - (dst - src * scale) * 0.5) / scale;
     if (all(p >= vec2<f32>(0.0)) && all(p < src)) {
         let px = pixels[u32(p.y) * view.src.x + u32(p.x)];
         colour = unpack4x8unorm(px).rgb;
     }
-    let h = vec2<u32>(pos.xy);
-    if (all(h < view.hud)) {
+    let h = vec2<u32>(pos.xy) - view.hud_origin;
+    if (all(vec2<u32>(pos.xy) >= view.hud_origin) && all(h < view.hud)) {
         let t = textureLoad(hud, h, 0);
         colour = mix(colour, t.rgb, t.a);
     }
@@ -46,9 +49,39 @@ fn fs(@builtin(position) pos: vec4<f32>) -> @location(0) vec4<f32> {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct View {
     src: [u32; 2],
+    dst_origin: [u32; 2],
     dst: [u32; 2],
+    hud_origin: [u32; 2],
     hud: [u32; 2],
     _pad: [u32; 2],
+}
+
+/// Where the frame and the text bitmap go on the surface, in pixels.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    /// The rectangle the frame is letterboxed into: origin and size.
+    pub frame: ([u32; 2], [u32; 2]),
+    /// The text bitmap's top-left corner.
+    pub text_origin: [u32; 2],
+}
+
+impl Layout {
+    /// The frame fills the surface; the HUD sits over its top-left corner.
+    pub fn full(size: [u32; 2]) -> Layout {
+        Layout {
+            frame: ([0, 0], size),
+            text_origin: [0, 0],
+        }
+    }
+
+    /// Presenter mode: the live visual on the left, the panel (`panel_width` wide) on the right.
+    pub fn presenter(size: [u32; 2], panel_width: u32) -> Layout {
+        let visual = size[0].saturating_sub(panel_width).max(1);
+        Layout {
+            frame: ([0, 0], [visual, size[1]]),
+            text_origin: [visual, 0],
+        }
+    }
 }
 
 pub struct Display {
@@ -129,14 +162,14 @@ impl Display {
         self.hud_size = [w, h];
     }
 
-    /// Records the draw of `pixels` ([H, W] u32) into `target` of size `dst`.
+    /// Records the draw of `pixels` ([H, W] u32) into `target`, placed by `layout`.
     pub fn draw(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         encoder: &mut wgpu::CommandEncoder,
         target: &wgpu::TextureView,
-        dst: [u32; 2],
+        layout: Layout,
         pixels: &Tensor,
     ) {
         let [h, w] = match *pixels.shape() {
@@ -145,7 +178,9 @@ impl Display {
         };
         let view = View {
             src: [w, h],
-            dst,
+            dst_origin: layout.frame.0,
+            dst: layout.frame.1,
+            hud_origin: layout.text_origin,
             hud: self.hud_size,
             _pad: [0; 2],
         };

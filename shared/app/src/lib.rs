@@ -1,11 +1,16 @@
 //! The harness every Kiln demo shares. A demo implements [`Demo`]; its `main` is
 //! `kiln_app::run::<ThisDemo>()`. This crate is the only place that knows the platform: a winit
-//! window natively, a canvas in the browser, and a headless benchmark mode (`--bench`).
+//! window natively, a canvas in the browser, and a headless benchmark mode (`--bench`). It also
+//! runs presenter mode (`--talk`, `?talk`) from the demo's stage list, and hands the page the
+//! kernel-source view.
 
 mod display;
 mod headless;
 mod hud;
+mod panel;
 mod platform;
+pub mod raster;
+pub mod talk;
 mod window;
 
 use std::future::Future;
@@ -48,6 +53,19 @@ pub trait Demo: Sized + 'static {
 
     /// Lines for the heads-up display.
     fn hud(&self) -> Vec<String>;
+
+    /// The walkthrough for presenter mode (`--talk`, `?talk&stage=N`): the stages in order.
+    fn stages(&self) -> Vec<talk::Stage> {
+        Vec::new()
+    }
+
+    /// Presenter mode moved to stage `stage` (0-based): the following frames show its visual.
+    fn show_stage(&mut self, _stage: usize) {}
+
+    /// The kernels the GPU path runs with the current settings, for the kernel-source view.
+    fn kernels(&self) -> Vec<kiln::Choice> {
+        Vec::new()
+    }
 
     /// Measures the uncapped rates of both paths for the current settings (the HUD shows them).
     fn measure(&self) -> impl Future<Output = kiln::Result<Rates>> + 'static;
@@ -134,6 +152,10 @@ pub struct Options {
     pub dump: Option<String>,
     /// A named problem size, for demos that have presets.
     pub preset: Option<String>,
+    /// Presenter mode: the demo's walkthrough, a stage at a time.
+    pub talk: bool,
+    /// The walkthrough stage to start at, 1-based.
+    pub stage: Option<usize>,
 }
 
 /// The files of a model in the Hugging Face layout, as bytes, and where they came from.

@@ -41,6 +41,13 @@ mod imp {
         /// Write the demo's intermediate results to this JSON file.
         #[arg(long)]
         dump: Option<String>,
+        /// Presenter mode: step through the demo's walkthrough (→/space next, ← back, Home,
+        /// F fullscreen, a number jumps).
+        #[arg(long)]
+        talk: bool,
+        /// The walkthrough stage to start at (1-based; implies --talk).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        stage: Option<u32>,
     }
 
     pub fn init_logging() {
@@ -60,6 +67,8 @@ mod imp {
             model: cli.model,
             dump: cli.dump,
             preset: None,
+            talk: cli.talk || cli.stage.is_some(),
+            stage: cli.stage.map(|s| s as usize),
         }
     }
 
@@ -89,6 +98,20 @@ mod imp {
     pub fn text_field() -> Option<String> {
         None
     }
+
+    /// Natively the window itself keeps the presenter's stage.
+    pub fn talk_stage() -> Option<usize> {
+        None
+    }
+
+    /// A line for whoever runs the window (the window tests and scripts/screenshots.sh read
+    /// the walkthrough's progress from it).
+    pub fn note(text: &str) {
+        println!("{text}");
+    }
+
+    /// Natively there is no page to hand the walkthrough or the kernel sources to.
+    pub fn publish(_what: &str, _json: &str) {}
 
     /// Natively a future runs to completion at once (the GPU is polled while it waits).
     pub fn spawn(f: impl Future<Output = ()> + 'static) {
@@ -179,6 +202,41 @@ mod imp {
             model: get("model"),
             dump: None,
             preset: get("preset"),
+            talk: get("talk").is_some(),
+            stage: number("stage"),
+        }
+    }
+
+    /// The stage the page's presenter mode shows (site/src/talk.js keeps it in
+    /// `body[data-talk-stage]`, 0-based).
+    pub fn talk_stage() -> Option<usize> {
+        web_sys::window()?
+            .document()?
+            .body()?
+            .get_attribute("data-talk-stage")?
+            .parse()
+            .ok()
+    }
+
+    /// In the browser the page shows the walkthrough's progress itself.
+    pub fn note(_text: &str) {}
+
+    /// Hands the page JSON through `window.kiln.publish(what, json)` (site/src/talk.js): the
+    /// walkthrough's stages, the kernel sources.
+    pub fn publish(what: &str, json: &str) {
+        let Some(window) = web_sys::window() else {
+            return;
+        };
+        let Ok(kiln) = js_sys::Reflect::get(&window, &"kiln".into()) else {
+            return;
+        };
+        let Ok(publish) = js_sys::Reflect::get(&kiln, &"publish".into()) else {
+            return;
+        };
+        if let Some(f) = publish.dyn_ref::<js_sys::Function>()
+            && let Err(e) = f.call2(&kiln, &what.into(), &json.into())
+        {
+            log::error!("publishing {what} to the page failed: {e:?}");
         }
     }
 

@@ -9,10 +9,11 @@ use winit::application::ApplicationHandler;
 use winit::event::{ElementState, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, EventLoop, EventLoopProxy};
 use winit::keyboard::{Key, NamedKey};
-use winit::window::{Window, WindowId};
+use winit::window::{Fullscreen, Window, WindowId};
 
-use crate::display::Display;
-use crate::{Demo, Options, Rates, hud, platform};
+use crate::display::{Display, Layout};
+use crate::talk::{KernelSource, Nav, Stage, Talk};
+use crate::{Demo, Options, Rates, hud, panel, platform};
 
 /// Events from async work back to the loop.
 enum Event<D> {
@@ -31,6 +32,33 @@ struct State<D> {
     frame_size: [usize; 2],
     /// The page's text field as last given to the demo.
     text: Option<String>,
+    /// The demo's walkthrough.
+    stages: Vec<Stage>,
+    /// Presenter mode in the native window: where the presenter is.
+    talk: Option<Talk>,
+    /// The stage the page's presenter mode last asked for (the page keeps it, in the browser).
+    page_stage: Option<usize>,
+}
+
+impl<D: Demo> State<D> {
+    /// Where the frame and the text go: the presenter panel takes the right 56 % of the window.
+    fn layout(&self) -> Layout {
+        let size = [self.config.width, self.config.height];
+        match self.talk {
+            Some(_) => Layout::presenter(size, size[0] * 56 / 100),
+            None => Layout::full(size),
+        }
+    }
+
+    /// Gives the page the kernel sources for the current settings (natively, nothing to do).
+    fn publish_kernels(&self) {
+        match KernelSource::list(&self.gpu, &self.demo.kernels()) {
+            Ok(list) => {
+                platform::publish("kernels", &serde_json::to_string(&list).unwrap_or_default())
+            }
+            Err(e) => log::error!("rendering the kernel sources failed: {e}"),
+        }
+    }
 }
 
 struct App<D: Demo> {
@@ -126,8 +154,29 @@ async fn connect<D: Demo>(
     };
     surface.configure(gpu.device(), &config);
     let display = Display::new(gpu.device(), format);
-    let demo = D::new(&gpu, &demo_options).map_err(|e| e.to_string())?;
-    Ok(Box::new(State {
+    let mut demo = D::new(&gpu, &demo_options).map_err(|e| e.to_string())?;
+    let stages = demo.stages();
+    platform::publish(
+        "stages",
+        &serde_json::to_string(&stages).unwrap_or_default(),
+    );
+    // Natively the window runs presenter mode; in the browser the page does (talk.js).
+    let talk = match (demo_options.talk, platform::talk_stage()) {
+        (true, None) if stages.is_empty() => {
+            return Err(format!("{} has no walkthrough for --talk", D::NAME));
+        }
+        (true, None) => Some(Talk::new(stages.len(), demo_options.stage)),
+        _ => None,
+    };
+    if let Some(t) = &talk {
+        demo.show_stage(t.stage());
+        platform::note(&format!(
+            "walkthrough: {} stages, starting at {}",
+            t.count(),
+            t.stage() + 1
+        ));
+    }
+    let state = State {
         gpu,
         surface,
         config,
@@ -135,7 +184,12 @@ async fn connect<D: Demo>(
         demo,
         frame_size: [1, 1],
         text: None,
-    }))
+        stages,
+        talk,
+        page_stage: None,
+    };
+    state.publish_kernels();
+    Ok(Box::new(state))
 }
 
 impl<D: Demo> App<D> {
@@ -156,12 +210,50 @@ impl<D: Demo> App<D> {
         self.rates = None;
         self.update_hud();
         self.measure();
+        if let Some(state) = &self.state {
+            state.publish_kernels();
+        }
     }
 
     fn update_hud(&mut self) {
         let Some(state) = &mut self.state else {
             return;
         };
+        if let Some(talk) = state.talk {
+            let Some(stage) = state.stages.get(talk.stage()) else {
+                return;
+            };
+            let footer = match &self.rates {
+                Some(r) => vec![format!(
+                    "{} on {}: GPU {:.1} frames/s ({}), CPU {:.2} frames/s, {:.1}x",
+                    D::NAME,
+                    state.gpu.profile().name,
+                    r.gpu_fps,
+                    r.gpu_clock,
+                    r.cpu_fps,
+                    r.gpu_fps / r.cpu_fps
+                )],
+                None => vec![format!(
+                    "{} on {}: measuring…",
+                    D::NAME,
+                    state.gpu.profile().name
+                )],
+            };
+            let layout = state.layout();
+            let (w, h) = (
+                state.config.width.saturating_sub(layout.text_origin[0]),
+                state.config.height,
+            );
+            let bitmap = panel::draw(stage, &talk, w as usize, h as usize, &footer);
+            state.display.set_hud(
+                state.gpu.device(),
+                state.gpu.queue(),
+                bitmap.w as u32,
+                bitmap.h as u32,
+                &bitmap.rgba,
+            );
+            return;
+        }
         let mut lines = vec![
             D::TITLE.to_string(),
             format!(
@@ -212,6 +304,13 @@ impl<D: Demo> App<D> {
         let Some(state) = &mut self.state else {
             return;
         };
+        let asked = platform::talk_stage();
+        if asked.is_some() && asked != state.page_stage {
+            state.page_stage = asked;
+            if let Some(stage) = asked {
+                state.demo.show_stage(stage);
+            }
+        }
         let now = Instant::now();
         let dt = (now - self.last).as_secs_f32().min(0.1);
         self.last = now;
@@ -247,7 +346,7 @@ impl<D: Demo> App<D> {
             state.gpu.queue(),
             &mut encoder,
             &target,
-            [state.config.width, state.config.height],
+            state.layout(),
             &pixels,
         );
         state.gpu.queue().submit([encoder.finish()]);
@@ -273,11 +372,16 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
         if self.window.is_some() {
             return;
         }
-        let window =
-            match event_loop.create_window(platform::window_attributes(D::TITLE, D::WINDOW)) {
-                Ok(w) => Arc::new(w),
-                Err(e) => platform::fatal(&format!("cannot open a window: {e}")),
-            };
+        // Presenter mode opens at 1280×720, the smaller projector resolution.
+        let size = if self.options.talk {
+            (1280, 720)
+        } else {
+            D::WINDOW
+        };
+        let window = match event_loop.create_window(platform::window_attributes(D::TITLE, size)) {
+            Ok(w) => Arc::new(w),
+            Err(e) => platform::fatal(&format!("cannot open a window: {e}")),
+        };
         self.window = Some(window.clone());
         let (proxy, options) = (self.proxy.clone(), self.options.clone());
         platform::spawn(async move {
@@ -315,6 +419,7 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
                     state.config.height = size.height.max(1);
                     state.surface.configure(state.gpu.device(), &state.config);
                 }
+                self.update_hud();
             }
             WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
                 let key = match &event.logical_key {
@@ -326,6 +431,10 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
                     Key::Named(NamedKey::Tab) => "tab".to_string(),
                     Key::Named(NamedKey::Enter) => "enter".to_string(),
                     Key::Named(NamedKey::Backspace) => "backspace".to_string(),
+                    Key::Named(NamedKey::Home) => "home".to_string(),
+                    Key::Named(NamedKey::End) => "end".to_string(),
+                    Key::Named(NamedKey::PageUp) => "pageup".to_string(),
+                    Key::Named(NamedKey::PageDown) => "pagedown".to_string(),
                     Key::Named(NamedKey::Escape) => {
                         event_loop.exit();
                         return;
@@ -333,6 +442,26 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
                     Key::Character(c) => c.to_lowercase(),
                     _ => return,
                 };
+                if let Some(state) = &mut self.state
+                    && let Some(talk) = &mut state.talk
+                {
+                    match talk.key(&key) {
+                        Nav::Moved => {
+                            state.demo.show_stage(talk.stage());
+                            platform::note(&format!("walkthrough: stage {}", talk.stage() + 1));
+                            self.update_hud();
+                            return;
+                        }
+                        Nav::Fullscreen => {
+                            if let Some(w) = &self.window {
+                                let on = w.fullscreen().is_none();
+                                w.set_fullscreen(on.then_some(Fullscreen::Borderless(None)));
+                            }
+                            return;
+                        }
+                        Nav::Ignored => {}
+                    }
+                }
                 let used = self.state.as_mut().is_some_and(|s| s.demo.key(&key));
                 if used {
                     self.settings_changed();
@@ -342,15 +471,13 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
             }
             WindowEvent::CursorMoved { position, .. } => {
                 if let Some(state) = &mut self.state {
-                    // The frame is letterboxed into the surface (see display.rs).
+                    // The frame is letterboxed into its rectangle (see display.rs).
                     let [h, w] = state.frame_size.map(|v| v as f64);
-                    let (sw, sh) = (
-                        f64::from(state.config.width),
-                        f64::from(state.config.height),
-                    );
+                    let (origin, size) = state.layout().frame;
+                    let (sw, sh) = (f64::from(size[0]), f64::from(size[1]));
                     let scale = (sw / w).min(sh / h);
-                    let x = (position.x - (sw - w * scale) / 2.0) / scale;
-                    let y = (position.y - (sh - h * scale) / 2.0) / scale;
+                    let x = (position.x - f64::from(origin[0]) - (sw - w * scale) / 2.0) / scale;
+                    let y = (position.y - f64::from(origin[1]) - (sh - h * scale) / 2.0) / scale;
                     let inside = (0.0..w).contains(&x) && (0.0..h).contains(&y);
                     state.demo.pointer(inside.then_some((x as f32, y as f32)));
                     self.update_hud();

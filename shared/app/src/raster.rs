@@ -1,0 +1,111 @@
+//! Text on an RGBA8 bitmap, from the 8×8 public-domain font (font8x8): the native window's HUD
+//! and presenter panel. The web page uses HTML instead.
+
+use font8x8::UnicodeFonts;
+
+pub type Rgba = [u8; 4];
+
+/// An RGBA8 bitmap.
+#[derive(Clone, Debug)]
+pub struct Bitmap {
+    pub w: usize,
+    pub h: usize,
+    pub rgba: Vec<u8>,
+}
+
+impl Bitmap {
+    pub fn new(w: usize, h: usize, fill: Rgba) -> Bitmap {
+        let mut rgba = vec![0u8; w * h * 4];
+        for px in rgba.chunks_exact_mut(4) {
+            px.copy_from_slice(&fill);
+        }
+        Bitmap { w, h, rgba }
+    }
+
+    /// Fills a rectangle (clipped to the bitmap).
+    pub fn rect(&mut self, x: usize, y: usize, w: usize, h: usize, colour: Rgba) {
+        for yy in y..(y + h).min(self.h) {
+            for xx in x..(x + w).min(self.w) {
+                let i = (yy * self.w + xx) * 4;
+                self.rgba[i..i + 4].copy_from_slice(&colour);
+            }
+        }
+    }
+
+    /// Draws one character cell (8 × 8 font pixels, `scale` screen pixels each) at (x, y).
+    pub fn glyph(&mut self, x: usize, y: usize, ch: char, scale: usize, colour: Rgba) {
+        let glyph = font8x8::BASIC_FONTS
+            .get(ch)
+            .or_else(|| font8x8::LATIN_FONTS.get(ch))
+            .or_else(|| font8x8::BOX_FONTS.get(ch))
+            .or_else(|| font8x8::GREEK_FONTS.get(ch))
+            .or_else(|| font8x8::BASIC_FONTS.get('?'))
+            .unwrap_or([0; 8]);
+        for (gy, bits) in glyph.iter().enumerate() {
+            for gx in 0..8 {
+                if bits >> gx & 1 == 1 {
+                    self.rect(x + gx * scale, y + gy * scale, scale, scale, colour);
+                }
+            }
+        }
+    }
+
+    /// Draws a line of text; returns the x after its last character.
+    pub fn text(&mut self, x: usize, y: usize, text: &str, scale: usize, colour: Rgba) -> usize {
+        let mut at = x;
+        for ch in text.chars() {
+            self.glyph(at, y, ch, scale, colour);
+            at += 8 * scale;
+        }
+        at
+    }
+}
+
+/// Splits text into lines of at most `cols` characters at spaces (a longer word is cut).
+pub fn wrap(text: &str, cols: usize) -> Vec<String> {
+    let cols = cols.max(1);
+    let mut lines = Vec::new();
+    for paragraph in text.split('\n') {
+        let mut line = String::new();
+        for word in paragraph.split_whitespace() {
+            let (len, wlen) = (line.chars().count(), word.chars().count());
+            if len > 0 && len + 1 + wlen > cols {
+                lines.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+            while line.chars().count() > cols {
+                let head: String = line.chars().take(cols).collect();
+                line = line.chars().skip(cols).collect();
+                lines.push(head);
+            }
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_keeps_words_and_width() {
+        assert_eq!(wrap("one two three", 7), vec!["one two", "three"]);
+        assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("a\nb", 10), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn text_sets_pixels_in_its_cell_only() {
+        let mut b = Bitmap::new(40, 20, [0, 0, 0, 255]);
+        let end = b.text(2, 2, "A", 2, [255, 255, 255, 255]);
+        assert_eq!(end, 18);
+        let lit = b.rgba.chunks_exact(4).filter(|p| p[0] == 255).count();
+        assert!(lit > 20, "the glyph drew {lit} pixels");
+        let outside = (0..20).any(|y| b.rgba[(y * 40 + 30) * 4] == 255);
+        assert!(!outside, "pixels outside the glyph's cell");
+    }
+}

@@ -1,0 +1,251 @@
+//! Presenter mode and the kernel-source view: a demo's walkthrough as an ordered list of stages
+//! (title, a few sentences, the code that matters), where the presenter is in it, and the kernels
+//! a demo runs with the WGSL rendered for this device. The same stage list drives the native
+//! window (`--talk`) and the page (`?talk&stage=N`, drawn by the site's `talk.js`).
+
+use kiln::{Choice, Gpu, Piece};
+use serde::Serialize;
+
+/// One stage of a walkthrough.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stage {
+    /// A short title.
+    pub title: String,
+    /// Two or three sentences.
+    pub text: String,
+    /// The code the stage is about, if any.
+    pub code: Option<Code>,
+}
+
+impl Stage {
+    pub fn new(title: &str, text: &str, code: Option<Code>) -> Stage {
+        Stage {
+            title: title.into(),
+            text: text.into(),
+            code,
+        }
+    }
+}
+
+/// Code shown beside a stage: the demo's own lines, or a kernel's WGSL with the text that came
+/// from template values marked.
+#[derive(Clone, Debug, Serialize)]
+pub struct Code {
+    /// What the code is (`demos/attention/src/encoder.rs`, `flash_fwd f32_d64_… for <adapter>`).
+    pub caption: String,
+    /// `rust` or `wgsl`.
+    pub language: &'static str,
+    pub pieces: Vec<Piece>,
+}
+
+impl Code {
+    /// Lines of a demo's Rust source.
+    pub fn rust(caption: &str, text: &str) -> Code {
+        Code {
+            caption: caption.into(),
+            language: "rust",
+            pieces: vec![Piece {
+                text: text.trim_end().to_string(),
+                marked: false,
+            }],
+        }
+    }
+
+    /// The lines of `source` between a line starting `// talk:begin <name>` and one starting
+    /// `// talk:end <name>` (the whole source when the markers are missing).
+    pub fn rust_excerpt(caption: &str, source: &str, name: &str) -> Code {
+        let lines: Vec<&str> = source.lines().collect();
+        let begin = format!("// talk:begin {name}");
+        let end = format!("// talk:end {name}");
+        let start = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(&begin));
+        let stop = lines.iter().position(|l| l.trim_start().starts_with(&end));
+        let text = match (start, stop) {
+            (Some(a), Some(b)) if a < b => lines[a + 1..b].join("\n"),
+            _ => source.to_string(),
+        };
+        Code::rust(caption, &dedent(&text))
+    }
+
+    /// The WGSL of the chosen variant, rendered for this device, template values marked.
+    pub fn kernel(gpu: &Gpu, choice: &Choice) -> kiln::Result<Code> {
+        let v = &choice.variant;
+        Ok(Code {
+            caption: format!(
+                "{} {} rendered for {}",
+                v.family,
+                v.name,
+                gpu.profile().name
+            ),
+            language: "wgsl",
+            pieces: gpu.registry().render_marked(v, gpu.profile())?,
+        })
+    }
+
+    /// The code as plain text.
+    pub fn text(&self) -> String {
+        self.pieces.iter().map(|p| p.text.as_str()).collect()
+    }
+}
+
+/// Removes the indentation every non-empty line shares.
+fn dedent(text: &str) -> String {
+    let indent = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    text.lines()
+        .map(|l| l.get(indent..).unwrap_or("").trim_end())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A kernel a demo runs, for the kernel-source view: the variant, why it was chosen, its
+/// template variables, and the WGSL rendered for this device.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelSource {
+    pub family: String,
+    pub variant: String,
+    /// The selector's reason (tuned table or rule).
+    pub reason: String,
+    /// The variant's template variables, `name = value`.
+    pub values: Vec<(String, String)>,
+    pub code: Code,
+}
+
+impl KernelSource {
+    pub fn new(gpu: &Gpu, choice: &Choice) -> kiln::Result<KernelSource> {
+        let v = &choice.variant;
+        Ok(KernelSource {
+            family: v.family.clone(),
+            variant: v.name.clone(),
+            reason: choice.reason.to_string(),
+            values: v
+                .values
+                .iter()
+                .map(|(k, p)| (k.clone(), p.to_string()))
+                .collect(),
+            code: Code::kernel(gpu, choice)?,
+        })
+    }
+
+    /// The sources of several choices, each kernel once (a demo may run one variant many times).
+    pub fn list<'a>(
+        gpu: &Gpu,
+        choices: impl IntoIterator<Item = &'a Choice>,
+    ) -> kiln::Result<Vec<KernelSource>> {
+        let mut out: Vec<KernelSource> = Vec::new();
+        for c in choices {
+            let seen = out
+                .iter()
+                .any(|k| k.family == c.variant.family && k.variant == c.variant.name);
+            if !seen {
+                out.push(KernelSource::new(gpu, c)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Where the presenter is: a stage index (0-based; 1-based in URLs, keys and on screen).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Talk {
+    stage: usize,
+    count: usize,
+}
+
+/// What a key did in presenter mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nav {
+    /// The stage changed.
+    Moved,
+    /// Fullscreen on or off.
+    Fullscreen,
+    /// Not a presenter key, or no move (already at the end).
+    Ignored,
+}
+
+impl Talk {
+    /// A walkthrough of `count` stages starting at `stage` (1-based, clamped into range).
+    pub fn new(count: usize, stage: Option<usize>) -> Talk {
+        let last = count.saturating_sub(1);
+        Talk {
+            stage: stage.unwrap_or(1).saturating_sub(1).min(last),
+            count,
+        }
+    }
+
+    /// The current stage, 0-based.
+    pub fn stage(&self) -> usize {
+        self.stage
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// →/space next, ← back, Home first, F fullscreen, 1–9 jump to that stage.
+    pub fn key(&mut self, key: &str) -> Nav {
+        let before = self.stage;
+        let last = self.count.saturating_sub(1);
+        match key {
+            "right" | "space" | "pagedown" => self.stage = (self.stage + 1).min(last),
+            "left" | "pageup" => self.stage = self.stage.saturating_sub(1),
+            "home" => self.stage = 0,
+            "end" => self.stage = last,
+            "f" => return Nav::Fullscreen,
+            k => match k.parse::<usize>() {
+                Ok(n) if (1..=self.count).contains(&n) => self.stage = n - 1,
+                _ => return Nav::Ignored,
+            },
+        }
+        if self.stage == before {
+            Nav::Ignored
+        } else {
+            Nav::Moved
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_move_within_the_walkthrough() {
+        let mut t = Talk::new(5, Some(3));
+        assert_eq!(t.stage(), 2);
+        assert_eq!(t.key("right"), Nav::Moved);
+        assert_eq!(t.key("space"), Nav::Moved);
+        assert_eq!(t.stage(), 4);
+        assert_eq!(t.key("right"), Nav::Ignored, "past the last stage");
+        assert_eq!(t.key("left"), Nav::Moved);
+        assert_eq!(t.stage(), 3);
+        assert_eq!(t.key("home"), Nav::Moved);
+        assert_eq!(t.stage(), 0);
+        assert_eq!(t.key("left"), Nav::Ignored, "before the first stage");
+        assert_eq!(t.key("4"), Nav::Moved);
+        assert_eq!(t.stage(), 3);
+        assert_eq!(t.key("9"), Nav::Ignored, "no ninth stage");
+        assert_eq!(t.key("0"), Nav::Ignored);
+        assert_eq!(t.key("f"), Nav::Fullscreen);
+        assert_eq!(t.key("x"), Nav::Ignored);
+        assert_eq!(
+            Talk::new(3, Some(99)).stage(),
+            2,
+            "a stage past the end clamps"
+        );
+        assert_eq!(Talk::new(3, Some(0)).stage(), 0);
+    }
+
+    #[test]
+    fn excerpts_come_from_between_the_markers_dedented() {
+        let source = "fn a() {}\n    // talk:begin x\n    let y = 1;\n      y + 1\n    // talk:end x\nfn b() {}";
+        let code = Code::rust_excerpt("c", source, "x");
+        assert_eq!(code.text(), "let y = 1;\n  y + 1");
+        assert_eq!(Code::rust_excerpt("c", "plain", "x").text(), "plain");
+    }
+}
