@@ -79,7 +79,9 @@ import html, sys
 page, source = sys.argv[1], open(sys.argv[2]).read().splitlines()
 start = next(i for i, l in enumerate(source) if l.startswith("// demo:begin")) + 1
 end = next(i for i, l in enumerate(source) if l.startswith("// demo:end"))
-text = open(page).read().replace("<!-- encoder-code -->", html.escape("\n".join(source[start:end])))
+# The walkthrough's excerpt markers (`// talk:begin …`) are not part of the code shown.
+lines = [l for l in source[start:end] if not l.lstrip().startswith("// talk:")]
+text = open(page).read().replace("<!-- encoder-code -->", html.escape("\n".join(lines)))
 open(page, "w").write(text)
 PY
 # The attention model, when scripts/fetch-model.sh has fetched it (the page falls back to

@@ -1,7 +1,7 @@
 //! The campaign: the device's ceilings, then every variant of every family on the fixed cases —
 //! each checked against the CPU reference before it is timed — within a time budget.
 
-use kiln::{Gpu, Tensor, bench, cpu};
+use kiln::{Choice, Dispatch, Gpu, Tensor, bench, cpu};
 use web_time::Instant;
 
 use crate::cases::{self, Case, Output};
@@ -151,44 +151,83 @@ pub fn native_platform(gpu: &Gpu) -> Platform {
     }
 }
 
+/// The ceilings' kernels with the selector's variants, planned once: a copy (memory bandwidth),
+/// an FMA chain (arithmetic rate) and a copy of four numbers (dispatch latency). Sized smaller on
+/// a software adapter, where the GPU's work runs on the CPU. The presenter's walkthrough measures
+/// the same dispatches (`crate::talk`).
+pub(crate) struct CeilingKernels {
+    pub copy: Dispatch,
+    pub fma: Dispatch,
+    pub tiny: Dispatch,
+    pub choices: Vec<Choice>,
+    /// Bytes the copy reads and writes, and FLOPs of the FMA chain.
+    copy_bytes: f64,
+    fma_flops: f64,
+}
+
+impl CeilingKernels {
+    pub fn new(gpu: &Gpu) -> Result<CeilingKernels> {
+        let software = gpu.profile().device_type == "cpu";
+        let (copy_n, fma_n, iters) = if software {
+            (1 << 20, 1 << 16, 256)
+        } else {
+            (1 << 26, 1 << 22, 1024)
+        };
+        let x = Tensor::full(gpu, &[copy_n], 1.0, kiln::DType::F32)?;
+        let y = Tensor::uninit(gpu, &[copy_n], kiln::DType::F32)?;
+        let (copy, copy_choice) = kiln::ops::ceiling::plan_copy(&x, &y, None)?;
+        let fx = Tensor::full(gpu, &[fma_n], 0.5, kiln::DType::F32)?;
+        let fy = Tensor::uninit(gpu, &[fma_n], kiln::DType::F32)?;
+        let (fma, fma_choice) =
+            kiln::ops::ceiling::plan_fma_chain(&fx, &fy, iters, 0.999, 0.001, None)?;
+        let tx = Tensor::full(gpu, &[4], 1.0, kiln::DType::F32)?;
+        let ty = Tensor::uninit(gpu, &[4], kiln::DType::F32)?;
+        let (tiny, _) = kiln::ops::ceiling::plan_copy(&tx, &ty, None)?;
+        Ok(CeilingKernels {
+            copy,
+            fma,
+            tiny,
+            choices: vec![copy_choice, fma_choice],
+            copy_bytes: 2.0 * copy_n as f64 * 4.0,
+            fma_flops: 2.0 * fma_n as f64 * f64::from(iters),
+        })
+    }
+
+    pub fn copy_gb_per_s(&self, ms: f64) -> f64 {
+        self.copy_bytes / ms / 1e6
+    }
+
+    pub fn fma_gflop_per_s(&self, ms: f64) -> f64 {
+        self.fma_flops / ms / 1e6
+    }
+
+    /// One dispatch with almost nothing to do, submitted and waited for: microseconds.
+    pub async fn latency_us(&self, gpu: &Gpu) -> Result<f64> {
+        let t0 = Instant::now();
+        gpu.submit(&[&self.tiny]);
+        gpu.idle().await?;
+        Ok((t0.elapsed().as_secs_f64() * 1e6).max(f64::MIN_POSITIVE))
+    }
+}
+
 /// Copy bandwidth, FMA rate and dispatch latency, with the selector's variants.
 async fn ceilings(gpu: &Gpu) -> Result<Ceilings> {
-    let software = gpu.profile().device_type == "cpu";
-    let (copy_n, fma_n, iters) = if software {
-        (1 << 20, 1 << 16, 256)
-    } else {
-        (1 << 26, 1 << 22, 1024)
-    };
-    let x = Tensor::full(gpu, &[copy_n], 1.0, kiln::DType::F32)?;
-    let y = Tensor::uninit(gpu, &[copy_n], kiln::DType::F32)?;
-    let (copy, _) = kiln::ops::ceiling::plan_copy(&x, &y, None)?;
-    bench::spin_up(gpu, &[&copy], 200.0).await?;
-    let t = bench::time_dispatches(gpu, &[&copy], 2, 10).await?;
-    let copy_gb_per_s = 2.0 * copy_n as f64 * 4.0 / t.median_ms / 1e6;
+    let k = CeilingKernels::new(gpu)?;
+    bench::spin_up(gpu, &[&k.copy], 200.0).await?;
+    let t = bench::time_dispatches(gpu, &[&k.copy], 2, 10).await?;
+    let copy_gb_per_s = k.copy_gb_per_s(t.median_ms);
     let clock = t.clock.as_str().to_string();
-
-    let fx = Tensor::full(gpu, &[fma_n], 0.5, kiln::DType::F32)?;
-    let fy = Tensor::uninit(gpu, &[fma_n], kiln::DType::F32)?;
-    let (fma, _) = kiln::ops::ceiling::plan_fma_chain(&fx, &fy, iters, 0.999, 0.001, None)?;
-    let t = bench::time_dispatches(gpu, &[&fma], 2, 10).await?;
-    let fma_gflop_per_s = 2.0 * fma_n as f64 * f64::from(iters) / t.median_ms / 1e6;
-
-    // Latency: a dispatch with almost nothing to do, submitted and waited for.
-    let tx = Tensor::full(gpu, &[4], 1.0, kiln::DType::F32)?;
-    let ty = Tensor::uninit(gpu, &[4], kiln::DType::F32)?;
-    let (tiny, _) = kiln::ops::ceiling::plan_copy(&tx, &ty, None)?;
+    let t = bench::time_dispatches(gpu, &[&k.fma], 2, 10).await?;
+    let fma_gflop_per_s = k.fma_gflop_per_s(t.median_ms);
     let mut waits = Vec::new();
     for _ in 0..20 {
-        let t0 = Instant::now();
-        gpu.submit(&[&tiny]);
-        gpu.idle().await?;
-        waits.push(t0.elapsed().as_secs_f64() * 1e6);
+        waits.push(k.latency_us(gpu).await?);
     }
     waits.sort_by(f64::total_cmp);
     Ok(Ceilings {
         copy_gb_per_s,
         fma_gflop_per_s,
-        dispatch_latency_us: waits[waits.len() / 2].max(f64::MIN_POSITIVE),
+        dispatch_latency_us: waits[waits.len() / 2],
         compile_ms: 0.0,
         clock,
     })

@@ -1,6 +1,6 @@
 //! Kiln's fleet benchmark: run a campaign over every kernel variant on the device in hand,
 //! write a versioned report, validate reports read back, and merge many devices' reports into
-//! the tuned table `kiln`'s selector loads.
+//! the tuned table `kiln`'s selector loads; and the walkthrough of all that for presenter mode.
 
 pub mod campaign;
 mod cases;
@@ -8,6 +8,7 @@ pub mod error;
 pub mod merge;
 pub mod report;
 pub mod show;
+pub mod talk;
 
 pub use error::{FleetError, Result};
 pub use report::Report;

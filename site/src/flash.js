@@ -1,9 +1,14 @@
 // The flash page: the kernel-level sweep (flash, naive GPU, CPU path over sequence lengths) runs
 // on load; Train runs the end-to-end comparison (GPU path on WebGPU, then CPU path in this wasm
 // build on one thread). The wasm module (demos/flash/src/web.rs) does the work and reports JSON;
-// this file draws it. State for tests and tools: body data-sweep / data-training
-// ("running" | "done" | "error"), data-state="no-webgpu" or "error".
+// this file draws it. The walkthrough (talk.js's presenter mode, flash.html?talk) gets its
+// stages and the kernel-source view from the module, and each stage's live visual as pixels it
+// draws on the CPU. Without WebGPU the sweep's CPU column runs alone and the walkthrough still
+// shows. State for tests and tools: body data-sweep / data-training ("running" | "done" |
+// "error"), data-state="no-webgpu" or "error"; #flash-visual[data-stage] is the stage (0-based)
+// whose picture the visual shows.
 const $ = (id) => document.getElementById(id);
+const kiln = window.kiln; // talk.js, loaded before this module
 
 const COLORS = {
   flash: '#ffb454', naive: '#6cb6ff', cpu: '#7ee787',
@@ -136,24 +141,29 @@ function drawChart(canvas, { series, logX = false, logY = false, xLabel, yLabel,
 
 let sweep = null;
 
+// The points of `P` that have `key`, as [N, value].
+const column = (P, key) => P.filter((p) => Number.isFinite(p[key])).map((p) => [p.seq, p[key]]);
+
 function drawSweep() {
   if (!sweep) return;
   const P = sweep.points;
   const xTicks = P.map((p) => p.seq);
+  // Without WebGPU only the CPU column was measured: a series with no points is left out.
+  const some = (series) => series.filter((x) => x.points.length);
   drawChart($('time-chart'), {
     logX: true, logY: true, xLabel: 'sequence length N', yLabel: 'ms (forward + backward)', xTicks,
-    series: [
-      { name: 'flash (GPU)', color: COLORS.flash, points: P.map((p) => [p.seq, p.flash_ms]) },
-      { name: 'naive (GPU)', color: COLORS.naive, points: P.map((p) => [p.seq, p.naive_ms]) },
-      { name: 'CPU path', color: COLORS.cpu, points: P.filter((p) => p.cpu_ms !== null).map((p) => [p.seq, p.cpu_ms]) },
-    ],
+    series: some([
+      { name: 'flash (GPU)', color: COLORS.flash, points: column(P, 'flash_ms') },
+      { name: 'naive (GPU)', color: COLORS.naive, points: column(P, 'naive_ms') },
+      { name: 'CPU path', color: COLORS.cpu, points: column(P, 'cpu_ms') },
+    ]),
   });
   drawChart($('bytes-chart'), {
     logX: true, logY: true, xLabel: 'sequence length N', yLabel: 'MB moved', xTicks,
     series: [
-      { name: 'flash', color: COLORS.flash, points: P.map((p) => [p.seq, p.flash_mb]) },
-      { name: 'naive', color: COLORS.naive, points: P.map((p) => [p.seq, p.naive_mb]) },
-      { name: 'score matrices alone', color: COLORS.text, dash: [5, 4], marker: 4, points: P.map((p) => [p.seq, p.score_matrix_mb]) },
+      { name: 'flash', color: COLORS.flash, points: column(P, 'flash_mb') },
+      { name: 'naive', color: COLORS.naive, points: column(P, 'naive_mb') },
+      { name: 'score matrices alone', color: COLORS.text, dash: [5, 4], marker: 4, points: column(P, 'score_matrix_mb') },
     ],
   });
 }
@@ -202,6 +212,70 @@ async function runSweep(wasm) {
   renderSweep(JSON.parse(json));
   $('sweep-step').textContent = 'done';
   document.body.dataset.sweep = 'done';
+}
+
+// Without WebGPU: the CPU column alone, with the byte model (arithmetic: no GPU needed).
+function renderCpuSweep(s) {
+  sweep = s;
+  drawSweep();
+  $('points').tBodies[0].replaceChildren(...s.points.map((p) => {
+    const tr = el('tr');
+    for (const v of [p.seq, 'no WebGPU', 'no WebGPU', fmt(p.cpu_ms), '—', fmt(p.flash_mb), fmt(p.naive_mb),
+      fmt(p.score_matrix_mb), '—']) tr.append(el('td', String(v)));
+    return tr;
+  }));
+  $('points').hidden = false;
+  const last = s.points[s.points.length - 1];
+  $('sweep-summary').textContent =
+    `No WebGPU: only the CPU path ran here (${s.cpu_path}, wall clock). At N = ${last.seq} it takes ` +
+    `${fmt(last.cpu_ms)} ms for causal forward + backward at batch ${s.shape.batch}, ${s.shape.heads} heads, ` +
+    `head dimension ${s.shape.head_dim}. On a GPU the flash path would move ${fmt(last.flash_mb)} MB where ` +
+    `the naive path moves ${fmt(last.naive_mb)} MB (Kiln's byte model, which needs no GPU).`;
+  $('sweep-report').textContent = JSON.stringify(s, null, 2);
+}
+
+async function runCpuSweep(wasm) {
+  document.body.dataset.sweep = 'running';
+  const json = await wasm.run_cpu_sweep((text) => {
+    const p = JSON.parse(text);
+    $('sweep-progress').max = p.total;
+    $('sweep-progress').value = p.done;
+    $('sweep-step').textContent = p.done < p.total
+      ? `timing the CPU path at N = ${p.seq} (${p.done + 1} of ${p.total})…`
+      : 'done: the CPU path only';
+  });
+  renderCpuSweep(JSON.parse(json));
+  $('sweep-step').textContent = 'done: the CPU path only';
+  document.body.dataset.sweep = 'done';
+}
+
+// ---- Walkthrough ---------------------------------------------------------------------------
+
+// In presenter mode: the stage's live visual, drawn by the wasm module on the CPU at the
+// canvas's own pixel size, about 30 times a second; each stage's animation starts at its start.
+function startVisual(wasm) {
+  if (!kiln.presenting) return;
+  const canvas = $('flash-visual');
+  $('flash-visual-box').hidden = false;
+  const g = canvas.getContext('2d');
+  let stage = kiln.stage;
+  let since = performance.now();
+  kiln.onStage((i) => { stage = i; since = performance.now(); });
+  let last = -Infinity;
+  const frame = (now) => {
+    requestAnimationFrame(frame);
+    if (now - last < 30) return;
+    last = now;
+    const dpr = window.devicePixelRatio || 1;
+    const box = canvas.getBoundingClientRect();
+    const size = (v, fallback) => Math.min(2048, Math.max(64, Math.round(v * dpr) || fallback));
+    const [w, h] = [size(box.width, 564), size(box.height, 720)];
+    if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
+    const rgba = wasm.talk_frame(stage, (now - since) / 1000, w, h);
+    g.putImageData(new ImageData(new Uint8ClampedArray(rgba.buffer, rgba.byteOffset, rgba.length), w, h), 0, 0);
+    canvas.dataset.stage = String(stage);
+  };
+  requestAnimationFrame(frame);
 }
 
 // ---- End to end --------------------------------------------------------------------------
@@ -300,63 +374,38 @@ async function train(wasm) {
 
 // ---- Start -------------------------------------------------------------------------------
 
-const NO_GPU_HELP =
-  'Use a current Chrome or Edge (113 or later), Safari 26, or Firefox 141 or later (on Windows; ' +
-  'elsewhere Firefox needs dom.webgpu.enabled in about:config). On Linux, Chrome needs ' +
-  '--enable-unsafe-webgpu (and --enable-features=Vulkan); a blocklisted GPU driver can be tried ' +
-  'with chrome://flags/#enable-unsafe-webgpu, and chrome://gpu shows the WebGPU status. Both comparisons on this page start on the WebGPU device ' +
-  '(the CPU path runs beside the GPU path, from the same start, for the comparison), so without ' +
-  'a GPU neither can run here. The native build runs both paths: cargo run --release -p flash.';
+// What the page shows without WebGPU, after talk.js's standard explanation.
+const FALLBACK =
+  'What runs here instead: the kernel sweep\'s CPU column (kiln\'s standard attention, forward + ' +
+  'backward, in this page\'s wasm build on one thread, at N = 64, 128 and 256) beside the byte ' +
+  'model\'s traffic of both GPU paths, which is arithmetic and needs no GPU; and the walkthrough, ' +
+  'whose first three stages the CPU draws. Training compares the GPU path with the CPU path, so it ' +
+  'needs WebGPU. The native build runs everything: cargo run --release -p flash.';
 
-function noWebGpu(why) {
-  $('device').textContent = 'No WebGPU: nothing on this page can run here.';
-  $('sweep-step').textContent = 'not run: needs WebGPU';
-  $('train-step').textContent = 'not run: needs WebGPU';
+async function noWebGpu(wasm, why) {
+  document.body.dataset.state = 'no-webgpu';
+  document.body.classList.add('cpu-only');
+  $('device').textContent = 'No WebGPU: the GPU paths cannot run here; the CPU path runs instead.';
   $('train').disabled = true;
+  $('train-step').textContent = 'not run: needs WebGPU';
   $('train-note').textContent = 'Training needs WebGPU.';
   $('variants').replaceChildren(el('li', 'not run: needs WebGPU'));
-  fail(`${why} ${NO_GPU_HELP}`);
-  document.body.dataset.state = 'no-webgpu';
-  document.body.classList.add('no-webgpu');
+  kiln.noWebGPU(why, FALLBACK);
+  kiln.setStages(JSON.parse(await wasm.talk_stages(false)));
+  kiln.setKernels([]);
+  try {
+    await runCpuSweep(wasm);
+  } catch (e) {
+    document.body.dataset.sweep = 'error';
+    $('sweep-step').textContent = 'failed';
+    fail(`The CPU path failed: ${e}`);
+  }
 }
 
 async function main() {
-  if (!navigator.gpu) {
-    noWebGpu('This browser has no WebGPU (navigator.gpu is missing).');
-    return;
-  }
-  let adapter = null;
-  try {
-    adapter = await navigator.gpu.requestAdapter();
-  } catch (e) {
-    noWebGpu(`This browser has WebGPU but the adapter request failed (${e}).`);
-    return;
-  }
-  if (!adapter) {
-    noWebGpu('This browser has WebGPU but offered no adapter (no usable GPU, or WebGPU is blocked for it).');
-    return;
-  }
-  adapter = null;
-
   const wasm = await import('./flash/flash.js');
   await wasm.default();
-  let info;
-  try {
-    info = JSON.parse(await wasm.describe());
-  } catch (e) {
-    noWebGpu(`The WebGPU device could not be opened (${e}).`);
-    return;
-  }
-  $('device').textContent =
-    `Adapter: ${info.adapter} (${info.backend}, ${info.device_type}). Sequence lengths swept: ` +
-    `${info.lengths.join(', ')}${info.device_type === 'cpu' ? ' (a software adapter: short ones)' : ''}.`;
-  presets = info.presets;
-  $('preset').replaceChildren(...presets.map((p) => new Option(
-    `${p.name} — ${(p.parameters / 1e6).toPrecision(3)} M parameters, scores ${fmt(p.score_traffic_mb)} MB/layer`,
-    p.name, p.name === 'small', p.name === 'small')));
-  showPreset();
-  $('preset').addEventListener('change', showPreset);
-  $('train').addEventListener('click', () => train(wasm));
+  startVisual(wasm);
   let resized = null;
   window.addEventListener('resize', () => {
     clearTimeout(resized);
@@ -368,6 +417,54 @@ async function main() {
       } else if (live.gpu.length) drawLosses(live.gpu, live.cpu);
     }, 150);
   });
+  // The index's live thumbnail (?talk&embed) is the visual alone, which the CPU draws: no
+  // device, no sweep, no training behind a card.
+  if (kiln.presenting && new URLSearchParams(location.search).has('embed')) {
+    kiln.setStages(JSON.parse(await wasm.talk_stages(false)));
+    return;
+  }
+  if (!navigator.gpu) {
+    await noWebGpu(wasm, 'This browser has no WebGPU (navigator.gpu is missing).');
+    return;
+  }
+  let adapter = null;
+  try {
+    adapter = await navigator.gpu.requestAdapter();
+  } catch (e) {
+    await noWebGpu(wasm, `This browser has WebGPU but the adapter request failed (${e}).`);
+    return;
+  }
+  if (!adapter) {
+    await noWebGpu(wasm, 'This browser has WebGPU but offered no adapter (no usable GPU, or WebGPU is blocked for it).');
+    return;
+  }
+  adapter = null;
+
+  let info;
+  try {
+    info = JSON.parse(await wasm.describe());
+  } catch (e) {
+    await noWebGpu(wasm, `The WebGPU device could not be opened (${e}).`);
+    return;
+  }
+  // The walkthrough and the kernel view: the flash kernels rendered for this adapter.
+  try {
+    kiln.setStages(JSON.parse(await wasm.talk_stages(true)));
+    kiln.setKernels(JSON.parse(await wasm.kernels()));
+  } catch (e) {
+    fail(`The flash kernels could not be rendered for this adapter: ${e}`);
+    kiln.setStages(JSON.parse(await wasm.talk_stages(false)));
+  }
+  $('device').textContent =
+    `Adapter: ${info.adapter} (${info.backend}, ${info.device_type}). Sequence lengths swept: ` +
+    `${info.lengths.join(', ')}${info.device_type === 'cpu' ? ' (a software adapter: short ones)' : ''}.`;
+  presets = info.presets;
+  $('preset').replaceChildren(...presets.map((p) => new Option(
+    `${p.name} — ${(p.parameters / 1e6).toPrecision(3)} M parameters, scores ${fmt(p.score_traffic_mb)} MB/layer`,
+    p.name, p.name === 'small', p.name === 'small')));
+  showPreset();
+  $('preset').addEventListener('change', showPreset);
+  $('train').addEventListener('click', () => train(wasm));
 
   try {
     await runSweep(wasm);

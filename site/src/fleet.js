@@ -1,9 +1,18 @@
 // The fleet page: runs the campaign (wasm, WebGPU), shows per case the fastest variants as bars
 // and every wrong or failed one, offers the report as a download and, only when the user ticks
-// the consent box, sends it to the collector named by ?collector=URL.
+// the consent box, sends it to the collector named by ?collector=URL. Above it, the walkthrough's
+// live visuals (the same measurements as `fleet talk`): this device, its ceilings beside the
+// fleet's, a few matmul variants racing, and the selector's pick against the race's winner. In
+// presenter mode (?talk, site/src/talk.js) they are the stages' visuals, measured as each stage
+// is shown. Without WebGPU the checked-in reports are still merged and shown.
+import { renderDevice } from './device.js';
+
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
+const kiln = window.kiln;
 let cancelled = false;
+// The checked-in reports, once read: the ceilings' comparison uses their devices.
+let fleetReports = [];
 
 function fail(message) {
   $('error').textContent = message;
@@ -52,17 +61,154 @@ function render(report) {
   }
 }
 
+// ---- the walkthrough's live visuals ----
+
+// Rates with three significant figures or so.
+const figure = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+
+// One labelled horizontal bar: label, a track filled to `fraction`, the value in words.
+function hbar(label, fraction, value, cls = '') {
+  const row = el('div', undefined, `hbar ${cls}`.trim());
+  row.append(el('span', label, 'hbar-label'));
+  const track = el('span', undefined, 'track');
+  const fill = el('span', undefined, 'fill');
+  fill.style.width = `${(100 * Math.min(1, Math.max(0, fraction))).toFixed(1)}%`;
+  track.append(fill);
+  row.append(track, el('span', value, 'hbar-value'));
+  return row;
+}
+
+function renderCeilings(v) {
+  const rows = [
+    ['memory bandwidth (copy)', 'GB/s', v.copy_gb_per_s, (r) => r.ceilings.copy_gb_per_s, v.samples[0]],
+    ['arithmetic (FMA chain)', 'GFLOP/s', v.fma_gflop_per_s, (r) => r.ceilings.fma_gflop_per_s, v.samples[1]],
+  ];
+  const box = $('ceiling-bars');
+  box.replaceChildren();
+  for (const [name, unit, here, theirs, samples] of rows) {
+    const fleet = fleetReports.map((r) => [r.device.name, theirs(r)]);
+    // One log scale for this device and the fleet's: a factor of 1000 apart is common.
+    const all = [...fleet.map((f) => f[1]), ...(here ? [here] : [])].filter((x) => x > 0);
+    const lo = Math.min(1, ...all) / 2;
+    const hi = Math.max(10, ...all) * 2;
+    const frac = (x) => Math.log(x / lo) / Math.log(hi / lo);
+    const block = el('div', undefined, 'ceiling');
+    block.append(el('h3', name), el('p', here ? `${figure(here)} ${unit}` : 'measuring…', 'figure'));
+    block.append(hbar(`this device (${samples}/${v.of} samples)`, here ? frac(here) : 0,
+      here ? `${figure(here)} ${unit}` : '…', 'here'));
+    for (const [device, x] of fleet) block.append(hbar(device, frac(x), `${figure(x)} ${unit}`, 'reference'));
+    box.append(block);
+  }
+  const latency = v.dispatch_latency_us;
+  box.append(el('p', `Dispatch latency (submit one tiny dispatch and wait): ${latency ? `${latency.toFixed(0)} µs` : 'measuring…'}`, 'latency'));
+  const taken = v.samples.reduce((a, b) => a + b, 0);
+  $('ceilings-status').textContent = v.done ? `median of ${v.of} samples each; ${v.clock}`
+    : `measuring: ${taken} of ${3 * v.of} samples`;
+  $('ceilings').dataset.samples = String(taken);
+  if (v.done) $('ceilings').dataset.done = 'true';
+}
+
+function renderRace(v, started = true) {
+  const best = Math.max(0, ...v.racers.map((r) => r.gflop_per_s ?? 0));
+  const notes = { waiting: 'waiting', wrong: 'wrong: not timed', failed: 'failed' };
+  $('race-bars').replaceChildren(...v.racers.map((r) => {
+    const value = notes[r.status] ?? (r.gflop_per_s ? `${figure(r.gflop_per_s)} GFLOP/s` : 'checked');
+    const cls = [r.picked ? 'picked' : '', r.variant === v.fastest ? 'fastest' : '', r.status].join(' ');
+    const row = hbar(r.picked ? `◆ ${r.variant}` : r.variant, best > 0 ? (r.gflop_per_s ?? 0) / best : 0, value, cls);
+    row.title = r.error ?? (r.rel_l2 !== null ? `relative L2 error against the CPU reference: ${r.rel_l2.toExponential(1)}` : '');
+    return row;
+  }));
+  const samples = v.racers.reduce((a, r) => a + r.samples, 0);
+  $('race-status').textContent = !started ? `${v.case}, ${v.racers.length} variants; ◆ the selector's pick`
+    : v.done ? `${v.case}: GFLOP/s, median of ${v.of} samples; ${v.clock}; ◆ the selector's pick, ★ the fastest`
+      : `${v.case}: racing, ${samples} sample${samples === 1 ? '' : 's'} so far; ◆ the selector's pick`;
+  $('race').dataset.samples = String(samples);
+  const by = v.picked_by === 'tuned' ? `the tuned table's entry for this device class and bucket ${v.bucket}`
+    : v.picked_by === 'rule' ? 'its rule of thumb: no campaign has measured this device class yet' : 'the caller';
+  $('verdict-pick').replaceChildren('Kiln’s selector picks ', el('code', v.picked), ` for ${v.case} here, from ${by}.`);
+  const result = $('verdict-result');
+  if (!v.done) {
+    result.textContent = 'The race is still running…';
+    result.className = 'verdict';
+  } else if (v.agree) {
+    result.textContent = `The race agrees: ${v.picked} was the fastest of ${v.racers.length} here.`;
+    result.className = 'verdict agree';
+  } else {
+    const ratio = v.picked_over_fastest ? `; the pick took ${v.picked_over_fastest.toFixed(2)}× as long` : '';
+    result.textContent = `The race differs: ${v.fastest ?? 'another variant'} was fastest here${ratio}. ` +
+      'A campaign on this device class would put its winner into the tuned table.';
+    result.className = 'verdict differ';
+  }
+  if (v.done) {
+    $('race').dataset.done = 'true';
+    $('verdict').dataset.done = 'true';
+  }
+}
+
+// The measurements share the device: one at a time, each run once.
+let queue = Promise.resolve();
+const started = {};
+function once(name, work) {
+  if (!started[name]) {
+    started[name] = true;
+    queue = queue.then(work).catch((e) => fail(`The ${name} stopped: ${e}`));
+  }
+  return queue;
+}
+
+function measureCeilings(wasm) {
+  $('measure').disabled = true;
+  return once('ceilings', async () => {
+    renderCeilings(JSON.parse(await wasm.measure_ceilings((json) => renderCeilings(JSON.parse(json)))));
+  });
+}
+
+function startRace(wasm) {
+  $('start-race').disabled = true;
+  return once('race', async () => {
+    renderRace(JSON.parse(await wasm.race((json) => renderRace(JSON.parse(json)))));
+  });
+}
+
+// The walkthrough: the device, the stages and the kernel-source view; measurements start as
+// their stage is shown (in presenter mode) or their button is pressed.
+async function walkthrough(wasm) {
+  const info = JSON.parse(await wasm.walkthrough());
+  renderDevice($('device-panel'), info);
+  renderRace(info.race, false);
+  kiln.setStages(info.stages);
+  kiln.setKernels(info.kernels);
+  document.body.dataset.deviceClass = info.class;
+  highlightClass(info.class, info.race.bucket);
+  $('measure').addEventListener('click', () => measureCeilings(wasm));
+  $('start-race').addEventListener('click', () => startRace(wasm));
+  kiln.onStage((stage) => {
+    if (stage === 1) measureCeilings(wasm);
+    if (stage >= 2) startRace(wasm);
+  });
+}
+
+// The picks table's rows for this device's class (and the race's bucket) stand out.
+function highlightClass(cls, bucket) {
+  for (const tr of $('picks').tBodies[0].rows) {
+    tr.classList.toggle('here', tr.dataset.class === cls && tr.dataset.family === 'matmul' && tr.dataset.bucket === bucket);
+  }
+  $('picks').dataset.deviceClass = cls;
+}
+
 // The checked-in reports (copied into the site at build time) and their merged choices.
 async function showFleet(wasm) {
   const index = await (await fetch('fleet/reports/index.json')).json();
   const reports = [];
   for (const name of index) reports.push(await (await fetch(`fleet/reports/${name}`)).json());
+  fleetReports = reports;
   $('devices').replaceChildren(...reports.map((r) => el('li',
     `${r.device.name} (${r.device.backend}, ${r.platform.driver}): ${r.results.length} variants, ` +
     `copy ${r.ceilings.copy_gb_per_s.toFixed(0)} GB/s, FMA ${r.ceilings.fma_gflop_per_s.toFixed(0)} GFLOP/s`)));
   const picks = JSON.parse(wasm.merge_reports(JSON.stringify(reports)));
   $('picks').tBodies[0].replaceChildren(...picks.map((p) => {
     const tr = el('tr');
+    Object.assign(tr.dataset, { class: p.class, family: p.family, bucket: p.bucket });
     for (const v of [p.class, p.family, p.bucket || '(any)', p.variant, p.worst_ms.toFixed(4)]) tr.append(el('td', v));
     return tr;
   }));
@@ -70,14 +216,22 @@ async function showFleet(wasm) {
 }
 
 async function main() {
-  if (!navigator.gpu) {
-    fail('This browser has no WebGPU, and the campaign measures WebGPU kernels: there is no CPU ' +
-         'fallback for it. Use a current Chrome or Edge, Safari 26, or Firefox 141+ (on Linux, ' +
-         'Chrome needs --enable-unsafe-webgpu).');
-    return;
-  }
   const wasm = await import('./fleet/fleet_web.js');
   await wasm.default();
+  const fleet = showFleet(wasm).catch((e) => {
+    $('devices').replaceChildren(el('li', `the checked-in reports could not be read: ${e}`));
+  });
+  if (!navigator.gpu) {
+    // Merging needs no GPU: the fleet's reports are shown all the same.
+    kiln.noWebGPU('This browser has no WebGPU, and the campaign measures WebGPU kernels: there is no CPU fallback for them.',
+      'Below: the reports checked into Kiln, merged in this page without WebGPU.');
+    for (const id of ['run', 'measure', 'start-race']) $(id).disabled = true;
+    $('device-panel').replaceChildren(el('p', 'No WebGPU adapter: nothing to describe.', 'muted'));
+    document.body.dataset.state = 'no-webgpu';
+    return;
+  }
+  await fleet;
+  walkthrough(wasm).catch((e) => fail(`The walkthrough could not start: ${e}`));
   const collector = params.get('collector');
   if (collector) {
     $('collector').textContent = collector;
@@ -140,9 +294,6 @@ async function main() {
     }
   }
   $('run').addEventListener('click', run);
-  showFleet(wasm).catch((e) => {
-    $('devices').replaceChildren(el('li', `the checked-in reports could not be read: ${e}`));
-  });
   if (params.has('autorun')) run();
 }
 

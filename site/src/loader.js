@@ -42,7 +42,10 @@ async function fetchModel(dir) {
   if (note) note.textContent = dir;
 }
 
-if (!navigator.gpu) {
+if (!navigator.gpu && window.kilnWithoutWebGPU) {
+  // The page draws something else instead (the waves page: its CPU path) and explains.
+  window.kilnWithoutWebGPU(demo);
+} else if (!navigator.gpu) {
   fail('This browser has no WebGPU. Use a current Chrome or Edge, Safari 26, or Firefox 141+ ' +
        '(on Linux, Chrome needs --enable-unsafe-webgpu).');
 } else {

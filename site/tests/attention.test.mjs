@@ -1,7 +1,8 @@
 // The attention page in headless Chromium (WebGPU on SwiftShader): it starts on the built-in
 // weights, says they are synthetic, takes a typed sentence, draws the heatmap over its tokens,
-// reads a weight under the pointer, switches to the CPU path, and logs no console error.
-// Needs site/dist (scripts/build-site.sh).
+// reads a weight under the pointer, switches to the CPU path, lists its kernels with the
+// template values marked, steps through the ten-stage walkthrough at 1280×720, falls back to the
+// CPU path without WebGPU, and logs no console error. Needs site/dist (scripts/build-site.sh).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
@@ -10,6 +11,51 @@ import { useSite } from './browser.mjs';
 const site = useSite('attention/attention_bg.wasm');
 
 const hud = (page) => page.textContent('#hud');
+
+// Statistics of a PNG screenshot, decoded by the browser in `page`: the spread and mean of its
+// grey levels (0..1) and its number of distinct colours.
+async function pixelStats(page, png) {
+  return page.evaluate(async (b64) => {
+    const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
+    const bitmap = await createImageBitmap(blob);
+    const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
+    ctx.drawImage(bitmap, 0, 0);
+    const { data } = ctx.getImageData(0, 0, bitmap.width, bitmap.height);
+    let sum = 0;
+    let sq = 0;
+    const colours = new Set();
+    for (let i = 0; i < data.length; i += 4) {
+      const v = (data[i] + data[i + 1] + data[i + 2]) / (3 * 255);
+      sum += v;
+      sq += v * v;
+      colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+    }
+    const n = data.length / 4;
+    const mean = sum / n;
+    return { mean, std: Math.sqrt(Math.max(0, sq / n - mean * mean)), colours: colours.size };
+  }, png.toString('base64'));
+}
+
+// The share of pixels (0..1) that differ by more than a little between two PNG screenshots of
+// the same size.
+async function changedShare(page, a, b) {
+  return page.evaluate(async ([x, y]) => {
+    const read = async (b64) => {
+      const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
+      const bitmap = await createImageBitmap(blob);
+      const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
+      ctx.drawImage(bitmap, 0, 0);
+      return ctx.getImageData(0, 0, bitmap.width, bitmap.height).data;
+    };
+    const [p, q] = [await read(x), await read(y)];
+    if (p.length !== q.length) return 1;
+    let changed = 0;
+    for (let i = 0; i < p.length; i += 4) {
+      if (Math.abs(p[i] - q[i]) + Math.abs(p[i + 1] - q[i + 1]) + Math.abs(p[i + 2] - q[i + 2]) > 24) changed++;
+    }
+    return changed / (p.length / 4);
+  }, [a.toString('base64'), b.toString('base64')]);
+}
 
 // Colour variety in the canvas's right half (the heatmap), decoded by the browser.
 async function heatmapColours(page) {
@@ -56,6 +102,21 @@ test('the attention page takes a sentence and draws its heatmap', async () => {
   text = await hud(page);
   console.log(text.split('\n').find((l) => l.startsWith('weight ')));
 
+  // The kernel-source view: the kernels of a forward pass, template values marked.
+  await page.waitForSelector('#kernels[data-ready]', { timeout: 30000 });
+  const kernels = await page.$$eval('#kernels details.kernel', (list) => list.map((d) => ({
+    family: d.dataset.family,
+    marks: d.querySelectorAll('pre code mark').length,
+    code: d.querySelector('pre code').textContent.length,
+  })));
+  console.log(`kernels: ${kernels.map((k) => `${k.family} (${k.marks} marked)`).join(', ')}`);
+  for (const family of ['matmul', 'softmax', 'add', 'layernorm']) {
+    const k = kernels.find((x) => x.family === family);
+    assert.ok(k, `the kernel view does not list ${family}: ${JSON.stringify(kernels)}`);
+    assert.ok(k.marks > 0 && k.code > 300, `${family}: ${JSON.stringify(k)}`);
+  }
+  assert.match(await page.textContent('#walkthrough'), /Walkthrough \(10 stages\)/);
+
   // The GPU/CPU button switches the path.
   await page.click('button[data-key="Tab"]');
   await page.waitForFunction(() => /path: CPU/.test(document.getElementById('hud').textContent), null, { timeout: 30000 });
@@ -69,6 +130,84 @@ test('a text in the URL is the one the page shows', async () => {
   await page.waitForFunction(() => /tokens:\s+\[CLS\]\s+a\s+red\s+car\s+\[SEP\]/.test(document.getElementById('hud').textContent),
     null, { timeout: 90000 });
   assert.equal(await page.inputValue('#text'), 'a red car');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the walkthrough steps through ten live stages at 1280×720', async () => {
+  const { page, errors } = await site.open('/attention.html?talk&stage=1&model=synthetic&text=the%20cat%20sat%20on%20the%20mat',
+    { width: 1280, height: 720 });
+  await page.waitForSelector('#talk[data-ready]', { timeout: 90000 });
+  const titles = ['Text', 'Tokens', 'Embeddings', 'Layer norm', 'Q, K, V', 'Scores', 'Softmax',
+    'Weights · V', 'Add: the residual', 'Layer norm again'];
+  const canvas = page.locator('#canvas');
+  // Screenshots are decoded in a page of their own: the demo's page is busy drawing.
+  const decoder = await site.browser.newPage();
+  let previous = null;
+  for (let k = 1; k <= titles.length; k++) {
+    if (k > 1) await page.keyboard.press('ArrowRight');
+    assert.equal(await page.textContent('#talk-counter'), `${k} / 10`);
+    assert.equal(await page.textContent('#talk-title'), titles[k - 1]);
+    assert.equal(new URL(page.url()).searchParams.get('stage'), String(k));
+    // The demo reads the stage every frame (a frame takes a while on SwiftShader).
+    await page.waitForTimeout(1500);
+    const shot = await canvas.screenshot();
+    const stats = await pixelStats(decoder, shot);
+    const changed = previous ? await changedShare(decoder, previous, shot) : 1;
+    console.log(`stage ${k}: spread ${stats.std.toFixed(3)}, ${stats.colours} colours, ` +
+      `${(100 * changed).toFixed(1)} % differs from the previous stage`);
+    assert.ok(stats.std > 0.05 && stats.colours > 8, `stage ${k}: no real content ${JSON.stringify(stats)}`);
+    assert.ok(changed > 0.05, `stage ${k}: the picture hardly differs from stage ${k - 1}'s`);
+    previous = shot;
+  }
+  // A still tensor is still live: the lit row moves on.
+  await page.waitForTimeout(1200);
+  const live = await changedShare(decoder, previous, await canvas.screenshot());
+  console.log(`stage 10 after 1.2 s: ${(100 * live).toFixed(2)} % changed`);
+  assert.ok(live > 0.002, `the last stage's picture is not live: ${live}`);
+  await decoder.close();
+  await page.keyboard.press('Home');
+  assert.equal(await page.textContent('#talk-counter'), '1 / 10');
+  assert.equal(await page.textContent('#talk-title'), titles[0]);
+  assert.equal(new URL(page.url()).searchParams.get('stage'), '1');
+  assert.equal(await page.isVisible('#error'), false, await page.textContent('#error'));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a browser without WebGPU gets the explanation and the CPU path heatmap', async () => {
+  const page = await site.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+  const errors = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  // navigator.gpu removed before any script runs.
+  await page.addInitScript(() => { delete Navigator.prototype.gpu; });
+  await page.goto(site.url('/attention.html?model=synthetic'));
+  await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
+  assert.match(await page.textContent('#error'), /no WebGPU/);
+  assert.match(await page.textContent('#error'), /CPU path/);
+  assert.equal(await page.getAttribute('body', 'data-webgpu'), 'missing');
+  // The CPU path draws instead, labelled as such.
+  await page.waitForSelector('#canvas[data-path="cpu"][data-drawn]', { timeout: 60000 });
+  const text = await hud(page);
+  console.log(`no WebGPU: ${text.replaceAll('\n', ' | ')}`);
+  assert.match(text, /drawing: CPU path \(no WebGPU\)/);
+  assert.match(text, /tokens: \[CLS\] the cat sat/);
+  await page.addStyleTag({ content: '#hud { visibility: hidden; }' });
+  const canvas = page.locator('#canvas');
+  const first = await canvas.screenshot();
+  const stats = await pixelStats(page, first);
+  const colours = await heatmapColours(page);
+  console.log(`CPU fallback canvas: spread ${stats.std.toFixed(3)}, ${colours} colours in the heatmap region`);
+  assert.ok(stats.std > 0.05 && colours > 20, `blank canvas: ${JSON.stringify(stats)}, ${colours} colours`);
+  // A new sentence is drawn again: more tokens, a different picture.
+  const drawn = Number(await page.getAttribute('#canvas', 'data-drawn'));
+  await page.fill('#text', 'the dog ran in the park with a red ball');
+  await page.waitForFunction((n) => Number(document.getElementById('canvas').dataset.drawn) > n, drawn, { timeout: 30000 });
+  assert.match(await hud(page), /tokens: \[CLS\] the dog ran in the park/);
+  const changed = await changedShare(page, first, await canvas.screenshot());
+  console.log(`after typing: ${(100 * changed).toFixed(1)} % of the canvas changed`);
+  assert.ok(changed > 0.01, 'the CPU path did not redraw for the new text');
   assert.deepEqual(errors, []);
   await page.close();
 });

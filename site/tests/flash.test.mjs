@@ -1,8 +1,11 @@
 // The flash page in headless Chromium (WebGPU on SwiftShader): the kernel sweep runs on load
-// and draws its two charts, table and chosen variants; a short training run through the Train
-// button draws both loss curves and the ms/step bars, and its report has finite losses on both
-// paths with a small drift; a browser without WebGPU, or whose adapter request comes back empty,
-// gets the explanation. Needs site/dist (scripts/build-site.sh).
+// and draws its two charts, table and chosen variants, and the kernel-source view shows the flash
+// kernels' WGSL with template values marked; a short training run through the Train button draws
+// both loss curves and the ms/step bars, and its report has finite losses on both paths with a
+// small drift. The walkthrough (?talk) steps through its four stages with the keys, each with a
+// live visual that differs from the stage before. A browser without WebGPU, or whose adapter
+// request comes back empty, gets the explanation, the sweep's CPU column and the walkthrough.
+// Needs site/dist (scripts/build-site.sh).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
@@ -45,6 +48,35 @@ function assertDrawn(p, name, colors) {
   p.colors.forEach((n, i) => assert.ok(n > 20, `${name}: colour ${colors[i]} has ${n} pixels`));
 }
 
+const TITLES = ['The naive way: an N×N matrix', 'Tiles and the online softmax',
+  "Backward: recompute, don't store", 'Speed and memory traffic'];
+
+// The walkthrough's visual: its size, the standard deviation of its luminance, and a sample of
+// that luminance (every 7th pixel) to compare pictures with.
+function visual(page) {
+  return page.evaluate(() => {
+    const c = document.getElementById('flash-visual');
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const lum = [];
+    for (let i = 0; i < d.length; i += 4 * 7) lum.push(0.3 * d[i] + 0.59 * d[i + 1] + 0.11 * d[i + 2]);
+    const mean = lum.reduce((a, b) => a + b, 0) / lum.length;
+    const sd = Math.sqrt(lum.reduce((a, b) => a + (b - mean) ** 2, 0) / lum.length);
+    return { width: c.width, height: c.height, sd, lum };
+  });
+}
+
+// The fraction of sampled pixels that differ clearly between two pictures of one size.
+function differing(a, b) {
+  assert.deepEqual([a.width, a.height], [b.width, b.height], 'the visual changed size');
+  return a.lum.filter((v, i) => Math.abs(v - b.lum[i]) > 24).length / a.lum.length;
+}
+
+// Waits until the visual shows stage `i` (0-based).
+function shown(page, i) {
+  return page.waitForFunction((n) => document.getElementById('flash-visual').dataset.stage === String(n),
+    i, { timeout: 30000 });
+}
+
 const FLASH = '#ffb454';
 const NAIVE = '#6cb6ff';
 const CPU = '#7ee787';
@@ -56,6 +88,19 @@ test('the sweep draws its charts, then a short training run compares both paths'
   assert.match(await page.textContent('header'), /wasm build, on one thread/);
   // Train waits for the sweep.
   assert.equal(await page.isDisabled('#train'), true);
+  assert.equal(await page.getAttribute('#walkthrough', 'href'), 'flash.html?talk');
+
+  // The kernel-source view: the flash path's kernels for this adapter, template values marked.
+  await page.waitForSelector('#kernels[data-ready="true"]', { timeout: 120000 });
+  const kernels = await page.$$eval('#kernels details', (d) => d.map((x) => ({
+    family: x.dataset.family, summary: x.querySelector('summary').textContent,
+    marks: x.querySelectorAll('pre code mark').length, code: x.querySelector('pre code').textContent,
+  })));
+  assert.deepEqual(kernels.map((k) => k.family), ['flash_fwd', 'flash_bwd_dq', 'flash_bwd_dkdv', 'attention_delta']);
+  const fwd = kernels[0];
+  assert.ok(fwd.marks > 0, 'flash_fwd has no marked template values');
+  assert.match(fwd.code, /@compute/);
+  assert.match(fwd.summary, /flash_fwd f32_d64_\S+ — (rule|tuned)/);
   await page.waitForFunction(() => document.body.dataset.sweep, null, { timeout: 60000 });
   await settled(page, 'sweep');
   const tSweep = (Date.now() - t0) / 1000;
@@ -120,25 +165,103 @@ test('the sweep draws its charts, then a short training run compares both paths'
   await page.close();
 });
 
-test('a browser without WebGPU gets the explanation, not a blank page', async () => {
-  const { page } = await site.open('/flash.html');
-  await page.addInitScript(() => { delete Navigator.prototype.gpu; });
-  await page.reload();
+test('the walkthrough steps through four stages, each with its own live visual', async () => {
+  const { page, errors } = await site.open('/flash.html?talk&stage=1', { width: 1280, height: 720 });
+  // The stages arrive once the device is open and the flash kernels are rendered for it.
+  await page.waitForSelector('#talk[data-ready="true"]', { timeout: 120000 });
+  let previous = null;
+  for (let i = 0; i < TITLES.length; i++) {
+    if (i > 0) await page.keyboard.press('ArrowRight');
+    await shown(page, i);
+    assert.equal(await page.textContent('#talk-counter'), `${i + 1} / 4`);
+    assert.equal(await page.textContent('#talk-title'), TITLES[i]);
+    assert.equal(new URL(page.url()).searchParams.get('stage'), String(i + 1));
+    const v = await visual(page);
+    assert.ok(v.width >= 200 && v.height >= 200, `stage ${i + 1}: ${v.width}×${v.height}`);
+    assert.ok(v.sd > 20, `stage ${i + 1}: flat visual (standard deviation ${v.sd})`);
+    if (previous) {
+      const d = differing(previous, v);
+      assert.ok(d > 0.1, `stage ${i + 1} looks like stage ${i}: ${(100 * d).toFixed(1)} % differ`);
+    }
+    previous = v;
+    if (i === 1) {
+      // The tiles stage shows flash_fwd rendered for this adapter, template values marked.
+      assert.match(await page.textContent('#talk-caption'), /^flash_fwd f32_d64_\S+ rendered for /);
+      assert.ok(await page.$$eval('#talk-code mark', (m) => m.length) > 0, 'no marked template values');
+    }
+  }
+  // Right at the last stage stays; Home goes back to the first.
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await page.textContent('#talk-counter'), '4 / 4');
+  await page.keyboard.press('Home');
+  await shown(page, 0);
+  assert.equal(await page.textContent('#talk-counter'), '1 / 4');
+  assert.equal(await page.textContent('#talk-title'), TITLES[0]);
+  assert.equal(new URL(page.url()).searchParams.get('stage'), '1');
+  // Live: the score matrix fills in while the stage is up.
+  const a = await visual(page);
+  let moved = 0;
+  for (let n = 0; n < 10 && moved <= 0.005; n++) {
+    await page.waitForTimeout(1000);
+    moved = differing(a, await visual(page));
+  }
+  assert.ok(moved > 0.005, 'the first stage\'s visual did not move');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// A page at `path` that runs `script` before the page's own (a browser without WebGPU, …),
+// recording console errors. Opened directly rather than reloaded: a page with WebGPU would start
+// its sweep first, and a software adapter's first pipelines can hold its thread for a while.
+async function openWith(script, path) {
+  const page = await site.browser.newPage({ viewport: { width: 1280, height: 720 } });
+  const errors = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.addInitScript(script);
+  await page.goto(site.url(path));
+  return { page, errors };
+}
+
+test('a browser without WebGPU gets the explanation, the CPU column and the walkthrough', async () => {
+  const { page, errors } = await openWith(() => { delete Navigator.prototype.gpu; }, '/flash.html');
   await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
   const text = await page.textContent('#error');
   assert.match(text, /no WebGPU/);
   assert.match(text, /Chrome/);
-  assert.match(text, /without a GPU neither can run here/);
+  assert.match(text, /What runs here instead: the kernel sweep's CPU column/);
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'no-webgpu');
+  assert.equal(await page.evaluate(() => document.body.dataset.webgpu), 'missing');
   assert.equal(await page.isDisabled('#train'), true);
   assert.match(await page.textContent('header'), /FlashAttention-2/);
+
+  // The fallback is real: the CPU path timed at three lengths, drawn with the byte model.
+  await settled(page, 'sweep');
+  const s = JSON.parse(await page.textContent('#sweep-report'));
+  assert.deepEqual(s.points.map((p) => p.seq), [64, 128, 256]);
+  for (const p of s.points) assert.ok(p.cpu_ms > 0 && p.naive_mb > p.flash_mb && p.flash_mb > 0, JSON.stringify(p));
+  assert.match(s.cpu_path, /wasm build, one thread/);
+  assert.equal(await page.$$eval('#points tbody tr', (r) => r.length), 3);
+  assert.match(await page.textContent('#sweep-summary'), /only the CPU path ran here/);
+  assertDrawn(await pixels(page, 'time-chart', [CPU]), 'time chart (CPU only)', [CPU]);
+  assertDrawn(await pixels(page, 'bytes-chart', [FLASH, NAIVE]), 'bytes chart', [FLASH, NAIVE]);
+  assert.match(await page.textContent('#kernels'), /No GPU kernels run here/);
+
+  // The walkthrough runs too: its stages show the CPU arithmetic, its visuals are CPU-drawn.
+  await page.goto(site.url('/flash.html?talk&stage=2'));
+  await page.waitForSelector('#talk[data-ready="true"]', { timeout: 30000 });
+  await shown(page, 1);
+  assert.equal(await page.textContent('#talk-title'), TITLES[1]);
+  assert.match(await page.textContent('#talk-caption'), /no WebGPU/);
+  assert.match(await page.textContent('#talk-code'), /alpha/);
+  const v = await visual(page);
+  assert.ok(v.sd > 20, `flat visual: standard deviation ${v.sd}`);
+  assert.deepEqual(errors, []);
   await page.close();
 });
 
 test('a browser whose adapter request comes back empty gets the explanation too', async () => {
-  const { page } = await site.open('/flash.html');
-  await page.addInitScript(() => { GPU.prototype.requestAdapter = async () => null; });
-  await page.reload();
+  const { page } = await openWith(() => { GPU.prototype.requestAdapter = async () => null; }, '/flash.html');
   await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
   assert.match(await page.textContent('#error'), /offered no adapter/);
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'no-webgpu');

@@ -1,7 +1,9 @@
 // The fleet page in headless Chromium (WebGPU on SwiftShader): a short campaign completes, its
 // results render, the report downloads and validates; cancel stops a long one with what was
-// skipped listed; the report reaches a collector only after the consent box is ticked; a
-// browser without WebGPU gets the explanation. Needs site/dist (scripts/build-site.sh).
+// skipped listed; the report reaches a collector only after the consent box is ticked; the
+// walkthrough (?talk) steps through four live stages; the kernel-source view shows the
+// selector's picks; a browser without WebGPU gets the explanation and the merged reports.
+// Needs site/dist (scripts/build-site.sh).
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { test } from 'node:test';
@@ -11,6 +13,34 @@ import { useSite } from './browser.mjs';
 const site = useSite('fleet/fleet_web_bg.wasm');
 
 const open = (path) => site.open(path);
+
+// Decodes PNGs in the page: mean and spread of the grey levels of one, and the share of pixels
+// whose grey level differs by more than 4/255 between two (1 when their sizes differ).
+async function pixels(page, pngs) {
+  return page.evaluate(async (list) => {
+    const grey = async (b64) => {
+      const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
+      const bitmap = await createImageBitmap(blob);
+      const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
+      ctx.drawImage(bitmap, 0, 0);
+      const { data } = ctx.getImageData(0, 0, bitmap.width, bitmap.height);
+      const out = new Float32Array(data.length / 4);
+      for (let i = 0; i < out.length; i++) out[i] = (data[4 * i] + data[4 * i + 1] + data[4 * i + 2]) / 3;
+      return out;
+    };
+    const [p, q] = await Promise.all(list.map(grey));
+    let sum = 0, sq = 0;
+    for (const v of p) { sum += v / 255; sq += (v / 255) ** 2; }
+    const mean = sum / p.length;
+    const result = { mean, std: Math.sqrt(Math.max(0, sq / p.length - mean * mean)) };
+    if (q) {
+      let n = 0;
+      if (p.length === q.length) for (let i = 0; i < p.length; i++) if (Math.abs(p[i] - q[i]) > 4) n++;
+      result.changed = p.length === q.length ? n / p.length : 1;
+    }
+    return result;
+  }, pngs.map((b) => b.toString('base64')));
+}
 
 async function finished(page) {
   await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state),
@@ -121,11 +151,128 @@ test('the report goes to the collector only after the user consents', async () =
   }
 });
 
-test('a browser without WebGPU gets the explanation, not a blank page', async () => {
+test('the walkthrough steps through four live stages at 1280×720', async () => {
+  const { page, errors } = await open('/fleet.html?talk&stage=1');
+  await page.waitForSelector('#talk[data-ready]', { timeout: 60000 });
+  const state = () => page.evaluate(() => ({
+    counter: document.getElementById('talk-counter').textContent,
+    title: document.getElementById('talk-title').textContent,
+    stage: new URL(location.href).searchParams.get('stage'),
+    visuals: [...document.querySelectorAll('#talk-visuals > [data-talk-visual]')]
+      .filter((v) => !v.hidden && v.getBoundingClientRect().height > 0).map((v) => v.id),
+  }));
+  const shot = () => page.locator('#talk-visuals').screenshot();
+  const fills = (selector) => page.$$eval(selector, (f) => f.map((x) => x.getBoundingClientRect().width));
+  const shots = [];
+
+  // 1: the census of this adapter.
+  assert.deepEqual(await state(), { counter: '1 / 4', title: 'Device census', stage: '1', visuals: ['device'] });
+  await page.waitForSelector('#device-panel[data-ready]', { timeout: 60000 });
+  assert.match(await page.textContent('#device-panel .device-name'), /\S/);
+  assert.match(await page.textContent('#device-panel'), /webgpu · /);
+  assert.equal(await page.locator('#device-panel .chips li').count(), 4);
+  assert.ok((await fills('#device-panel .fill')).filter((w) => w > 0).length >= 8, 'limit and variant bars');
+  assert.match(await page.textContent('#talk-code'), /pub struct DeviceProfile/);
+  shots.push(await shot());
+
+  // 2: the ceilings, measured live beside the fleet's devices.
+  await page.keyboard.press('ArrowRight');
+  assert.deepEqual(await state(), { counter: '2 / 4', title: 'Ceilings', stage: '2', visuals: ['ceilings'] });
+  await page.waitForFunction(() => document.getElementById('ceilings').dataset.done, null, { timeout: 120000 });
+  const here = await fills('#ceiling-bars .hbar.here .fill');
+  assert.equal(here.length, 2);
+  assert.ok(here.every((w) => w > 0), `ceiling bars ${here}`);
+  const figures = await page.$$eval('#ceiling-bars .figure', (f) => f.map((x) => x.textContent));
+  assert.match(figures.join(' '), /^[\d.]+ GB\/s [\d.]+ GFLOP\/s$/);
+  assert.ok((await page.$$eval('#ceiling-bars .hbar.reference', (r) => r.map((x) => x.textContent)))
+    .some((t) => t.includes('NVIDIA H200')), 'the fleet\'s devices beside this one');
+  assert.match(await page.textContent('#talk-caption'), /^fma_chain /);
+  shots.push(await shot());
+
+  // 3: the race; bars appear as samples arrive, and every correct racer ends timed.
+  await page.keyboard.press('ArrowRight');
+  assert.deepEqual(await state(), { counter: '3 / 4', title: 'Variants racing', stage: '3', visuals: ['race'] });
+  await page.waitForFunction(() => Number(document.getElementById('race').dataset.samples) > 0, null, { timeout: 240000 });
+  const early = await fills('#race-bars .fill');
+  await page.waitForFunction(() => document.getElementById('race').dataset.done, null, { timeout: 240000 });
+  const late = await fills('#race-bars .fill');
+  const racers = await page.$$eval('#race-bars .hbar', (r) => r.map((x) => ({ cls: x.className, text: x.textContent })));
+  console.log(`race: ${racers.map((r) => r.text).join(' | ')}`);
+  assert.ok(racers.length >= 3, `${racers.length} racers`);
+  assert.equal(racers.filter((r) => r.cls.includes('picked')).length, 1, 'the selector\'s pick races');
+  assert.ok(early.filter((w) => w > 0).length < late.filter((w) => w > 0).length, `bars grew: ${early} → ${late}`);
+  assert.ok(racers.every((r, i) => late[i] > 0 || /wrong|failed/.test(r.cls)), 'every correct racer was timed');
+  shots.push(await shot());
+
+  // 4: the tuned choice against the race, and the tuned table's matmul rows.
+  await page.keyboard.press('ArrowRight');
+  assert.deepEqual(await state(), { counter: '4 / 4', title: 'The tuned choice', stage: '4', visuals: ['verdict', 'fleet'] });
+  const verdict = await page.textContent('#verdict-result');
+  console.log(`verdict: ${verdict}`);
+  assert.match(verdict, /^The race (agrees|differs)/);
+  const pick = await page.textContent('#verdict-pick code');
+  assert.match(await page.textContent('#talk-text'), new RegExp(pick));
+  const rows = await page.$$eval('#picks tbody tr', (r) => r.filter((x) => x.getBoundingClientRect().height > 0)
+    .map((x) => x.dataset.family));
+  assert.ok(rows.length >= 2 && rows.every((f) => f === 'matmul'), `visible rows ${rows}`);
+  shots.push(await shot());
+
+  for (const [i, png] of shots.entries()) {
+    const s = await pixels(page, i ? [png, shots[i - 1]] : [png]);
+    console.log(`stage ${i + 1}: mean ${s.mean.toFixed(3)}, spread ${s.std.toFixed(3)}` +
+      (i ? `, ${(100 * s.changed).toFixed(1)} % changed from stage ${i}` : ''));
+    assert.ok(s.std > 0.05, `stage ${i + 1}: no contrast`);
+    if (i) assert.ok(s.changed > 0.02, `stage ${i + 1} looks like stage ${i}`);
+  }
+
+  // The keys: past the end stays, Home to the first, End to the last; the URL follows.
+  await page.keyboard.press('ArrowRight');
+  assert.equal((await state()).counter, '4 / 4');
+  await page.keyboard.press('Home');
+  assert.deepEqual(await state(), { counter: '1 / 4', title: 'Device census', stage: '1', visuals: ['device'] });
+  await page.keyboard.press('End');
+  assert.equal((await state()).stage, '4');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the kernel-source view shows the selector\'s picks on this device, why, and marked WGSL', async () => {
+  const { page, errors } = await open('/fleet.html');
+  await page.waitForSelector('#kernels[data-ready]', { timeout: 60000 });
+  const kernels = await page.$$eval('#kernels details.kernel', (list) => list.map((d) => ({
+    family: d.dataset.family,
+    summary: d.querySelector('summary').textContent,
+    values: d.querySelectorAll('table.values tr').length,
+    marks: d.querySelectorAll('pre code mark').length,
+    code: d.querySelector('pre code').textContent,
+  })));
+  console.log(`kernels: ${kernels.map((k) => k.summary).join(' | ')}`);
+  const families = kernels.map((k) => k.family);
+  for (const f of ['matmul', 'softmax', 'layernorm', 'add', 'copy', 'fma_chain']) {
+    assert.ok(families.includes(f), `no ${f}: ${families}`);
+  }
+  for (const k of kernels) {
+    assert.match(k.summary, /tuned table: class|rule: /, k.summary);
+    assert.ok(k.values > 0 && k.marks > 0, `${k.family}: ${k.values} values, ${k.marks} marks`);
+    assert.match(k.code, /@compute/);
+  }
+  await page.click('#kernels details.kernel[data-family="matmul"] summary');
+  assert.ok(await page.isVisible('#kernels details.kernel[data-family="matmul"] pre'));
+  assert.equal(await page.getAttribute('#walkthrough', 'href'), 'fleet.html?talk');
+  assert.equal(await page.textContent('#walkthrough'), 'Walkthrough (4 stages)');
+  await page.waitForSelector('#device-panel[data-ready]');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a browser without WebGPU gets the explanation and the merged reports, not a blank page', async () => {
   const { page } = await open('/fleet.html');
   await page.addInitScript(() => { delete Navigator.prototype.gpu; });
   await page.reload();
   await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
   assert.match(await page.textContent('#error'), /no WebGPU/);
+  assert.match(await page.textContent('#error'), /merged in this page without WebGPU/);
+  await page.waitForFunction(() => Number(document.body.dataset.fleet) > 0, null, { timeout: 60000 });
+  assert.ok(await page.isDisabled('#run'));
   await page.close();
 });

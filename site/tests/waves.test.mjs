@@ -1,6 +1,8 @@
 // The waves page in headless Chromium (WebGPU on SwiftShader), served from the built site:
-// it reports its adapter, animates, draws real pixels, its GPU and CPU frames agree, and the
-// console stays clean. Needs site/dist (scripts/build-site.sh).
+// it reports its adapter, animates, draws real pixels, its GPU and CPU frames agree, it lists
+// its kernels' source, its walkthrough steps through five live stages, a browser without WebGPU
+// gets the CPU path drawn instead, and the console stays clean. Needs site/dist
+// (scripts/build-site.sh).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
@@ -9,6 +11,27 @@ import { useSite } from './browser.mjs';
 const site = useSite('waves/waves_bg.wasm');
 
 const open = (path) => site.open(path, { width: 1000, height: 1100 });
+
+// The share of pixels whose grey level differs by more than 4/255 between two PNGs of one size.
+async function changedShare(page, a, b) {
+  return page.evaluate(async ([x, y]) => {
+    const grey = async (b64) => {
+      const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
+      const bitmap = await createImageBitmap(blob);
+      const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
+      ctx.drawImage(bitmap, 0, 0);
+      const { data } = ctx.getImageData(0, 0, bitmap.width, bitmap.height);
+      const out = new Float32Array(data.length / 4);
+      for (let i = 0; i < out.length; i++) out[i] = (data[4 * i] + data[4 * i + 1] + data[4 * i + 2]) / 3;
+      return out;
+    };
+    const [p, q] = [await grey(x), await grey(y)];
+    if (p.length !== q.length) return 1;
+    let n = 0;
+    for (let i = 0; i < p.length; i++) if (Math.abs(p[i] - q[i]) > 4) n++;
+    return n / p.length;
+  }, [a.toString('base64'), b.toString('base64')]);
+}
 
 // Mean and spread of a PNG's pixels, decoded by the browser itself.
 async function pixelStats(page, png) {
@@ -47,6 +70,18 @@ test('the waves page reports its adapter, animates and draws real pixels', async
   console.log(`canvas: mean ${stats.mean.toFixed(3)}, spread ${stats.std.toFixed(3)}`);
   assert.ok(stats.std > 0.05 && stats.mean > 0.05 && stats.mean < 0.95, `blank canvas: ${JSON.stringify(stats)}`);
   assert.equal(await page.isVisible('#error'), false, await page.textContent('#error'));
+  // The kernel-source view: the three kernels of a frame, the matmul's template values marked.
+  await page.waitForSelector('#kernels[data-ready]', { timeout: 30000 });
+  const kernels = await page.$$eval('#kernels details.kernel', (list) => list.map((d) => ({
+    family: d.dataset.family,
+    marks: d.querySelectorAll('pre code mark').length,
+    code: d.querySelector('pre code').textContent.length,
+  })));
+  console.log(`kernels: ${kernels.map((k) => `${k.family} (${k.marks} marked)`).join(', ')}`);
+  assert.deepEqual(kernels.map((k) => k.family), ['sinusoid', 'matmul', 'rgba8']);
+  const matmul = kernels[1];
+  assert.ok(matmul.marks > 0 && matmul.code > 500, JSON.stringify(matmul));
+  assert.match(await page.textContent('#walkthrough'), /Walkthrough \(5 stages\)/);
   // The page's button switches the drawing path, as the `g` key does.
   await page.click('button[data-key="g"]');
   await page.waitForFunction(() => document.getElementById('hud').textContent.includes('drawing: CPU path'),
@@ -68,12 +103,87 @@ test('in the page, the GPU and CPU frames agree', async () => {
   await page.close();
 });
 
-test('a browser without WebGPU gets a clear message, not a blank canvas', async () => {
-  const { page } = await open('/waves.html');
-  // Reload with navigator.gpu removed before any script runs.
+test('the walkthrough steps through five live stages at 1280×720', async () => {
+  const { page, errors } = await site.open('/waves.html?talk&stage=1', { width: 1280, height: 720 });
+  await page.waitForSelector('#talk[data-ready]', { timeout: 120000 });
+  // Hide the HUD: its changing text must not stand in for a changing picture.
+  await page.addStyleTag({ content: '#hud { visibility: hidden; }' });
+  const titles = ['The waves', 'Two factor matrices', 'One matmul', 'Colour mapping', 'GPU against CPU'];
+  const canvas = page.locator('#canvas');
+  // Screenshots are decoded in a page of their own: the demo's page is busy drawing.
+  const decoder = await site.browser.newPage();
+  let previous = null;
+  for (let k = 1; k <= titles.length; k++) {
+    if (k > 1) await page.keyboard.press('ArrowRight');
+    assert.equal(await page.textContent('#talk-counter'), `${k} / 5`);
+    assert.equal(await page.textContent('#talk-title'), titles[k - 1]);
+    assert.equal(new URL(page.url()).searchParams.get('stage'), String(k));
+    // The demo reads the stage every frame; a stage's copy from the GPU lands a frame later
+    // (a frame takes 0.3 s or more on SwiftShader): look again until the picture has come, for
+    // up to 30 s.
+    const until = Date.now() + 30000;
+    let shot, stats, changed;
+    do {
+      await page.waitForTimeout(1500);
+      shot = await canvas.screenshot();
+      stats = await pixelStats(decoder, shot);
+      changed = previous ? await changedShare(decoder, previous, shot) : 1;
+    } while ((stats.std <= 0.05 || changed <= 0.1) && Date.now() < until);
+    console.log(`stage ${k}: spread ${stats.std.toFixed(3)}, ` +
+      `${(100 * changed).toFixed(1)} % differs from the previous stage`);
+    assert.ok(stats.std > 0.05, `stage ${k}: no contrast ${JSON.stringify(stats)}`);
+    assert.ok(changed > 0.1, `stage ${k}: the picture hardly differs from stage ${k - 1}'s`);
+    previous = shot;
+  }
+  // The last stage's picture is live too (the frame moves beside the bars).
+  let live = 0;
+  for (let i = 0; i < 10 && live <= 0.01; i++) {
+    await page.waitForTimeout(1000);
+    live = await changedShare(decoder, previous, await canvas.screenshot());
+  }
+  assert.ok(live > 0.01, `the last stage's picture is not live: ${live}`);
+  await decoder.close();
+  await page.keyboard.press('Home');
+  assert.equal(await page.textContent('#talk-counter'), '1 / 5');
+  assert.equal(new URL(page.url()).searchParams.get('stage'), '1');
+  await page.keyboard.press('3');
+  assert.equal(await page.textContent('#talk-counter'), '3 / 5');
+  assert.equal(await page.textContent('#talk-title'), titles[2]);
+  assert.equal(new URL(page.url()).searchParams.get('stage'), '3');
+  assert.equal(await page.isVisible('#error'), false, await page.textContent('#error'));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a browser without WebGPU gets a clear message and the CPU path drawn, not a blank canvas', async () => {
+  const page = await site.browser.newPage({ viewport: { width: 1000, height: 1100 } });
+  const errors = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  // navigator.gpu removed before any script runs.
   await page.addInitScript(() => { delete Navigator.prototype.gpu; });
-  await page.reload();
+  await page.goto(site.url('/waves.html'));
   await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
   assert.match(await page.textContent('#error'), /no WebGPU/);
+  assert.equal(await page.getAttribute('body', 'data-webgpu'), 'missing');
+  // The CPU path draws instead, labelled as such.
+  await page.waitForSelector('#canvas[data-path="cpu"]', { timeout: 30000 });
+  await page.waitForFunction(() => /frames\/s/.test(document.getElementById('hud').textContent),
+    null, { timeout: 30000 });
+  const hud = await page.textContent('#hud');
+  console.log(`no WebGPU: ${hud.replaceAll('\n', ' | ')}`);
+  assert.match(hud, /drawing: CPU path \(no WebGPU\)/);
+  await page.addStyleTag({ content: '#hud { visibility: hidden; }' });
+  const canvas = page.locator('#canvas');
+  const first = await canvas.screenshot();
+  await page.waitForTimeout(1500);
+  const second = await canvas.screenshot();
+  const moved = await changedShare(page, first, second);
+  const stats = await pixelStats(page, second);
+  console.log(`CPU fallback canvas: mean ${stats.mean.toFixed(3)}, spread ${stats.std.toFixed(3)}, ` +
+    `${(100 * moved).toFixed(1)} % moved in 1.5 s`);
+  assert.ok(stats.std > 0.05 && stats.mean > 0.05 && stats.mean < 0.95, `blank canvas: ${JSON.stringify(stats)}`);
+  assert.ok(moved > 0.05, 'the CPU path is not animating');
+  assert.deepEqual(errors, []);
   await page.close();
 });

@@ -5,7 +5,8 @@ use std::future::Future;
 use std::rc::Rc;
 
 use kiln_app::kiln::cpu::{self, Array};
-use kiln_app::kiln::{self, DType, Gpu, Tensor, bench};
+use kiln_app::kiln::{self, Choice, DType, Gpu, Tensor, bench, ops};
+use kiln_app::talk::{Code, Stage};
 use kiln_app::{BenchReport, Demo, Image, Options, Rates};
 use web_time::Instant;
 
@@ -13,6 +14,7 @@ use crate::encoder::{self, Forward};
 use crate::heatmap;
 use crate::model::{Model, ModelError, Weights};
 use crate::tokenizer::{Tokenizer, Tokens};
+use crate::walkthrough::{self, Scene, Trace};
 
 /// Where `scripts/fetch-model.sh` unpacks all-MiniLM-L6-v2.
 pub const DEFAULT_MODEL_DIR: &str = "models/all-minilm-l6-v2";
@@ -32,13 +34,7 @@ impl Loaded {
     /// The model named by `--model` (a directory, or `synthetic`), else the fetched MiniLM
     /// when present, else the built-in synthetic weights.
     pub fn new(gpu: &Gpu, choice: Option<&str>) -> Result<Loaded, ModelError> {
-        let model = match choice {
-            Some("synthetic") => Model::synthetic()?,
-            dir => match kiln_app::model_files(dir, DEFAULT_MODEL_DIR).map_err(ModelError::File)? {
-                Some(f) => Model::load(&f.source, &f.config, &f.weights, &f.vocab)?,
-                None => Model::synthetic()?,
-            },
-        };
+        let model = pick_model(choice)?;
         Ok(Loaded {
             tokenizer: Tokenizer::new(&model.vocab)?,
             gpu_weights: model.upload(gpu)?,
@@ -47,8 +43,7 @@ impl Loaded {
     }
 
     pub fn encode(&self, text: &str) -> Result<Tokens, ModelError> {
-        let max = self.model.config.max_position_embeddings.min(MAX_TOKENS);
-        self.tokenizer.encode(text, max)
+        encode(&self.model, &self.tokenizer, text)
     }
 
     fn heads(&self) -> usize {
@@ -74,13 +69,7 @@ impl Loaded {
 
     /// The same forward pass on the CPU path.
     pub fn cpu_forward(&self, ids: &[u32]) -> Result<Forward<Array>, ModelError> {
-        let rows = self.model.embedding_rows(ids)?;
-        Ok(encoder::forward(
-            &rows,
-            &self.model.weights,
-            self.heads(),
-            self.eps(),
-        )?)
+        cpu_forward(&self.model, ids)
     }
 
     pub fn describe(&self) -> String {
@@ -94,6 +83,36 @@ impl Loaded {
             self.model.source
         )
     }
+}
+
+/// The model named by `--model` (a directory, or `synthetic`), else the fetched MiniLM when
+/// present (in the browser: the model the page fetched), else the built-in synthetic weights.
+pub fn pick_model(choice: Option<&str>) -> Result<Model, ModelError> {
+    match choice {
+        Some("synthetic") => Model::synthetic(),
+        dir => match kiln_app::model_files(dir, DEFAULT_MODEL_DIR).map_err(ModelError::File)? {
+            Some(f) => Model::load(&f.source, &f.config, &f.weights, &f.vocab),
+            None => Model::synthetic(),
+        },
+    }
+}
+
+/// The tokens the demo draws for a text: at most `MAX_TOKENS`, and no more than the model takes.
+pub fn encode(model: &Model, tokenizer: &Tokenizer, text: &str) -> Result<Tokens, ModelError> {
+    let max = model.config.max_position_embeddings.min(MAX_TOKENS);
+    tokenizer.encode(text, max)
+}
+
+/// A forward pass on the CPU path (the GPU is not needed: also the page's fallback without WebGPU).
+pub fn cpu_forward(model: &Model, ids: &[u32]) -> Result<Forward<Array>, ModelError> {
+    let rows = model.embedding_rows(ids)?;
+    let c = &model.config;
+    Ok(encoder::forward(
+        &rows,
+        &model.weights,
+        c.num_attention_heads,
+        c.layer_norm_eps,
+    )?)
 }
 
 /// Reads a GPU forward pass back: every hidden state and attention matrix.
@@ -116,6 +135,8 @@ struct Computed {
     /// Per layer, [heads, N, N].
     probs: Vec<Vec<f32>>,
     path: &'static str,
+    /// The walkthrough's tensors for the current layer (read only in presenter mode).
+    trace: Option<Trace>,
 }
 
 type Slot = Rc<RefCell<Option<Result<Computed, String>>>>;
@@ -137,6 +158,12 @@ pub struct Attention {
     error: Option<String>,
     pixels: Tensor,
     dirty: bool,
+    /// Presenter mode: the walkthrough stage shown (0-based), its frame, the clock its
+    /// highlights move with, and the highlight step last drawn.
+    stage: Option<usize>,
+    talk_pixels: Tensor,
+    clock: f32,
+    drawn_step: Option<u64>,
 }
 
 impl Attention {
@@ -151,26 +178,94 @@ impl Attention {
         };
         let slot = self.slot.clone();
         let tokens = self.tokens.tokens.clone();
+        // Only presenter mode draws the intermediate tensors: read them back only there.
+        let traced = self.stage.map(|_| self.layer);
         if self.on_gpu {
             match self.loaded.gpu_forward(&self.gpu, &self.tokens.ids) {
                 Ok(f) => kiln_app::spawn(async move {
-                    let r = read_forward(&f).await.map_err(|e| e.to_string());
-                    *slot.borrow_mut() = Some(r.map(|(_, probs)| Computed {
-                        tokens,
-                        probs,
-                        path: "GPU",
-                    }));
+                    let r = async {
+                        let mut probs = Vec::with_capacity(f.probs.len());
+                        for p in &f.probs {
+                            probs.push(p.read().await?);
+                        }
+                        let trace = match traced {
+                            Some(layer) => Some(Trace::read(&f, layer).await?),
+                            None => None,
+                        };
+                        Ok::<_, kiln::Error>(Computed {
+                            tokens,
+                            probs,
+                            path: "GPU",
+                            trace,
+                        })
+                    };
+                    *slot.borrow_mut() = Some(r.await.map_err(|e| e.to_string()));
                 }),
                 Err(e) => *slot.borrow_mut() = Some(Err(e.to_string())),
             }
         } else {
             let r = self.loaded.cpu_forward(&self.tokens.ids).map(|f| Computed {
                 tokens,
+                trace: traced.and_then(|layer| Trace::from_cpu(&f, layer)),
                 probs: f.probs.into_iter().map(|p| p.data).collect(),
                 path: "CPU",
             });
             *slot.borrow_mut() = Some(r.map_err(|e| e.to_string()));
         }
+    }
+
+    /// The kernels one forward pass runs, each with its role in the layer, chosen for the
+    /// current token count exactly as the ops choose them (the tensors only carry the shapes).
+    fn choices(&self) -> kiln::Result<Vec<(&'static str, Choice)>> {
+        let c = &self.loaded.model.config;
+        let (n, d, heads, inner) = (
+            self.tokens.ids.len().max(1),
+            c.hidden_size,
+            c.num_attention_heads,
+            c.intermediate_size,
+        );
+        let hd = d / heads.max(1);
+        let t = |shape: &[usize]| Tensor::uninit(&self.gpu, shape, DType::F32);
+        let (x, w, bias) = (t(&[n, d])?, t(&[d, d])?, t(&[d])?);
+        let (q, kt, scores) = (t(&[heads, n, hd])?, t(&[heads, hd, n])?, t(&[heads, n, n])?);
+        let (w1, h, w2) = (t(&[d, inner])?, t(&[n, inner])?, t(&[inner, d])?);
+        Ok(vec![
+            ("layernorm", ops::layernorm::choose(&x, None)?),
+            ("projection", ops::matmul::choose(&x, &w, None)?),
+            ("bias", ops::add::choose(&x, &bias, None)?),
+            (
+                "split heads",
+                ops::swap_axes::plan(&x.reshape(&[n, heads, hd])?, &t(&[heads, n, hd])?, None)?.1,
+            ),
+            ("transpose", ops::transpose::plan(&q, &kt, None)?.1),
+            ("scores", ops::matmul::choose(&q, &kt, None)?),
+            ("softmax", ops::softmax::choose(&scores, false, None)?),
+            ("values", ops::matmul::choose(&scores, &q, None)?),
+            ("residual", ops::add::choose(&x, &x, None)?),
+            ("expand", ops::matmul::choose(&x, &w1, None)?),
+            ("gelu", ops::gelu::plan(&h, &t(&[n, inner])?, None)?.1),
+            ("project back", ops::matmul::choose(&h, &w2, None)?),
+        ])
+    }
+
+    /// Draws presenter mode's frame: the stage's visual at the current highlight step.
+    fn draw_stage(&mut self, stage: usize) -> kiln::Result<()> {
+        let c = &self.loaded.model.config;
+        let shown = self.shown.as_ref();
+        let scene = Scene {
+            text: &self.text,
+            tokens: &self.tokens.tokens,
+            ids: &self.tokens.ids,
+            trace: shown.and_then(|c| c.trace.as_ref()),
+            layers: c.num_hidden_layers,
+            head: self.head,
+            vocab: c.vocab_size,
+            hidden: c.hidden_size,
+            path: shown.map_or(if self.on_gpu { "GPU" } else { "CPU" }, |c| c.path),
+            time: self.clock,
+        };
+        let img = walkthrough::draw(stage, &scene);
+        self.talk_pixels.write_u32(&img.pixels)
     }
 
     fn layers(&self) -> usize {
@@ -242,12 +337,25 @@ impl Demo for Attention {
             error: None,
             pixels: Tensor::uninit(gpu, &[heatmap::HEIGHT, heatmap::WIDTH], DType::U32)?,
             dirty: true,
+            // Presenter mode from the start (natively --talk, in the browser ?talk): the first
+            // forward pass already keeps the walkthrough's tensors.
+            stage: options
+                .talk
+                .then_some(options.stage.unwrap_or(1).saturating_sub(1)),
+            talk_pixels: Tensor::uninit(
+                gpu,
+                &[walkthrough::HEIGHT, walkthrough::WIDTH],
+                DType::U32,
+            )?,
+            clock: 0.0,
+            drawn_step: None,
         };
         demo.recompute();
         Ok(demo)
     }
 
-    fn frame(&mut self, _dt: f32) -> kiln::Result<Tensor> {
+    fn frame(&mut self, dt: f32) -> kiln::Result<Tensor> {
+        self.clock += dt;
         if let Some(result) = self.slot.borrow_mut().take() {
             match result {
                 Ok(c) => {
@@ -258,6 +366,16 @@ impl Demo for Attention {
             }
             self.dirty = true;
         }
+        if let Some(stage) = self.stage {
+            // The highlights move in steps: redraw when the step changes, not every frame.
+            let step = (self.clock * 12.0) as u64;
+            if self.dirty || self.drawn_step != Some(step) {
+                self.draw_stage(stage)?;
+                self.drawn_step = Some(step);
+                self.dirty = false;
+            }
+            return Ok(self.talk_pixels.clone());
+        }
         if self.dirty {
             self.draw()?;
             self.dirty = false;
@@ -265,13 +383,128 @@ impl Demo for Attention {
         Ok(self.pixels.clone())
     }
 
+    fn stages(&self) -> Vec<Stage> {
+        let kernels = self.choices().unwrap_or_else(|e| {
+            log::warn!("the walkthrough shows no kernel code: {e}");
+            Vec::new()
+        });
+        let kernel = |role: &str| -> Option<Code> {
+            let (_, choice) = kernels.iter().find(|(r, _)| *r == role)?;
+            Code::kernel(&self.gpu, choice)
+                .map_err(|e| log::warn!("rendering the {role} kernel failed: {e}"))
+                .ok()
+        };
+        let encoder_rs = include_str!("encoder.rs");
+        let tokenizer_rs = include_str!("tokenizer.rs");
+        let excerpt = |file: &str, source: &str, name: &str| {
+            Some(Code::rust_excerpt(
+                &format!("demos/attention/src/{file}"),
+                source,
+                name,
+            ))
+        };
+        let texts: [(&str, Option<Code>); 10] = [
+            (
+                "A person types a sentence. The model never sees letters: the text is first \
+                 cleaned up (lower case, spaces, accents) and cut into pieces its vocabulary \
+                 knows. Left: the characters, and the bytes a computer actually holds.",
+                excerpt("tokenizer.rs", tokenizer_rs, "normalise"),
+            ),
+            (
+                "WordPiece splits the text into tokens: whole words when the vocabulary has \
+                 them, pieces marked ## when it does not. [CLS] and [SEP] mark the start and \
+                 the end. Each token becomes a number, its row in the vocabulary.",
+                excerpt("tokenizer.rs", tokenizer_rs, "wordpiece"),
+            ),
+            (
+                "Each token id picks one row of a learned table: a vector of numbers. Two more \
+                 tables add where the token sits in the sentence and which segment it is in. \
+                 One row per token: a matrix with a row for every token.",
+                excerpt("encoder.rs", encoder_rs, "embeddings"),
+            ),
+            (
+                "Layer norm rescales every row to mean 0 and spread 1, then applies learned \
+                 weights. The bars on the right show each row's spread: after this step they \
+                 are all equal. One GPU workgroup normalises one row.",
+                kernel("layernorm"),
+            ),
+            (
+                "Three matrix products turn each token's vector into a query (what it looks \
+                 for), a key (what it offers) and a value (what it passes on). The columns are \
+                 split into heads: each head attends on its own.",
+                excerpt("encoder.rs", encoder_rs, "qkv"),
+            ),
+            (
+                "Every query meets every key: one matrix product per head gives a table of \
+                 scores, one row per token, one column per token, scaled by one over the \
+                 square root of the head size. High means relevant.",
+                kernel("scores"),
+            ),
+            (
+                "Softmax turns each row of scores into weights between 0 and 1 that sum to 1: \
+                 how much each token listens to every other. These are the attention weights \
+                 the demo draws as its heatmap.",
+                kernel("softmax"),
+            ),
+            (
+                "Each token's new vector is the weighted average of all value vectors, with \
+                 its row of weights. The heads go side by side again and one more matrix \
+                 mixes them.",
+                excerpt("encoder.rs", encoder_rs, "values"),
+            ),
+            (
+                "The attention's output is added to the layer's input: the residual \
+                 connection. The layer only has to learn a change; the original signal passes \
+                 straight through. One elementwise kernel.",
+                kernel("residual"),
+            ),
+            (
+                "The sum is normalised again and goes on to the feed-forward block; then the \
+                 next layer repeats it all. Every step ran on four kernels, from the same 20 \
+                 lines on the GPU and on the CPU.",
+                excerpt("encoder.rs", encoder_rs, "residual"),
+            ),
+        ];
+        walkthrough::TITLES
+            .iter()
+            .zip(texts)
+            .map(|(title, (text, code))| Stage::new(title, text, code))
+            .collect()
+    }
+
+    fn show_stage(&mut self, stage: usize) {
+        let before = self.stage.replace(stage);
+        self.dirty = true;
+        let traced = self.shown.as_ref().is_some_and(|c| c.trace.is_some());
+        // Entering presenter mode after a pass without the walkthrough's tensors: run it again.
+        if before.is_none() && !traced {
+            self.recompute();
+        }
+    }
+
+    fn kernels(&self) -> Vec<Choice> {
+        match self.choices() {
+            Ok(list) => list.into_iter().map(|(_, c)| c).collect(),
+            Err(e) => {
+                log::warn!("the kernel-source view is empty: {e}");
+                Vec::new()
+            }
+        }
+    }
+
     fn key(&mut self, key: &str) -> bool {
         let (layers, heads) = (self.layers(), self.heads());
         match key {
             "left" => self.head = (self.head + heads - 1) % heads,
             "right" => self.head = (self.head + 1) % heads,
-            "up" => self.layer = (self.layer + layers - 1) % layers,
-            "down" => self.layer = (self.layer + 1) % layers,
+            "up" | "down" => {
+                let step = if key == "up" { layers - 1 } else { 1 };
+                self.layer = (self.layer + step) % layers;
+                // The walkthrough draws the layer's intermediate tensors: compute them.
+                if self.stage.is_some() {
+                    self.recompute();
+                }
+            }
             "tab" => {
                 self.on_gpu = !self.on_gpu;
                 self.recompute();
@@ -308,6 +541,10 @@ impl Demo for Attention {
     }
 
     fn pointer(&mut self, at: Option<(f32, f32)>) {
+        // Presenter mode's visuals have no cells to point at.
+        if self.stage.is_some() {
+            return;
+        }
         let n = self.shown.as_ref().map_or(0, |c| c.tokens.len());
         let cell = at.and_then(|(x, y)| heatmap::cell_at(n, x, y));
         if cell != self.selected {

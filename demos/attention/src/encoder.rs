@@ -6,33 +6,89 @@ use kiln_app::kiln::{Result, TensorOps};
 use crate::model::{Layer, Weights};
 
 // demo:begin — the ~20 lines the demo shows
-/// One BERT encoder layer (post-layernorm, as BERT and MiniLM are): returns the layer's
-/// output [N, D] and its attention weights [heads, N, N]. Every intermediate stays on the path.
-pub fn encoder_layer<T: TensorOps>(x: &T, w: &Layer<T>, heads: usize, eps: f32) -> Result<(T, T)> {
+/// One BERT encoder layer (post-layernorm, as BERT and MiniLM are): its activations, every
+/// intermediate up to the layer's output [N, D]. Every intermediate stays on the path.
+pub fn encoder_layer<T: TensorOps>(x: &T, w: &Layer<T>, heads: usize, eps: f32) -> Result<Acts<T>> {
+    // talk:begin qkv
     // Q, K, V projections, split into one [N, d] matrix per head.
     let q = x.matmul(&w.wq)?.add(&w.bq)?.split_heads(heads)?;
     let k = x.matmul(&w.wk)?.add(&w.bk)?.split_heads(heads)?;
     let v = x.matmul(&w.wv)?.add(&w.bv)?.split_heads(heads)?;
+    // talk:end qkv
+    // talk:begin scores
     // Scores Q·Kᵀ/√d per head; softmax over the keys gives the attention weights.
     let scale = 1.0 / (q.shape()[2] as f32).sqrt();
-    let probs = q.matmul(&k.t()?)?.softmax(false, scale)?;
+    let scores = q.matmul(&k.t()?)?;
+    let probs = scores.softmax(false, scale)?;
+    // talk:end scores
+    // talk:begin values
     // Weighted values, heads side by side, output projection; residual and layernorm.
-    let attn = probs.matmul(&v)?.merge_heads()?.matmul(&w.wo)?.add(&w.bo)?;
-    let x = attn.add(x)?.layernorm(&w.ln1_g, &w.ln1_b, eps)?;
+    let mixed = probs.matmul(&v)?;
+    let attn = mixed.merge_heads()?.matmul(&w.wo)?.add(&w.bo)?;
+    // talk:end values
+    // talk:begin residual
+    let sum = attn.add(x)?;
+    let normed = sum.layernorm(&w.ln1_g, &w.ln1_b, eps)?;
+    // talk:end residual
     // Feed-forward: expand, gelu, project back; residual and layernorm.
-    let h = x.matmul(&w.w1)?.add(&w.b1)?.gelu()?;
+    let h = normed.matmul(&w.w1)?.add(&w.b1)?.gelu()?;
     let ff = h.matmul(&w.w2)?.add(&w.b2)?;
-    let out = ff.add(&x)?.layernorm(&w.ln2_g, &w.ln2_b, eps)?;
-    Ok((out, probs))
+    let out = ff.add(&normed)?.layernorm(&w.ln2_g, &w.ln2_b, eps)?;
+    let acts = [q, k, v, scores, probs, mixed, attn, sum, normed, out];
+    Ok(Acts::from(acts))
 }
 // demo:end
 
-/// What a forward pass returns: the hidden states (the embeddings, then each layer's output)
-/// and each layer's attention weights.
+/// A layer's activations: what it computes, in order (the walkthrough draws each of them).
+#[derive(Clone, Debug)]
+pub struct Acts<T> {
+    /// Queries, keys, values, [heads, N, d].
+    pub q: T,
+    pub k: T,
+    pub v: T,
+    /// Q·Kᵀ per head, [heads, N, N], before the 1/√d scale (the softmax applies it).
+    pub scores: T,
+    /// The attention weights, [heads, N, N]; each row sums to 1.
+    pub probs: T,
+    /// The weights times V, [heads, N, d].
+    pub mixed: T,
+    /// The heads merged and projected by the output weights, [N, D].
+    pub attn: T,
+    /// The residual sum attn + x, [N, D].
+    pub sum: T,
+    /// Its layernorm, [N, D]: the feed-forward's input.
+    pub normed: T,
+    /// The layer's output, [N, D].
+    pub out: T,
+}
+
+impl<T> From<[T; 10]> for Acts<T> {
+    /// The activations in the order the fields are declared (the order the layer computes them).
+    fn from([q, k, v, scores, probs, mixed, attn, sum, normed, out]: [T; 10]) -> Acts<T> {
+        Acts {
+            q,
+            k,
+            v,
+            scores,
+            probs,
+            mixed,
+            attn,
+            sum,
+            normed,
+            out,
+        }
+    }
+}
+
+/// What a forward pass returns: the embedding sum, the hidden states (the embeddings after
+/// their layernorm, then each layer's output), each layer's attention weights and activations.
 #[derive(Debug)]
 pub struct Forward<T> {
+    /// Word + position + type rows, [N, D], before the embedding layernorm.
+    pub embedded: T,
     pub hidden: Vec<T>,
     pub probs: Vec<T>,
+    pub acts: Vec<Acts<T>>,
 }
 
 /// Embeddings (word + position + type, layernorm), then every layer.
@@ -43,29 +99,34 @@ pub fn forward<T: TensorOps + Clone>(
     eps: f32,
 ) -> Result<Forward<T>> {
     let [word, position, token_type] = rows;
-    let mut x = word
-        .add(position)?
-        .add(token_type)?
-        .layernorm(&w.emb_ln_g, &w.emb_ln_b, eps)?;
+    // talk:begin embeddings
+    let embedded = word.add(position)?.add(token_type)?;
+    let mut x = embedded.layernorm(&w.emb_ln_g, &w.emb_ln_b, eps)?;
+    // talk:end embeddings
     let mut out = Forward {
+        embedded,
         hidden: vec![x.clone()],
         probs: Vec::new(),
+        acts: Vec::new(),
     };
     for layer in &w.layers {
-        let (y, p) = encoder_layer(&x, layer, heads, eps)?;
-        out.hidden.push(y.clone());
-        out.probs.push(p);
-        x = y;
+        let acts = encoder_layer(&x, layer, heads, eps)?;
+        x = acts.out.clone();
+        out.hidden.push(x.clone());
+        out.probs.push(acts.probs.clone());
+        out.acts.push(acts);
     }
     Ok(out)
 }
 
-/// The lines between the `demo:begin` and `demo:end` markers above: the code the demo shows.
+/// The lines between the `demo:begin` and `demo:end` markers above: the code the demo shows
+/// (without the walkthrough's `// talk:` markers).
 pub fn source_lines() -> Vec<&'static str> {
     include_str!("encoder.rs")
         .lines()
         .skip_while(|l| !l.starts_with("// demo:begin"))
         .skip(1)
         .take_while(|l| !l.starts_with("// demo:end"))
+        .filter(|l| !l.trim_start().starts_with("// talk:"))
         .collect()
 }

@@ -14,9 +14,9 @@ const MAP_SIZE: usize = 520;
 const CODE_X: usize = 20;
 const CODE_Y: usize = 600;
 
-const BACKGROUND: [u8; 3] = [14, 14, 20];
-const TEXT: [u8; 3] = [225, 225, 232];
-const DIM: [u8; 3] = [140, 140, 155];
+pub const BACKGROUND: [u8; 3] = [14, 14, 20];
+pub const TEXT: [u8; 3] = [225, 225, 232];
+pub const DIM: [u8; 3] = [140, 140, 155];
 
 #[derive(Debug)]
 pub struct Image {
@@ -38,7 +38,7 @@ impl Image {
         }
     }
 
-    fn rect(&mut self, x: usize, y: usize, w: usize, h: usize, colour: [u8; 3]) {
+    pub fn rect(&mut self, x: usize, y: usize, w: usize, h: usize, colour: [u8; 3]) {
         let c = pack(colour);
         for yy in y.min(self.height)..(y + h).min(self.height) {
             for xx in x.min(self.width)..(x + w).min(self.width) {
@@ -48,12 +48,21 @@ impl Image {
     }
 
     /// Text from the 8×8 font, `scale` pixels per font pixel; `vertical` stacks the characters.
-    fn text(&mut self, x: usize, y: usize, s: &str, colour: [u8; 3], scale: usize, vertical: bool) {
+    pub fn text(
+        &mut self,
+        x: usize,
+        y: usize,
+        s: &str,
+        colour: [u8; 3],
+        scale: usize,
+        vertical: bool,
+    ) {
         let c = pack(colour);
         for (k, ch) in s.chars().enumerate() {
             let glyph = font8x8::BASIC_FONTS
                 .get(ch)
                 .or_else(|| font8x8::LATIN_FONTS.get(ch))
+                .or_else(|| font8x8::GREEK_FONTS.get(ch))
                 .unwrap_or([0; 8]);
             let (ox, oy) = if vertical {
                 (x, y + k * 9 * scale)
@@ -100,7 +109,7 @@ pub fn colour(w: f32) -> [u8; 3] {
 }
 
 /// A token shortened to fit a label.
-fn label(t: &str, max: usize) -> String {
+pub fn label(t: &str, max: usize) -> String {
     if t.chars().count() <= max {
         t.to_string()
     } else {

@@ -7,5 +7,6 @@ pub mod encoder;
 pub mod heatmap;
 pub mod model;
 pub mod tokenizer;
+pub mod walkthrough;
 
 pub use demo::Attention;

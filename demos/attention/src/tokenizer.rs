@@ -41,9 +41,15 @@ impl Tokenizer {
         // tokenizer.json, with the vocabulary given.
         let json = serde_json::json!({
             "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
-            "normalizer": {"type": "BertNormalizer", "clean_text": true,
-                           "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
-            "pre_tokenizer": {"type": "BertPreTokenizer"},
+            // talk:begin normalise
+            "normalizer": {"type": "BertNormalizer",
+                           "lowercase": true,
+                           "clean_text": true,
+                           "strip_accents": null,
+                           "handle_chinese_chars": true},
+            "pre_tokenizer":
+                {"type": "BertPreTokenizer"},
+            // talk:end normalise
             "post_processor": null, "decoder": null,
             "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
                       "max_input_chars_per_word": 100, "vocab": map},
@@ -55,6 +61,7 @@ impl Tokenizer {
 
     /// [CLS] + the text's tokens + [SEP], truncated to `max_len` tokens in all.
     pub fn encode(&self, text: &str, max_len: usize) -> Result<Tokens, ModelError> {
+        // talk:begin wordpiece
         let enc = self
             .inner
             .encode(text, false)
@@ -68,6 +75,7 @@ impl Tokenizer {
         }
         tokens.push("[SEP]".into());
         ids.push(self.sep);
+        // talk:end wordpiece
         Ok(Tokens { tokens, ids })
     }
 }

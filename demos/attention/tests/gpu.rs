@@ -57,23 +57,29 @@ fn one_layer_gpu_matches_cpu_with_random_weights() {
         .unwrap();
     for n in [1, 7, 37] {
         let x = r(&[n, d], 1.0);
-        let (want, want_p) = encoder::encoder_layer(&x, &layer, heads, 1e-12).unwrap();
-        let (got, got_p) = encoder::encoder_layer(&up(&gpu, &x), &on_gpu, heads, 1e-12).unwrap();
-        assert_eq!(got.shape(), &[n, d]);
-        assert_eq!(got_p.shape(), &[heads, n, n]);
-        let (got, got_p) = (
-            pollster::block_on(got.read()).unwrap(),
-            pollster::block_on(got_p.read()).unwrap(),
-        );
-        let (e, ep) = (
-            cpu::rel_l2(&got, &want.data),
-            cpu::rel_l2(&got_p, &want_p.data),
-        );
-        println!("N = {n}: layer output rel L2 {e:.2e}, attention {ep:.2e}");
-        assert!(
-            e < 1e-5 && ep < 1e-5,
-            "N = {n}: GPU and CPU differ: {e:.2e}, {ep:.2e}"
-        );
+        let want = encoder::encoder_layer(&x, &layer, heads, 1e-12).unwrap();
+        let got = encoder::encoder_layer(&up(&gpu, &x), &on_gpu, heads, 1e-12).unwrap();
+        assert_eq!(got.out.shape(), &[n, d]);
+        assert_eq!(got.probs.shape(), &[heads, n, n]);
+        // Every intermediate the walkthrough draws, not only the output: each on its path.
+        let pairs = [
+            ("q", &got.q, &want.q),
+            ("k", &got.k, &want.k),
+            ("v", &got.v, &want.v),
+            ("scores", &got.scores, &want.scores),
+            ("probs", &got.probs, &want.probs),
+            ("mixed", &got.mixed, &want.mixed),
+            ("attn", &got.attn, &want.attn),
+            ("sum", &got.sum, &want.sum),
+            ("normed", &got.normed, &want.normed),
+            ("out", &got.out, &want.out),
+        ];
+        for (name, g, w) in pairs {
+            assert_eq!(g.shape(), &w.shape[..], "N = {n}: {name}");
+            let e = cpu::rel_l2(&pollster::block_on(g.read()).unwrap(), &w.data);
+            println!("N = {n}: {name} rel L2 {e:.2e}");
+            assert!(e < 1e-5, "N = {n}: {name}: GPU and CPU differ: {e:.2e}");
+        }
     }
 }
 
@@ -91,11 +97,13 @@ fn whole_forward_pass_gpu_matches_cpu_on_the_synthetic_model() {
     let rows_gpu = [up(&gpu, &rows[0]), up(&gpu, &rows[1]), up(&gpu, &rows[2])];
     let got = encoder::forward(&rows_gpu, &on_gpu, h, eps).unwrap();
     assert_eq!(got.hidden.len(), m.config.num_hidden_layers + 1);
+    assert_eq!(got.acts.len(), m.config.num_hidden_layers);
     for (g, w) in got
         .hidden
         .iter()
         .zip(&want.hidden)
         .chain(got.probs.iter().zip(&want.probs))
+        .chain([(&got.embedded, &want.embedded)])
     {
         let e = cpu::rel_l2(&pollster::block_on(g.read()).unwrap(), &w.data);
         assert!(e < 1e-5, "rel L2 {e:.2e}");

@@ -1,5 +1,6 @@
-//! A small raster for the native speed page: filled rectangles, lines, 8×8-font text, and the
-//! two chart kinds the page draws (log-scale lines over x, and labelled bars).
+//! A small raster for the native speed page and the walkthrough's visuals: filled rectangles,
+//! lines, 8×8-font text, and the two chart kinds the page draws (log-scale lines over x, and
+//! labelled bars).
 
 use font8x8::UnicodeFonts;
 
@@ -138,9 +139,11 @@ impl Canvas {
         self.text(x, py + ph / 2, y_label, DIM, 1);
         self.text(px, py + ph + 6, &format!("{xmin}"), DIM, 1);
         let right = format!("{xmax}");
-        self.text(px + pw - 8 * right.len(), py + ph + 6, &right, DIM, 1);
+        // Saturating: a chart boxed smaller than its labels still draws (clipped), never panics.
+        let right_x = (px + pw).saturating_sub(8 * right.len());
+        self.text(right_x, py + ph + 6, &right, DIM, 1);
         self.text(
-            px + pw / 2 - 4 * x_label.len(),
+            (px + pw / 2).saturating_sub(4 * x_label.len()),
             py + ph + 6,
             x_label,
             DIM,
@@ -203,5 +206,10 @@ impl Canvas {
 
     pub fn rgba_u32(&self) -> &[u32] {
         &self.pixels
+    }
+
+    /// The pixels as RGBA8 bytes (for a page's ImageData).
+    pub fn rgba_bytes(&self) -> Vec<u8> {
+        self.pixels.iter().flat_map(|p| p.to_le_bytes()).collect()
     }
 }

@@ -50,6 +50,13 @@ struct Cli {
     /// Close the window after this many displayed frames (window tests).
     #[arg(long)]
     exit_after: Option<u64>,
+    /// Presenter mode: the walkthrough of the algorithm, a stage at a time (→/space next,
+    /// ← back, Home, End, F full screen, 1-4 jump).
+    #[arg(long)]
+    talk: bool,
+    /// Start the walkthrough at this stage (1-based; implies --talk).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    stage: Option<u16>,
 }
 
 #[derive(Subcommand)]
@@ -90,6 +97,8 @@ pub fn main() {
             kiln_app::run_with::<flash::page::FlashPage>(kiln_app::Options {
                 exit_after: cli.exit_after,
                 preset: Some(cli.preset.clone()),
+                talk: cli.talk || cli.stage.is_some(),
+                stage: cli.stage.map(usize::from),
                 ..Default::default()
             });
             Ok(())

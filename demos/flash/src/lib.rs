@@ -1,6 +1,7 @@
 //! The flash demo: FlashAttention-2 against naive attention and the CPU path at the kernel level,
 //! and a small decoder-only transformer trained end to end on kiln's kernels, GPU path against
-//! CPU path, with the loss curves, ms per step and the drift between them.
+//! CPU path, with the loss curves, ms per step and the drift between them; and a walkthrough of
+//! the algorithm for presenter mode.
 
 pub mod backend;
 pub mod chart;
@@ -13,6 +14,8 @@ pub mod preset;
 pub mod run;
 pub mod sweep;
 pub mod train;
+pub mod visual;
+pub mod walkthrough;
 #[cfg(target_arch = "wasm32")]
 mod web;
 

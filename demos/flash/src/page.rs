@@ -2,13 +2,15 @@
 //! GPU, CPU path over sequence lengths, time and bytes moved) and the end-to-end training
 //! comparison, run a step per frame so the progress shows. The harness's HUD sits over the
 //! top left, so the left column starts below it. Keys: `t` trains again, `1`–`4`
-//! pick the preset, `s` sweeps again.
+//! pick the preset, `s` sweeps again. In presenter mode (`--talk`) the frame is the
+//! walkthrough stage's live visual instead, and only the sweep runs (stage 4 shows it).
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::rc::Rc;
 
-use kiln_app::kiln::{self, DType, Gpu, Tensor, bench};
+use kiln_app::kiln::{self, Choice, DType, Gpu, Tensor, bench};
+use kiln_app::talk::Stage;
 use kiln_app::{BenchReport, Demo, Options, Rates};
 
 use crate::backend::{CpuBackend, GpuBackend};
@@ -16,8 +18,9 @@ use crate::chart::{self, Canvas, Series};
 use crate::error::Result;
 use crate::preset::Preset;
 use crate::run::Setup;
-use crate::sweep::{self, Point, Shape};
+use crate::sweep::{self, FlashChoices, Point, Shape};
 use crate::train::{Comparison, PathRun, Trainer};
+use crate::visual::{self, Measured, Scene, Timed};
 
 const WIDTH: usize = 1600;
 const HEIGHT: usize = 900;
@@ -37,6 +40,16 @@ pub fn sweep_lengths(gpu: &Gpu) -> Vec<usize> {
     } else {
         vec![128, 256, 512, 1024, 2048]
     }
+}
+
+/// The lengths presenter mode sweeps: on a software adapter only the two shortest, as every
+/// point holds the window's frames while it runs.
+fn talk_lengths(gpu: &Gpu) -> Vec<usize> {
+    let mut lengths = sweep_lengths(gpu);
+    if gpu.profile().device_type == "cpu" {
+        lengths.truncate(2);
+    }
+    lengths
 }
 
 enum Phase {
@@ -64,6 +77,19 @@ pub struct FlashPage {
     slot: Rc<RefCell<Option<Returned>>>,
     busy: bool,
     error: Option<String>,
+    pixels: Tensor,
+    /// Presenter mode: the walkthrough's visuals instead of the page, and no training.
+    talk: Option<Talk>,
+    /// The flash path's variants at the sweep's longest length (the kernel-source view).
+    choices: Option<FlashChoices>,
+}
+
+/// Presenter mode's state.
+struct Talk {
+    scene: Scene,
+    /// The stage shown (0-based) and the seconds since it was.
+    stage: usize,
+    clock: f64,
     pixels: Tensor,
 }
 
@@ -101,9 +127,13 @@ impl FlashPage {
         if self.busy {
             return;
         }
+        let sweeping = self.points.len() < self.lengths.len();
+        if self.talk.is_some() && !sweeping {
+            return; // the walkthrough shows the sweep, not the training
+        }
         let slot = self.slot.clone();
         let setup = self.setup.clone();
-        if self.points.len() < self.lengths.len() {
+        if sweeping {
             let (gpu, n) = (self.gpu.clone(), self.lengths[self.points.len()]);
             self.busy = true;
             kiln_app::spawn(async move {
@@ -174,6 +204,34 @@ impl FlashPage {
             },
         }
         true
+    }
+
+    /// The walkthrough stage's visual, at the presenter window's size.
+    fn draw_stage(&self, talk: &Talk) -> Canvas {
+        let timed: Vec<Timed> = self.points.iter().map(Timed::from).collect();
+        let status = match self.lengths.get(self.points.len()) {
+            Some(n) => format!("measuring N = {n}..."),
+            None => "measured".to_string(),
+        };
+        let clock = self.points.first().map_or(String::new(), |p| {
+            format!(", GPU times from {}", p.gpu_clock)
+        });
+        let note = format!(
+            "{} on {}{clock}; CPU path: kiln's standard attention, one thread",
+            status,
+            self.gpu.profile().name
+        );
+        talk.scene.draw(
+            talk.stage,
+            talk.clock,
+            visual::SIZE,
+            &Measured {
+                shape: SHAPE,
+                lengths: &self.lengths,
+                points: &timed,
+                note: &self.error.clone().unwrap_or(note),
+            },
+        )
     }
 
     fn draw(&self) -> Canvas {
@@ -364,11 +422,30 @@ impl Demo for FlashPage {
     fn new(gpu: &Gpu, options: &Options) -> kiln::Result<Self> {
         let preset = Preset::parse(options.preset.as_deref().unwrap_or("small"))?;
         let setup = Setup::new(preset, None, None)?;
+        let longest = sweep_lengths(gpu).last().copied().unwrap_or(256);
+        let choices = FlashChoices::plan(gpu, SHAPE, longest)
+            .inspect_err(|e| log::warn!("planning the flash kernels for the kernel view: {e}"))
+            .ok();
+        let talk = if options.talk {
+            let (w, h) = visual::SIZE;
+            Some(Talk {
+                scene: Scene::new(SHAPE)?,
+                stage: options.stage.unwrap_or(1).saturating_sub(1),
+                clock: 0.0,
+                pixels: Tensor::uninit(gpu, &[h, w], DType::U32)?,
+            })
+        } else {
+            None
+        };
         let mut page = FlashPage {
             gpu: gpu.clone(),
             preset,
             setup: Rc::new(setup),
-            lengths: sweep_lengths(gpu),
+            lengths: if talk.is_some() {
+                talk_lengths(gpu)
+            } else {
+                sweep_lengths(gpu)
+            },
             points: Vec::new(),
             variants: Vec::new(),
             phase: Phase::Idle,
@@ -376,17 +453,49 @@ impl Demo for FlashPage {
             busy: false,
             error: None,
             pixels: Tensor::uninit(gpu, &[HEIGHT, WIDTH], DType::U32)?,
+            talk,
+            choices,
         };
-        page.start_training()?;
+        if page.talk.is_none() {
+            page.start_training()?;
+        }
         Ok(page)
     }
 
-    fn frame(&mut self, _dt: f32) -> kiln::Result<Tensor> {
+    fn frame(&mut self, dt: f32) -> kiln::Result<Tensor> {
         self.collect();
         self.advance();
         self.collect();
+        if let Some(talk) = &self.talk {
+            let canvas = self.draw_stage(talk);
+            talk.pixels.write_u32(canvas.rgba_u32())?;
+            let pixels = talk.pixels.clone();
+            if let Some(talk) = &mut self.talk {
+                talk.clock += f64::from(dt);
+            }
+            return Ok(pixels);
+        }
         self.pixels.write_u32(self.draw().rgba_u32())?;
         Ok(self.pixels.clone())
+    }
+
+    fn stages(&self) -> Vec<Stage> {
+        crate::walkthrough::stages(self.choices.as_ref().map(|c| (&self.gpu, c)))
+    }
+
+    fn show_stage(&mut self, stage: usize) {
+        if let Some(talk) = &mut self.talk {
+            talk.stage = stage;
+            // Each stage's animation starts from its beginning.
+            talk.clock = 0.0;
+        }
+    }
+
+    fn kernels(&self) -> Vec<Choice> {
+        self.choices
+            .as_ref()
+            .map(FlashChoices::all)
+            .unwrap_or_default()
     }
 
     fn key(&mut self, key: &str) -> bool {

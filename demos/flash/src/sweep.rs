@@ -4,7 +4,7 @@
 
 use kiln_app::kiln::cpu::{self, Array};
 use kiln_app::kiln::ops::attention::{self, BackwardVariants, Grads, traffic};
-use kiln_app::kiln::{self, DType, Dispatch, Gpu, Tensor, bench};
+use kiln_app::kiln::{self, Choice, DType, Dispatch, Gpu, Tensor, bench};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde::Serialize;
 
@@ -43,6 +43,124 @@ pub struct Sweep {
     /// "family variant — why" for every kernel the flash path ran.
     pub flash_variants: Vec<String>,
     pub cpu_path: String,
+}
+
+/// Kiln's byte model of causal forward + backward at one length (no GPU needed: it is arithmetic
+/// on the shape).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Bytes {
+    pub flash_mb: f64,
+    pub naive_mb: f64,
+    /// What the naive path writes and reads of the N×N matrices alone.
+    pub score_matrix_mb: f64,
+}
+
+impl Bytes {
+    pub fn of(shape: Shape, n: usize) -> Result<Bytes> {
+        let dims = [shape.batch, shape.heads, n, shape.head_dim];
+        // talk:begin traffic
+        let ad = kiln::shape::AttentionDims::new("sweep", &dims, &dims, &dims)?;
+        let mb = |p| traffic::total(&traffic::traffic(&ad, DType::F32, p, true)) as f64 / 1e6;
+        Ok(Bytes {
+            flash_mb: mb(traffic::Path::Flash),
+            naive_mb: mb(traffic::Path::Naive),
+            score_matrix_mb: traffic::score_matrix_bytes(&ad, DType::F32) as f64 / 1e6,
+        })
+        // talk:end traffic
+    }
+}
+
+/// The variants the flash path runs at one shape, in the order the walkthrough shows them.
+#[derive(Clone, Debug)]
+pub struct FlashChoices {
+    pub forward: Choice,
+    pub dq: Choice,
+    pub dkdv: Choice,
+    /// The D = rowsum(dO ∘ O) pre-pass of the backward.
+    pub delta: Choice,
+}
+
+impl FlashChoices {
+    /// What the selector picks for causal attention at `shape` and length `n`, found by planning
+    /// the launches on unwritten tensors: the same calls the sweep makes, so the same answer.
+    pub fn plan(gpu: &Gpu, shape: Shape, n: usize) -> Result<FlashChoices> {
+        let dims = [shape.batch, shape.heads, n, shape.head_dim];
+        let scale = 1.0 / (shape.head_dim as f32).sqrt();
+        let t = || Tensor::uninit(gpu, &dims, DType::F32);
+        let (q, k, v, o, d_o) = (t()?, t()?, t()?, t()?, t()?);
+        let lse = Tensor::uninit(gpu, &dims[..3], DType::F32)?;
+        let (_, forward) = attention::plan_forward(&q, &k, &v, &o, &lse, true, scale, None)?;
+        let grads = Grads::like(&q, &k, &v)?;
+        let bwd = attention::plan_backward(
+            &q,
+            &k,
+            &v,
+            &o,
+            &lse,
+            &d_o,
+            &grads,
+            true,
+            scale,
+            BackwardVariants::default(),
+        )?;
+        // plan_backward's choices: the pre-pass, dK/dV, dQ.
+        match <[Choice; 3]>::try_from(bwd.choices) {
+            Ok([delta, dkdv, dq]) => Ok(FlashChoices {
+                forward,
+                dq,
+                dkdv,
+                delta,
+            }),
+            Err(c) => Err(kiln::Error::InvalidArgument {
+                op: "flash",
+                detail: format!("the backward plan made {} choices, not 3", c.len()),
+            }
+            .into()),
+        }
+    }
+
+    /// Forward, dQ, dK/dV, then the pre-pass.
+    pub fn all(&self) -> Vec<Choice> {
+        vec![
+            self.forward.clone(),
+            self.dq.clone(),
+            self.dkdv.clone(),
+            self.delta.clone(),
+        ]
+    }
+}
+
+/// The CPU path's column of the sweep alone, for a page without WebGPU.
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuPoint {
+    pub seq: usize,
+    pub cpu_ms: f64,
+    #[serde(flatten)]
+    pub bytes: Bytes,
+}
+
+/// Times the CPU path (kiln's standard attention forward + backward, one thread) at length `n`,
+/// on inputs drawn like [`run`]'s; the byte model beside it.
+pub fn run_cpu(shape: Shape, n: usize) -> Result<CpuPoint> {
+    let mut rng = StdRng::seed_from_u64(11);
+    let dims = [shape.batch, shape.heads, n, shape.head_dim];
+    let scale = 1.0 / (shape.head_dim as f32).sqrt();
+    let len = dims.iter().product();
+    let mut array = || {
+        Array::new(
+            &dims,
+            (0..len).map(|_| rng.random_range(-1.0..1.0)).collect(),
+        )
+    };
+    let (qa, ka, va, doa) = (array()?, array()?, array()?, array()?);
+    let t = bench::time_cpu(0, 1, 0.0, || {
+        let _ = cpu::attention_forward_backward(&qa, &ka, &va, &doa, true, scale);
+    })?;
+    Ok(CpuPoint {
+        seq: n,
+        cpu_ms: t.median_ms,
+        bytes: Bytes::of(shape, n)?,
+    })
 }
 
 fn random(gpu: &Gpu, shape: &[usize], rng: &mut StdRng) -> Result<(Tensor, Array)> {
@@ -104,10 +222,12 @@ pub async fn run(
         }
         let flash_t = bench::time_dispatches(gpu, &flash, 2, repeats).await?;
 
+        // talk:begin naive
         // Naive: S, P, O materialised; the textbook backward from P.
         let naive = attention::plan_naive_forward(&q, &k, &v, true, scale)?;
         let ngrads = Grads::like(&q, &k, &v)?;
         let nb = attention::plan_naive_backward(&q, &k, &v, &naive.probs, &d_o, &ngrads, scale)?;
+        // talk:end naive
         let mut naive_d: Vec<&Dispatch> = naive.dispatches.iter().collect();
         naive_d.extend(nb.iter());
         let naive_t = bench::time_dispatches(gpu, &naive_d, 2, repeats).await?;
@@ -124,16 +244,15 @@ pub async fn run(
             None
         };
 
-        let ad = kiln::shape::AttentionDims::new("sweep", &dims, &dims, &dims)?;
-        let mb = |p| traffic::total(&traffic::traffic(&ad, DType::F32, p, true)) as f64 / 1e6;
+        let bytes = Bytes::of(shape, n)?;
         points.push(Point {
             seq: n,
             flash_ms: flash_t.median_ms,
             naive_ms: naive_t.median_ms,
             cpu_ms,
-            flash_mb: mb(traffic::Path::Flash),
-            naive_mb: mb(traffic::Path::Naive),
-            score_matrix_mb: traffic::score_matrix_bytes(&ad, DType::F32) as f64 / 1e6,
+            flash_mb: bytes.flash_mb,
+            naive_mb: bytes.naive_mb,
+            score_matrix_mb: bytes.score_matrix_mb,
             gpu_clock: flash_t.clock,
         });
     }

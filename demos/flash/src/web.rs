@@ -1,24 +1,42 @@
 //! The flash page's wasm exports: the kernel sweep and the training comparison on the browser's
 //! WebGPU adapter (GPU path) and this wasm build (CPU path, one thread: what a visitor would get
-//! without the GPU). Progress goes to a callback; the page draws the charts.
+//! without the GPU). Progress goes to a callback; the page draws the charts. Also the
+//! walkthrough (its stages, the kernel-source view, each stage's visual as pixels) and, for a
+//! browser without WebGPU, the sweep's CPU column alone.
 
 use std::cell::RefCell;
 
 use js_sys::{Function, Promise};
 use kiln_app::kiln::{Gpu, GpuOptions};
+use kiln_app::talk::KernelSource;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::backend::{CpuBackend, GpuBackend};
-use crate::page::sweep_lengths;
+use crate::page::{SHAPE, sweep_lengths};
 use crate::preset::Preset;
 use crate::run::Setup;
-use crate::sweep::{self, Shape};
+use crate::sweep::{self, FlashChoices};
 use crate::train::{Comparison, Trainer};
+use crate::visual::{Measured, Scene, Timed};
+
+/// What the walkthrough's chart stage shows: the lengths swept, the times so far, their source.
+#[derive(Default)]
+struct Sweeping {
+    lengths: Vec<usize>,
+    points: Vec<Timed>,
+    note: String,
+}
 
 thread_local! {
     static GPU: RefCell<Option<Gpu>> = const { RefCell::new(None) };
+    static CHOICES: RefCell<Option<FlashChoices>> = const { RefCell::new(None) };
+    static SCENE: RefCell<Option<Scene>> = const { RefCell::new(None) };
+    static SWEEPING: RefCell<Sweeping> = RefCell::default();
 }
+
+/// The lengths the page sweeps without WebGPU (the CPU path alone): a software adapter's.
+const CPU_LENGTHS: [usize; 3] = [64, 128, 256];
 
 fn js(e: impl std::fmt::Display) -> JsValue {
     JsValue::from_str(&e.to_string())
@@ -29,7 +47,6 @@ async fn gpu() -> Result<Gpu, JsValue> {
     if let Some(g) = GPU.with(|g| g.borrow().clone()) {
         return Ok(g);
     }
-    console_error_panic_hook::set_once();
     let g = Gpu::new(&GpuOptions::default()).await.map_err(js)?;
     GPU.with(|slot| *slot.borrow_mut() = Some(g.clone()));
     Ok(g)
@@ -70,16 +87,28 @@ pub async fn describe() -> Result<String, JsValue> {
     .to_string())
 }
 
+/// A panic shows in the console with its message.
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+}
+
 /// The kernel sweep as JSON (see [`sweep::Sweep`]); `progress(json)` hears `{done, total}`.
 #[wasm_bindgen]
 pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
     let gpu = gpu().await?;
-    let shape = Shape {
-        batch: 1,
-        heads: 8,
-        head_dim: 64,
-    };
+    let shape = SHAPE;
     let lengths = sweep_lengths(&gpu);
+    SWEEPING.with(|s| {
+        *s.borrow_mut() = Sweeping {
+            lengths: lengths.clone(),
+            points: Vec::new(),
+            note: format!(
+                "measuring on {}; CPU path: this page's wasm build, one thread",
+                gpu.profile().name
+            ),
+        }
+    });
     let mut all: Option<sweep::Sweep> = None;
     for (i, &n) in lengths.iter().enumerate() {
         report(
@@ -90,6 +119,17 @@ pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
         let s = sweep::run(&gpu, shape, &[n], 3, 5_000.0)
             .await
             .map_err(js)?;
+        SWEEPING.with(|w| {
+            let mut w = w.borrow_mut();
+            w.points.extend(s.points.iter().map(Timed::from));
+            if let Some(p) = s.points.first() {
+                w.note = format!(
+                    "measured on {}, GPU times from {}; CPU path: this page's wasm build, one thread",
+                    gpu.profile().name,
+                    p.gpu_clock
+                );
+            }
+        });
         match &mut all {
             Some(a) => {
                 a.points.extend(s.points);
@@ -155,4 +195,129 @@ pub async fn run_training(
     r.cpu.path = "CPU (this page's wasm build, one thread)".into();
     r.gpu.path = format!("GPU (WebGPU: {})", gpu.profile().name);
     serde_json::to_string(&r).map_err(js)
+}
+
+/// The flash path's variants at the sweep's longest length, planned once.
+async fn choices() -> Result<(Gpu, FlashChoices), JsValue> {
+    let gpu = gpu().await?;
+    if let Some(c) = CHOICES.with(|c| c.borrow().clone()) {
+        return Ok((gpu, c));
+    }
+    let longest = sweep_lengths(&gpu).last().copied().unwrap_or(256);
+    let c = FlashChoices::plan(&gpu, SHAPE, longest).map_err(js)?;
+    CHOICES.with(|slot| *slot.borrow_mut() = Some(c.clone()));
+    Ok((gpu, c))
+}
+
+/// The walkthrough's stages as JSON (kiln_app's `Stage`s). With `webgpu`, the kernel stages
+/// show the flash kernels rendered for this browser's adapter; without, the CPU arithmetic the
+/// visuals run.
+#[wasm_bindgen]
+pub async fn talk_stages(webgpu: bool) -> Result<String, JsValue> {
+    let stages = if webgpu {
+        let (gpu, c) = choices().await?;
+        crate::walkthrough::stages(Some((&gpu, &c)))
+    } else {
+        crate::walkthrough::stages(None)
+    };
+    serde_json::to_string(&stages).map_err(js)
+}
+
+/// The kernel-source view as JSON (kiln_app's `KernelSource`s): forward, dQ, dK/dV and the
+/// backward's pre-pass, rendered for this browser's adapter.
+#[wasm_bindgen]
+pub async fn kernels() -> Result<String, JsValue> {
+    let (gpu, c) = choices().await?;
+    let list = KernelSource::list(&gpu, &c.all()).map_err(js)?;
+    serde_json::to_string(&list).map_err(js)
+}
+
+/// Stage `stage`'s visual (0-based) at `time` seconds into it, as `width` × `height` RGBA8
+/// pixels. Drawn on the CPU: it needs no WebGPU. The chart stage shows what the sweep (or the
+/// CPU column) has measured so far.
+#[wasm_bindgen]
+pub fn talk_frame(
+    stage: usize,
+    time: f64,
+    width: usize,
+    height: usize,
+) -> Result<Vec<u8>, JsValue> {
+    if !(1..=4096).contains(&width) || !(1..=4096).contains(&height) {
+        return Err(js(format!(
+            "a visual of {width}×{height} pixels: each side must be 1 to 4096"
+        )));
+    }
+    let canvas = SCENE.with(|slot| -> Result<_, JsValue> {
+        let mut slot = slot.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Scene::new(SHAPE).map_err(js)?);
+        }
+        let scene = slot.as_ref().ok_or_else(|| js("no scene"))?;
+        Ok(SWEEPING.with(|s| {
+            let s = s.borrow();
+            let lengths = if s.lengths.is_empty() {
+                CPU_LENGTHS.to_vec()
+            } else {
+                s.lengths.clone()
+            };
+            let note = if s.note.is_empty() {
+                "waiting for the sweep"
+            } else {
+                s.note.as_str()
+            };
+            scene.draw(
+                stage,
+                time,
+                (width, height),
+                &Measured {
+                    shape: SHAPE,
+                    lengths: &lengths,
+                    points: &s.points,
+                    note,
+                },
+            )
+        }))
+    })?;
+    Ok(canvas.rgba_bytes())
+}
+
+/// Without WebGPU: the sweep's CPU column alone (kiln's standard attention forward + backward in
+/// this wasm build, one thread) at short lengths, with the byte model beside it, as JSON
+/// `{shape, cpu_path, points: [{seq, cpu_ms, flash_mb, naive_mb, score_matrix_mb}]}`.
+/// `progress(json)` hears `{done, total, seq}`.
+#[wasm_bindgen]
+pub async fn run_cpu_sweep(progress: Function) -> Result<String, JsValue> {
+    let cpu_path =
+        "kiln's standard attention forward + backward, this page's wasm build, one thread";
+    SWEEPING.with(|s| {
+        *s.borrow_mut() = Sweeping {
+            lengths: CPU_LENGTHS.to_vec(),
+            points: Vec::new(),
+            note: "no WebGPU here: the CPU path alone (this page's wasm build, one thread); \
+                   the traffic is the byte model's, which needs no GPU"
+                .into(),
+        }
+    });
+    let mut points = Vec::new();
+    for (i, &n) in CPU_LENGTHS.iter().enumerate() {
+        report(
+            &progress,
+            serde_json::json!({"done": i, "total": CPU_LENGTHS.len(), "seq": n}),
+        );
+        yield_to_page().await?;
+        let p = sweep::run_cpu(SHAPE, n).map_err(js)?;
+        SWEEPING.with(|s| {
+            s.borrow_mut().points.push(Timed {
+                seq: n,
+                cpu_ms: Some(p.cpu_ms),
+                ..Timed::default()
+            })
+        });
+        points.push(p);
+    }
+    report(
+        &progress,
+        serde_json::json!({"done": CPU_LENGTHS.len(), "total": CPU_LENGTHS.len()}),
+    );
+    Ok(serde_json::json!({"shape": SHAPE, "cpu_path": cpu_path, "points": points}).to_string())
 }

@@ -1,10 +1,15 @@
 //! The speed page in a native window under Xvfb on the adapter in hand (lavapipe in CI): the
 //! charts are drawn, and the picture moves as the sweep and the training run a step per frame.
+//! And presenter mode (`--talk`) at 1280×720: Right (xdotool) walks through the four stages,
+//! each stage's live visual has contrast, moves, and is another picture than the stage before;
+//! `--stage 3` opens at the third.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../../../shared/testing/x11.rs"]
 mod x11;
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -39,5 +44,145 @@ fn window_draws_the_charts_and_trains() {
         changed > 20_000,
         "the page did not move: {changed} pixels changed"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const FLASH: &str = env!("CARGO_BIN_EXE_flash");
+/// The live visual: the window's left 44 % (564 of 1280 pixels), drawn at one pixel per pixel.
+const VISUAL: &str = "564x720+0+0";
+/// The visual's title band: fixed text while a stage animates, another title on every stage.
+const TITLE: &str = "564x26+0+8";
+
+/// A region of a screenshot, as its own file.
+fn crop(from: &Path, geometry: &str, to: &Path) -> PathBuf {
+    let ok = Command::new("convert")
+        .args([
+            from.to_str().unwrap(),
+            "-crop",
+            geometry,
+            "+repage",
+            to.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "convert could not crop {}", from.display());
+    to.to_path_buf()
+}
+
+/// Presses `key` in the flash window.
+fn key(display: &str, key: &str) {
+    let ok = Command::new("xdotool")
+        .args([
+            "search",
+            "--sync",
+            "--name",
+            "flash",
+            "windowfocus",
+            "key",
+            key,
+        ])
+        .env("DISPLAY", display)
+        .status()
+        .expect("xdotool is needed for the window test (scripts/test.sh installs it)")
+        .success();
+    assert!(ok, "xdotool could not press {key}");
+}
+
+/// Screenshots until `done(shot)` holds, at most `limit` (a software adapter holds frames
+/// while a sweep point runs); returns the last one.
+fn wait_until(
+    display: &str,
+    path: &Path,
+    limit: Duration,
+    mut done: impl FnMut(&Path) -> bool,
+) -> bool {
+    let began = Instant::now();
+    loop {
+        assert!(screenshot(display, path));
+        if done(path) {
+            return true;
+        }
+        if began.elapsed() > limit {
+            return false;
+        }
+        sleep(Duration::from_millis(700));
+    }
+}
+
+#[test]
+fn talk_walks_through_four_live_stages() {
+    let display = ":86";
+    let dir = std::env::temp_dir().join(format!("kiln-flash-talk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _xvfb = xvfb(display, "1280x720x24");
+    let mut talk = start(display, FLASH, &["--talk"]);
+    let file = |name: &str| dir.join(format!("{name}.png"));
+    wait_for_picture(&mut talk, display, &file("first"));
+    let mut titles: Vec<PathBuf> = Vec::new();
+    for stage in 1..=4 {
+        if stage > 1 {
+            key(display, "Right");
+        }
+        // The stage is shown once the visual's title is another than the last stage's.
+        let shot = file(&format!("stage{stage}"));
+        let title = file(&format!("title{stage}"));
+        let shown = wait_until(display, &shot, Duration::from_secs(120), |p| {
+            crop(p, TITLE, &title);
+            titles
+                .last()
+                .is_none_or(|before| differing_pixels(before, &title) > 300)
+        });
+        assert!(shown, "stage {stage}: the visual's title did not change");
+        let visual = crop(&shot, VISUAL, &file(&format!("visual{stage}")));
+        let spread = stat(&visual, "%[fx:standard_deviation]");
+        println!("stage {stage}: visual standard deviation {spread:.3}");
+        assert!(spread > 0.05, "stage {stage}: no contrast ({spread})");
+        if let Some(before) = titles.last() {
+            let previous = dir.join(format!("visual{}.png", stage - 1));
+            let changed = differing_pixels(&previous, &visual);
+            println!(
+                "stage {} -> {stage}: {changed} pixels of the visual differ, {} of the title",
+                stage - 1,
+                differing_pixels(before, &title)
+            );
+            assert!(
+                changed > 20_000,
+                "stage {stage} looks like stage {}",
+                stage - 1
+            );
+        }
+        // Stages 1-3 are animated: the visual moves while its title stays.
+        if stage <= 3 {
+            let later = file(&format!("later{stage}"));
+            let later_visual = file(&format!("later-visual{stage}"));
+            let moved = wait_until(display, &later, Duration::from_secs(90), |p| {
+                crop(p, VISUAL, &later_visual);
+                differing_pixels(&visual, &later_visual) > 1_000
+            });
+            assert!(moved, "stage {stage}: the visual did not move");
+            let later_title = crop(&later, TITLE, &file(&format!("later-title{stage}")));
+            assert!(
+                differing_pixels(&title, &later_title) < 50,
+                "stage {stage}: the title changed while the stage animated"
+            );
+        }
+        titles.push(title);
+    }
+    drop(talk);
+
+    // `--stage 3` opens at the third stage: its title is the one the keys reached.
+    let mut direct = start(display, FLASH, &["--stage", "3"]);
+    wait_for_picture(&mut direct, display, &file("direct"));
+    let direct_title = file("direct-title");
+    let at_three = wait_until(display, &file("direct"), Duration::from_secs(60), |p| {
+        crop(p, TITLE, &direct_title);
+        differing_pixels(&titles[2], &direct_title) < 50
+    });
+    let from_one = differing_pixels(&titles[0], &direct_title);
+    println!("--stage 3: {from_one} pixels of the title differ from stage 1's");
+    assert!(at_three, "--stage 3 did not open at the third stage");
+    assert!(from_one > 300, "stage 1's and stage 3's titles look alike");
+    drop(direct);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,17 +1,30 @@
 //! The waves demo: every pixel's RGBA comes out of one matrix multiplication per frame
 //! (see `model` for the factorisation), on the GPU through kiln's kernels or on the CPU path.
+//! Presenter mode walks through it in five stages, each with its own live picture (`visual`).
 
 mod model;
+mod visual;
+#[cfg(target_arch = "wasm32")]
+mod web;
 
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use kiln_app::kiln::cpu::{self, Array};
-use kiln_app::kiln::{self, DType, Dispatch, Gpu, Tensor, bench, ops};
+use kiln_app::kiln::{self, Choice, DType, Dispatch, Gpu, Tensor, bench, ops};
+use kiln_app::talk::{Code, Stage};
 use kiln_app::{BenchReport, Demo, Image, Options, Rates};
 use model::{BIAS, Model, SCALE};
 
 const RESOLUTIONS: [usize; 3] = [256, 512, 1024];
 const WAVES: [usize; 5] = [8, 16, 32, 64, 128];
+
+/// The walkthrough's stages, 0-based, in the order `stages()` lists them.
+const PARAMETERS: usize = 0;
+const FACTORS: usize = 1;
+const PRODUCT: usize = 2;
+const COLOUR: usize = 3;
+const RATES: usize = 4;
 
 fn main() {
     kiln_app::run::<Waves>();
@@ -21,9 +34,14 @@ fn main() {
 /// (sinusoid table → matmul → RGBA8), reused every frame; only the phases change.
 struct GpuFrame {
     phase: Tensor,
+    /// The factors and the product, kept for presenter mode's pictures.
+    left: Tensor,
+    right: Tensor,
+    planes: Tensor,
     pixels: Tensor,
     dispatches: Vec<Dispatch>,
-    variants: Vec<String>,
+    /// The selector's choices for the three launches, in order.
+    choices: Vec<Choice>,
 }
 
 /// The element type of the frame's matrices on the GPU path: f16 (with f32 accumulation) where
@@ -54,13 +72,21 @@ impl GpuFrame {
         let (pack, c3) = ops::rgba8::plan(&planes, &pixels, SCALE, BIAS, None)?;
         Ok(GpuFrame {
             phase,
+            left,
+            right,
+            planes,
             pixels,
             dispatches: vec![table, product, pack],
-            variants: [c1, c2, c3]
-                .iter()
-                .map(|c| format!("{} {}", c.variant.family, c.variant.name))
-                .collect(),
+            choices: vec![c1, c2, c3],
         })
+    }
+
+    /// `family variant` of each launch.
+    fn variants(&self) -> Vec<String> {
+        self.choices
+            .iter()
+            .map(|c| format!("{} {}", c.variant.family, c.variant.name))
+            .collect()
     }
 
     fn launches(&self) -> Vec<&Dispatch> {
@@ -83,6 +109,62 @@ fn cpu_frame(m: &Model, left: &Array, t: f32) -> kiln::Result<Vec<u32>> {
     cpu::rgba8(&planes, SCALE, BIAS)
 }
 
+/// GPU tensors copied back for a stage's picture. One copy is in flight at a time: natively it
+/// lands before `request` returns; in the browser it lands a frame or two later, and the picture
+/// shows the latest copy made for its stage.
+#[derive(Default)]
+struct Readback {
+    landed: Rc<RefCell<Option<Landed>>>,
+    busy: Rc<Cell<bool>>,
+}
+
+struct Landed {
+    stage: usize,
+    floats: Vec<Vec<f32>>,
+    pixels: Vec<u32>,
+}
+
+impl Readback {
+    /// Copies `floats` (and `pixels`) back for `stage`, unless a copy is already on its way.
+    fn request(&self, stage: usize, floats: Vec<Tensor>, pixels: Option<Tensor>) {
+        if self.busy.replace(true) {
+            return;
+        }
+        let (landed, busy) = (self.landed.clone(), self.busy.clone());
+        kiln_app::spawn(async move {
+            let copied = async {
+                let mut read = Vec::with_capacity(floats.len());
+                for t in &floats {
+                    read.push(t.read().await?);
+                }
+                let pixels = match &pixels {
+                    Some(t) => t.read_u32().await?,
+                    None => Vec::new(),
+                };
+                kiln::Result::<Landed>::Ok(Landed {
+                    stage,
+                    floats: read,
+                    pixels,
+                })
+            };
+            match copied.await {
+                Ok(l) => *landed.borrow_mut() = Some(l),
+                Err(e) => log::warn!("waves: copying a stage's tensors back failed: {e}"),
+            }
+            busy.set(false);
+        });
+    }
+
+    /// `draw` applied to the latest copy made for `stage`, if one has landed.
+    fn with<R>(&self, stage: usize, draw: impl FnOnce(&Landed) -> R) -> Option<R> {
+        self.landed
+            .borrow()
+            .as_ref()
+            .filter(|l| l.stage == stage)
+            .map(draw)
+    }
+}
+
 struct Waves {
     gpu: Gpu,
     model: Model,
@@ -93,6 +175,13 @@ struct Waves {
     t: f32,
     paused: bool,
     on_gpu: bool,
+    /// Presenter mode's stage (0-based); `None` outside presenter mode.
+    stage: Option<usize>,
+    /// A stage's picture, drawn on the CPU and uploaded as the frame.
+    picture: Tensor,
+    readback: Readback,
+    /// The uncapped rates `measure` found last for these settings (the last stage's bars).
+    rates: Rc<RefCell<Option<Rates>>>,
 }
 
 impl Waves {
@@ -108,6 +197,10 @@ impl Waves {
             t: 0.0,
             paused: false,
             on_gpu: true,
+            stage: None,
+            picture: Tensor::uninit(gpu, &[visual::SIZE, visual::SIZE], DType::U32)?,
+            readback: Readback::default(),
+            rates: Rc::default(),
         })
     }
 
@@ -118,6 +211,7 @@ impl Waves {
                     t: self.t,
                     paused: self.paused,
                     on_gpu: self.on_gpu,
+                    stage: self.stage,
                     ..next
                 };
                 true
@@ -131,6 +225,67 @@ impl Waves {
 
     fn settings(m: &Model) -> String {
         format!("{0}×{0}, {1} waves, seed {2}", m.res, m.count(), m.seed)
+    }
+
+    /// The frame the demo normally shows, on the current path.
+    fn colour_frame(&mut self) -> kiln::Result<Tensor> {
+        if self.on_gpu {
+            self.gpu_frame.compute(&self.gpu, &self.model, self.t)?;
+            Ok(self.gpu_frame.pixels.clone())
+        } else {
+            let pixels = cpu_frame(&self.model, &self.left, self.t)?;
+            self.cpu_pixels.write_u32(&pixels)?;
+            Ok(self.cpu_pixels.clone())
+        }
+    }
+
+    /// A stage's picture: the GPU frame computed, what the stage shows copied back from the
+    /// GPU, and drawn.
+    fn stage_picture(&mut self, stage: usize) -> kiln::Result<Tensor> {
+        let (m, g) = (&self.model, &self.gpu_frame);
+        let waiting = || visual::waiting("copying from the GPU...");
+        let picture = match stage {
+            PARAMETERS => visual::parameters(m, self.t),
+            FACTORS => {
+                g.compute(&self.gpu, m, self.t)?;
+                self.readback
+                    .request(stage, vec![g.left.clone(), g.right.clone()], None);
+                self.readback
+                    .with(stage, |l| match &l.floats[..] {
+                        [left, right] => Some(visual::factors(m, left, right)),
+                        _ => None,
+                    })
+                    .flatten()
+                    .unwrap_or_else(waiting)
+            }
+            PRODUCT => {
+                g.compute(&self.gpu, m, self.t)?;
+                self.readback.request(stage, vec![g.planes.clone()], None);
+                self.readback
+                    .with(stage, |l| l.floats.first().map(|p| visual::planes(m, p)))
+                    .flatten()
+                    .unwrap_or_else(waiting)
+            }
+            _ => {
+                g.compute(&self.gpu, m, self.t)?;
+                self.readback
+                    .request(stage, Vec::new(), Some(g.pixels.clone()));
+                let rates = self.rates.borrow().clone();
+                self.readback
+                    .with(stage, |l| visual::rates(m, &l.pixels, rates.as_ref()))
+                    .unwrap_or_else(waiting)
+            }
+        };
+        self.picture.write_u32(&visual::pixels(&picture))?;
+        Ok(self.picture.clone())
+    }
+
+    /// The selector's choice for launch `i`, rendered for this device (`None` if it cannot be).
+    fn kernel_code(&self, i: usize) -> Option<Code> {
+        let choice = self.gpu_frame.choices.get(i)?;
+        Code::kernel(&self.gpu, choice)
+            .map_err(|e| log::warn!("waves: cannot render {}: {e}", choice.variant.name))
+            .ok()
     }
 }
 
@@ -164,14 +319,89 @@ impl Demo for Waves {
         if !self.paused {
             self.t += dt;
         }
-        if self.on_gpu {
-            self.gpu_frame.compute(&self.gpu, &self.model, self.t)?;
-            Ok(self.gpu_frame.pixels.clone())
-        } else {
-            let pixels = cpu_frame(&self.model, &self.left, self.t)?;
-            self.cpu_pixels.write_u32(&pixels)?;
-            Ok(self.cpu_pixels.clone())
+        match self.stage {
+            Some(stage) if stage != COLOUR => self.stage_picture(stage),
+            _ => self.colour_frame(),
         }
+    }
+
+    fn stages(&self) -> Vec<Stage> {
+        let m = &self.model;
+        let (res, w) = (m.res, m.count());
+        let gflop = 2.0 * (4 * res * 2 * w * res) as f64 / 1e9;
+        let matmul = self
+            .gpu_frame
+            .choices
+            .get(1)
+            .map(|c| format!("{} ({})", c.variant.name, c.reason))
+            .unwrap_or_default();
+        vec![
+            Stage::new(
+                "The waves",
+                &format!(
+                    "{w} plane waves cross a {res}x{res} frame, each with a direction, a \
+                     wavelength, a speed, a phase and a colour. A pixel's colour is the sum of \
+                     every wave's sine there. On the left each wave is a dot at its direction \
+                     and frequency, with a hand at its phase, turning as the wave moves."
+                ),
+                Some(Code::rust_excerpt(
+                    "demos/waves/src/model.rs: the waves",
+                    include_str!("model.rs"),
+                    "waves",
+                )),
+            ),
+            Stage::new(
+                "Two factor matrices",
+                &format!(
+                    "sin(α + β) = sin α cos β + cos α sin β splits every wave into a row part \
+                     and a column part. L [{}, {}] holds the rows' parts, fixed; R(t) [{}, {res}] \
+                     holds the columns' sines and cosines, rebuilt on the GPU every frame from \
+                     {w} phases, the only upload.",
+                    4 * res,
+                    2 * w,
+                    2 * w
+                ),
+                self.kernel_code(0),
+            ),
+            Stage::new(
+                "One matmul",
+                &format!(
+                    "planes = L · R(t) gives the red, green, blue and mean planes of the whole \
+                     frame in one matrix multiplication, {gflop:.2} GFLOP per frame; on the \
+                     left, as the GPU computed them. The selector chose {matmul}."
+                ),
+                self.kernel_code(1),
+            ),
+            Stage::new(
+                "Colour mapping",
+                &format!(
+                    "A third kernel maps each plane to a byte, 255 · clamp(v · {SCALE} + {BIAS}, \
+                     0, 1), and packs four into one u32 per pixel. The window draws that buffer \
+                     directly: nothing comes back to the CPU."
+                ),
+                self.kernel_code(2),
+            ),
+            Stage::new(
+                "GPU against CPU",
+                "The same frame on the plain CPU path (single-threaded loops) and on the GPU, \
+                 both timed uncapped: no vsync, no display. The GPU is timed with GPU timestamps \
+                 where the adapter has them, the wall clock otherwise; the bars are on a log \
+                 scale.",
+                Some(Code::rust_excerpt(
+                    "demos/waves/src/main.rs: measure()",
+                    include_str!("main.rs"),
+                    "measure",
+                )),
+            ),
+        ]
+    }
+
+    fn show_stage(&mut self, stage: usize) {
+        self.stage = Some(stage.min(RATES));
+    }
+
+    fn kernels(&self) -> Vec<Choice> {
+        self.gpu_frame.choices.clone()
     }
 
     fn key(&mut self, key: &str) -> bool {
@@ -214,7 +444,7 @@ impl Demo for Waves {
         ];
         lines.extend(
             self.gpu_frame
-                .variants
+                .variants()
                 .iter()
                 .map(|v| format!("kernel {v}")),
         );
@@ -224,22 +454,29 @@ impl Demo for Waves {
     }
 
     fn measure(&self) -> impl Future<Output = kiln::Result<Rates>> + 'static {
-        let (gpu, frame, model, left) = (
+        let (gpu, frame, model, left, last) = (
             self.gpu.clone(),
             self.gpu_frame.clone(),
             self.model.clone(),
             self.left.clone(),
+            self.rates.clone(),
         );
         async move {
+            // talk:begin measure
+            // The frame's 3 launches, 10 times, uncapped
             let g = bench::time_dispatches(&gpu, &frame.launches(), 1, 10).await?;
+            // The CPU path (plain loops), 3 times
             let c = bench::time_cpu(0, 3, 1.0, || {
                 let _ = cpu_frame(&model, &left, 0.5);
             })?;
-            Ok(Rates {
+            let rates = Rates {
                 gpu_fps: 1e3 / g.median_ms,
                 cpu_fps: 1e3 / c.median_ms,
                 gpu_clock: g.clock,
-            })
+            };
+            // talk:end measure
+            *last.borrow_mut() = Some(rates.clone());
+            Ok(rates)
         }
     }
 
@@ -278,7 +515,7 @@ impl Demo for Waves {
                     "max_channel_diff_gpu_vs_cpu": diff,
                     "max_channel_diff_allowed": 2,
                     "agree": diff <= 2,
-                    "kernels": w.gpu_frame.variants,
+                    "kernels": w.gpu_frame.variants(),
                     "cpu_path": "plain single-threaded loops (kiln::cpu)",
                 }),
                 image: Some(Image {

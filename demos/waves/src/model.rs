@@ -20,14 +20,15 @@ pub const FRAME_UNITS: f32 = 1024.0;
 pub const SCALE: f32 = 0.22;
 pub const BIAS: f32 = 0.5;
 
+/// One plane wave sin(kx·x + ky·y − ω·t + φ), in frame units.
 #[derive(Clone, Debug)]
-struct Wave {
-    kx: f32,
-    ky: f32,
-    omega: f32,
-    phase: f32,
+pub struct Wave {
+    pub kx: f32,
+    pub ky: f32,
+    pub omega: f32,
+    pub phase: f32,
     /// Amplitude per plane: red, green, blue, and the mean of the three.
-    amp: [f32; 4],
+    pub amp: [f32; 4],
 }
 
 /// A set of waves on a square frame of `res` pixels.
@@ -40,6 +41,7 @@ pub struct Model {
 
 impl Model {
     pub fn new(count: usize, res: usize, seed: u64) -> Model {
+        // talk:begin waves
         let mut rng = StdRng::seed_from_u64(seed);
         let norm = 2.0 / (count as f32).sqrt();
         let waves = (0..count)
@@ -63,7 +65,12 @@ impl Model {
                 }
             })
             .collect();
+        // talk:end waves
         Model { res, seed, waves }
+    }
+
+    pub fn waves(&self) -> &[Wave] {
+        &self.waves
     }
 
     pub fn count(&self) -> usize {

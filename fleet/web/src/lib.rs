@@ -1,13 +1,110 @@
 //! The fleet page's wasm module: the same campaign as `fleet run`, on the browser's WebGPU
-//! adapter, reporting progress to the page and stopping when the page's cancel button asks.
+//! adapter, reporting progress to the page and stopping when the page's cancel button asks; the
+//! checked-in reports merged; and the walkthrough (`fleet.html?talk`) with the same live
+//! measurements as `fleet talk`'s window.
 
 #[cfg(target_arch = "wasm32")]
 mod web {
+    use std::cell::RefCell;
+
     use js_sys::Function;
     use kiln::{Gpu, GpuOptions};
+    use kiln_app::talk::KernelSource;
     use kiln_fleet::campaign;
     use kiln_fleet::report::Platform;
+    use kiln_fleet::talk::{self, CeilingMeter, Race};
     use wasm_bindgen::prelude::*;
+
+    thread_local! {
+        /// The walkthrough's device, opened once: its stages, ceilings and race share it.
+        static TALK_GPU: RefCell<Option<Gpu>> = const { RefCell::new(None) };
+    }
+
+    fn js(e: impl std::fmt::Display) -> JsValue {
+        JsValue::from_str(&e.to_string())
+    }
+
+    async fn talk_gpu() -> Result<Gpu, JsValue> {
+        if let Some(gpu) = TALK_GPU.with(|g| g.borrow().clone()) {
+            return Ok(gpu);
+        }
+        let gpu = Gpu::new(&GpuOptions::default()).await.map_err(js)?;
+        TALK_GPU.with(|g| *g.borrow_mut() = Some(gpu.clone()));
+        Ok(gpu)
+    }
+
+    /// This browser's adapter as the kernels see it, as JSON: `{profile, class, offered}` —
+    /// the device profile, its device class (the tuned table's key) and per kernel family the
+    /// variants offered here of all the family has.
+    #[wasm_bindgen]
+    pub async fn device() -> Result<String, JsValue> {
+        console_error_panic_hook::set_once();
+        let gpu = talk_gpu().await?;
+        serde_json::to_string(&serde_json::json!({
+            "profile": gpu.profile(),
+            "class": gpu.profile().class(),
+            "offered": talk::offered_all(&gpu).map_err(js)?,
+        }))
+        .map_err(js)
+    }
+
+    /// The walkthrough for this browser's adapter, as JSON: `{profile, class, offered, stages,
+    /// kernels, race}` — what `device` gives, the stage list (census, ceilings, variants racing,
+    /// the tuned choice), the kernel-source view of the variants the selector picks here for a
+    /// few ops, and the race before it starts (its case, racers and the selector's pick).
+    #[wasm_bindgen]
+    pub async fn walkthrough() -> Result<String, JsValue> {
+        console_error_panic_hook::set_once();
+        let gpu = talk_gpu().await?;
+        let meter = CeilingMeter::new(&gpu).map_err(js)?;
+        let race = Race::new(&gpu).map_err(js)?;
+        let stages = talk::stages(&gpu, &race, meter.choices()).map_err(js)?;
+        let picks = talk::selector_picks(&gpu, &race, meter.choices()).map_err(js)?;
+        let kernels = KernelSource::list(&gpu, &picks).map_err(js)?;
+        serde_json::to_string(&serde_json::json!({
+            "profile": gpu.profile(),
+            "class": gpu.profile().class(),
+            "offered": talk::offered_all(&gpu).map_err(js)?,
+            "stages": stages,
+            "kernels": kernels,
+            "race": race.view(),
+        }))
+        .map_err(js)
+    }
+
+    /// Measures the ceilings (copy bandwidth, FMA rate, dispatch latency) a sample at a time,
+    /// as `fleet talk` does: `progress(json)` hears the view after each sample; resolves to
+    /// the last view.
+    #[wasm_bindgen]
+    pub async fn measure_ceilings(progress: Function) -> Result<String, JsValue> {
+        console_error_panic_hook::set_once();
+        let gpu = talk_gpu().await?;
+        let mut meter = CeilingMeter::new(&gpu).map_err(js)?;
+        while meter.step().await.map_err(js)? {
+            let json = serde_json::to_string(&meter.view()).map_err(js)?;
+            let _ = progress.call1(&JsValue::NULL, &JsValue::from_str(&json));
+        }
+        serde_json::to_string(&meter.view()).map_err(js)
+    }
+
+    /// Races a few matmul variants (the selector's pick among them), each checked against the
+    /// CPU reference, then timed a sample at a time: `progress(json)` hears the view after
+    /// each step; resolves to the last view, with the fastest and whether the selector agrees.
+    #[wasm_bindgen]
+    pub async fn race(progress: Function) -> Result<String, JsValue> {
+        console_error_panic_hook::set_once();
+        let gpu = talk_gpu().await?;
+        let mut race = Race::new(&gpu).map_err(js)?;
+        let _ = progress.call1(
+            &JsValue::NULL,
+            &JsValue::from_str(&serde_json::to_string(&race.view()).map_err(js)?),
+        );
+        while race.step().await.map_err(js)? {
+            let json = serde_json::to_string(&race.view()).map_err(js)?;
+            let _ = progress.call1(&JsValue::NULL, &JsValue::from_str(&json));
+        }
+        serde_json::to_string(&race.view()).map_err(js)
+    }
 
     /// Runs the campaign and resolves to the report's JSON. `progress(json)` hears
     /// `{done, total, step}`; `cancelled()` is asked before each variant.

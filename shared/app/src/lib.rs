@@ -122,6 +122,11 @@ pub fn run<D: Demo>() {
 /// [`run`] with options the demo parsed itself (a demo with its own command line).
 pub fn run_with<D: Demo>(options: Options) {
     platform::init_logging();
+    // A browser without WebGPU gets no window: the page explains, and shows the CPU path where
+    // the demo offers one (site/src/loader.js).
+    if !platform::has_webgpu() {
+        return;
+    }
     if options.bench {
         headless::run::<D>(&options);
     } else {

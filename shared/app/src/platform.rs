@@ -99,6 +99,11 @@ mod imp {
         None
     }
 
+    /// Natively the adapter request decides (and says why when none fits).
+    pub fn has_webgpu() -> bool {
+        true
+    }
+
     /// Natively the window itself keeps the presenter's stage.
     pub fn talk_stage() -> Option<usize> {
         None
@@ -205,6 +210,13 @@ mod imp {
             talk: get("talk").is_some(),
             stage: number("stage"),
         }
+    }
+
+    /// Whether the browser has WebGPU at all (`navigator.gpu`).
+    pub fn has_webgpu() -> bool {
+        js_sys::Reflect::get(&js_sys::global(), &"navigator".into())
+            .and_then(|navigator| js_sys::Reflect::get(&navigator, &"gpu".into()))
+            .is_ok_and(|gpu| !gpu.is_undefined() && !gpu.is_null())
     }
 
     /// The stage the page's presenter mode shows (site/src/talk.js keeps it in

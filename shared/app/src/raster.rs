@@ -34,8 +34,8 @@ impl Bitmap {
 
     /// Draws one character cell (8 × 8 font pixels, `scale` screen pixels each) at (x, y).
     pub fn glyph(&mut self, x: usize, y: usize, ch: char, scale: usize, colour: Rgba) {
-        let glyph = font8x8::BASIC_FONTS
-            .get(ch)
+        let glyph = extra_glyph(ch)
+            .or_else(|| font8x8::BASIC_FONTS.get(ch))
             .or_else(|| font8x8::LATIN_FONTS.get(ch))
             .or_else(|| font8x8::BOX_FONTS.get(ch))
             .or_else(|| font8x8::GREEK_FONTS.get(ch))
@@ -58,6 +58,18 @@ impl Bitmap {
             at += 8 * scale;
         }
         at
+    }
+}
+
+/// Characters the panels use that font8x8 lacks (bit x of row y is pixel x).
+fn extra_glyph(ch: char) -> Option<[u8; 8]> {
+    match ch {
+        '…' => Some([0, 0, 0, 0, 0, 0, 0x92, 0]),
+        '→' => Some([0, 0x10, 0x30, 0x7F, 0x7F, 0x30, 0x10, 0]),
+        '←' => Some([0, 0x04, 0x06, 0x7F, 0x7F, 0x06, 0x04, 0]),
+        '–' => Some([0, 0, 0, 0x3E, 0, 0, 0, 0]),
+        '²' => Some([0x0E, 0x08, 0x04, 0x02, 0x0E, 0, 0, 0]),
+        _ => None,
     }
 }
 

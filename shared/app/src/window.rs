@@ -421,7 +421,13 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
                 }
                 self.update_hud();
             }
-            WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
+            // A synthetic press is winit replaying a key held while the window gained focus:
+            // counting it would press the key twice.
+            WindowEvent::KeyboardInput {
+                event,
+                is_synthetic: false,
+                ..
+            } if event.state == ElementState::Pressed => {
                 let key = match &event.logical_key {
                     Key::Named(NamedKey::Space) => "space".to_string(),
                     Key::Named(NamedKey::ArrowLeft) => "left".to_string(),
@@ -445,6 +451,10 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
                 if let Some(state) = &mut self.state
                     && let Some(talk) = &mut state.talk
                 {
+                    // A held key steps through one stage, not many.
+                    if event.repeat {
+                        return;
+                    }
                     match talk.key(&key) {
                         Nav::Moved => {
                             state.demo.show_stage(talk.stage());

@@ -1,5 +1,4 @@
-//! `fleet`: run the campaign on this machine's GPU, validate reports, merge them into the tuned
-//! table, and show them.
+//! The `fleet` command line.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +8,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use kiln::{Gpu, GpuOptions, TunedTable};
 use kiln_fleet::{FleetError, Report, Result, campaign, merge, show};
+
+use crate::presenter::FleetTalk;
 
 #[derive(Parser)]
 #[command(name = "fleet", version, about = "Kiln's fleet benchmark")]
@@ -46,11 +47,46 @@ enum Command {
     },
     /// Print reports and the table merging them would give.
     Show { reports: Vec<PathBuf> },
+    /// Presenter mode: a 1280×720 window that walks through the fleet on this device (census,
+    /// ceilings, variants racing, the tuned choice), measured live. →/space next, ← back.
+    Talk {
+        /// The stage to start at (1-based).
+        #[arg(long)]
+        stage: Option<usize>,
+        /// No window: time the raced matmul (the selector's pick) against the CPU reference.
+        #[arg(long)]
+        bench: bool,
+        /// Runs per path for --bench.
+        #[arg(long, default_value_t = 10)]
+        frames: usize,
+        /// Print the --bench report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::Talk {
+        stage,
+        bench,
+        frames,
+        json,
+    } = cli.command
+    {
+        // The window runs its own event loop (and logger): not inside the async runner.
+        kiln_app::run_with::<FleetTalk>(kiln_app::Options {
+            talk: true,
+            stage,
+            bench,
+            frames,
+            json,
+            ..Default::default()
+        });
+        return ExitCode::SUCCESS;
+    }
     env_logger::init();
-    match pollster::block_on(run(Cli::parse())) {
+    match pollster::block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fleet: error: {e}");
@@ -168,6 +204,9 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{}: {} entries", out.display(), table.entries.len());
             Ok(())
         }
+        Command::Talk { .. } => Err(FleetError::Usage(
+            "fleet talk opens a window: it does not run here".into(),
+        )),
         Command::Show { reports } => {
             let loaded = read_all(&reports)?;
             for r in &loaded {

@@ -1,0 +1,108 @@
+//! The browser's CPU fallback: without WebGPU there is no window to open (kiln-app's `run` returns), and
+//! the page (site/src/attention.js) draws this export's heatmaps into a 2D canvas: the same
+//! encoder on kiln's CPU loops, in this WebAssembly module, on one thread.
+
+use attention::demo::{cpu_forward, encode, pick_model};
+use attention::encoder;
+use attention::heatmap;
+use attention::model::Model;
+use attention::tokenizer::Tokenizer;
+use wasm_bindgen::prelude::*;
+
+fn js(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+/// The encoder on the CPU path and the demo's heatmap view, for a page without WebGPU.
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct CpuAttention {
+    model: Model,
+    tokenizer: Tokenizer,
+    /// The tokens of the text drawn last, space-separated.
+    tokens: String,
+}
+
+#[wasm_bindgen]
+impl CpuAttention {
+    /// The built-in weights when `synthetic`, else the model the page fetched before starting
+    /// the module (`window.kilnModel`), else the built-in weights.
+    #[wasm_bindgen(constructor)]
+    pub fn new(synthetic: bool) -> Result<CpuAttention, JsError> {
+        let model = pick_model(synthetic.then_some("synthetic")).map_err(js)?;
+        Ok(CpuAttention {
+            tokenizer: Tokenizer::new(&model.vocab).map_err(js)?,
+            model,
+            tokens: String::new(),
+        })
+    }
+
+    /// Runs the encoder on the CPU path for `text` and draws head `head` of layer `layer` (both
+    /// wrap around) with the tokens on both axes: RGBA8 bytes, `width` × `height`.
+    pub fn draw(&mut self, text: &str, layer: usize, head: usize) -> Result<Vec<u8>, JsError> {
+        let tokens = encode(&self.model, &self.tokenizer, text).map_err(js)?;
+        let f = cpu_forward(&self.model, &tokens.ids).map_err(js)?;
+        let c = &self.model.config;
+        let (layer, head) = (
+            layer % c.num_hidden_layers.max(1),
+            head % c.num_attention_heads.max(1),
+        );
+        let n = tokens.ids.len();
+        let probs = f.probs.get(layer).map_or(&[][..], |p| &p.data[..]);
+        let one = probs.get(head * n * n..(head + 1) * n * n).unwrap_or(&[]);
+        let title = format!(
+            "layer {} of {}, head {} of {} (CPU path)",
+            layer + 1,
+            c.num_hidden_layers,
+            head + 1,
+            c.num_attention_heads
+        );
+        let img = heatmap::view(&tokens.tokens, one, &title, None, &encoder::source_lines());
+        self.tokens = tokens.tokens.join(" ");
+        Ok(img.rgba())
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn width(&self) -> usize {
+        heatmap::WIDTH
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn height(&self) -> usize {
+        heatmap::HEIGHT
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn layers(&self) -> usize {
+        self.model.config.num_hidden_layers
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn heads(&self) -> usize {
+        self.model.config.num_attention_heads
+    }
+
+    /// The tokens of the text drawn last.
+    #[wasm_bindgen(getter)]
+    pub fn tokens(&self) -> String {
+        self.tokens.clone()
+    }
+
+    /// The weights, in words.
+    #[wasm_bindgen(getter)]
+    pub fn weights(&self) -> String {
+        let c = &self.model.config;
+        format!(
+            "{}{}: {} layers, {} heads, hidden {}",
+            if self.model.synthetic {
+                "SYNTHETIC, "
+            } else {
+                ""
+            },
+            self.model.source,
+            c.num_hidden_layers,
+            c.num_attention_heads,
+            c.hidden_size
+        )
+    }
+}

@@ -1,0 +1,86 @@
+// The attention page's fallback: in a browser without WebGPU, loader.js hands over to
+// window.kilnWithoutWebGPU, which explains (kiln.noWebGPU) and runs the CPU path instead — the
+// same encoder on kiln's CPU loops, in the demo's WebAssembly (CpuAttention, demos/attention/
+// src/web.rs), on one thread — drawing its heatmap into the canvas as image data, again
+// whenever the text changes. The page is never blank.
+
+// The page's model, when the site carries it (as loader.js fetches it for the GPU path).
+async function fetchModel(dir) {
+  const head = await fetch(`${dir}/config.json`).catch(() => null);
+  if (!head || !head.ok) return false;
+  const files = {};
+  for (const name of ['config.json', 'model.safetensors', 'vocab.txt']) {
+    const r = await fetch(`${dir}/${name}`);
+    if (!r.ok) throw new Error(`${dir}/${name}: HTTP ${r.status}`);
+    files[name] = new Uint8Array(await r.arrayBuffer());
+  }
+  window.kilnModel = { source: dir, ...files };
+  return true;
+}
+
+window.kilnWithoutWebGPU = async (demo) => {
+  window.kiln.noWebGPU('This browser has no WebGPU.',
+    'Below, the attention weights come from the CPU path instead: the same encoder, run by ' +
+    'this page\'s WebAssembly on one thread, no GPU.');
+  const hud = document.getElementById('hud');
+  const canvas = document.getElementById('canvas');
+  const field = document.getElementById('text');
+  const note = document.getElementById('weights');
+  try {
+    const params = new URLSearchParams(location.search);
+    if (params.has('text')) field.value = params.get('text');
+    const synthetic = params.get('model') === 'synthetic';
+    const dir = document.querySelector('script[data-model]')?.dataset.model;
+    if (!synthetic && dir) {
+      note.textContent = `downloading ${dir}…`;
+      if (!(await fetchModel(dir))) note.textContent = 'built-in synthetic weights (this site was built without the model)';
+    } else if (synthetic) {
+      note.textContent = 'built-in synthetic weights (asked for in the URL)';
+    }
+    const module = await import(`./${demo}/${demo}.js`);
+    // Starts the module; without WebGPU the demo's main opens no window and returns.
+    await module.default();
+    const view = new module.CpuAttention(synthetic);
+    if (!synthetic && window.kilnModel) note.textContent = window.kilnModel.source;
+    canvas.width = view.width;
+    canvas.height = view.height;
+    canvas.dataset.path = 'cpu';
+    canvas.setAttribute('aria-label', 'attention heatmap drawn by the CPU path (this browser has no WebGPU); arrow keys choose layer and head');
+    const ctx = canvas.getContext('2d');
+    let layer = 0;
+    let head = 0;
+    const draw = () => {
+      const start = performance.now();
+      try {
+        const rgba = view.draw(field.value, layer, head);
+        const ms = performance.now() - start;
+        const pixels = new Uint8ClampedArray(rgba.buffer, rgba.byteOffset, rgba.length);
+        ctx.putImageData(new ImageData(pixels, view.width, view.height), 0, 0);
+        canvas.dataset.drawn = String(Number(canvas.dataset.drawn ?? 0) + 1);
+        hud.textContent = 'drawing: CPU path (no WebGPU)\n' +
+          `weights: ${view.weights}\n` +
+          `tokens: ${view.tokens}\n` +
+          `layer ${layer + 1}/${view.layers}, head ${head + 1}/${view.heads} (arrow keys)\n` +
+          `${ms.toFixed(1)} ms for the forward pass and the picture (wall clock; this page's WebAssembly, one thread)`;
+      } catch (e) {
+        hud.textContent = `drawing: CPU path (no WebGPU)\nerror: ${e}`;
+      }
+    };
+    field.addEventListener('input', draw);
+    // The page's layer and head buttons press these keys on the canvas (loader.js).
+    canvas.addEventListener('keydown', (e) => {
+      const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+      const move = moves[e.key];
+      if (!move) return;
+      e.preventDefault();
+      layer = (layer + move[0] + view.layers) % view.layers;
+      head = (head + move[1] + view.heads) % view.heads;
+      draw();
+    });
+    draw();
+  } catch (e) {
+    hud.textContent = 'not running';
+    const error = document.getElementById('error');
+    error.textContent += ` The CPU path could not start either: ${e}`;
+  }
+};

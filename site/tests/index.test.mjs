@@ -1,0 +1,111 @@
+// The index in headless Chromium (WebGPU on SwiftShader) at 1280×720: the device panel shows the
+// adapter the kernels are rendered for; each of the four demo cards links to its page and its
+// walkthrough and holds a live thumbnail (the walkthrough embedded, lazy, out of the pointer's
+// way) that draws real pixels; the console stays clean; without WebGPU the page explains it and
+// is not blank. Needs the whole site built (scripts/build-site.sh).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { useSite } from './browser.mjs';
+
+const site = useSite('fleet/fleet_web_bg.wasm');
+const DEMOS = ['waves', 'attention', 'flash', 'fleet'];
+
+// Mean and spread of a PNG's grey levels, decoded by the browser itself, and the share of its
+// pixels that stand out from the page's background (a frame of headings alone has few).
+async function pixelStats(page, png) {
+  return page.evaluate(async (b64) => {
+    const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
+    const bitmap = await createImageBitmap(blob);
+    const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
+    ctx.drawImage(bitmap, 0, 0);
+    const { data } = ctx.getImageData(0, 0, bitmap.width, bitmap.height);
+    let sum = 0, sq = 0, n = 0, lit = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      const v = (data[i] + data[i + 1] + data[i + 2]) / (3 * 255);
+      sum += v; sq += v * v; n++;
+      if (Math.abs(data[i] - 13) + Math.abs(data[i + 1] - 13) + Math.abs(data[i + 2] - 18) > 60) lit++;
+    }
+    const mean = sum / n;
+    return { mean, std: Math.sqrt(Math.max(0, sq / n - mean * mean)), lit: lit / n };
+  }, png.toString('base64'));
+}
+
+test('the index shows this device and four live demo cards with walkthrough links', async () => {
+  const { page, errors } = await site.open('/index.html');
+  assert.equal(await page.locator('h1').textContent(), 'Kiln');
+  await page.waitForSelector('#device-panel[data-ready]', { timeout: 60000 });
+  const panel = await page.textContent('#device-panel');
+  console.log(`device: ${panel.slice(0, 120)}`);
+  assert.match(await page.textContent('#device-panel .device-name'), /\S/);
+  assert.match(panel, /webgpu · .* device class webgpu\//);
+  assert.equal(await page.locator('#device-panel .chips li').count(), 4);
+  assert.equal(await page.locator('#device-panel table.limits:not(.offered) tr').count(), 5);
+  assert.equal(await page.isVisible('#error'), false);
+
+  const cards = await page.$$eval('.card', (list) => list.map((c) => ({
+    demo: c.dataset.demo,
+    heading: c.querySelector('h3 a')?.getAttribute('href'),
+    walkthrough: [...c.querySelectorAll('a')].find((a) => a.textContent === 'Walkthrough')?.getAttribute('href'),
+    frame: c.querySelector('iframe') && {
+      src: c.querySelector('iframe').getAttribute('src'),
+      title: c.querySelector('iframe').title,
+      loading: c.querySelector('iframe').getAttribute('loading'),
+      pointer: getComputedStyle(c.querySelector('iframe')).pointerEvents,
+    },
+  })));
+  assert.deepEqual(cards.map((c) => c.demo), DEMOS);
+  for (const c of cards) {
+    assert.equal(c.heading, `${c.demo}.html`);
+    assert.equal(c.walkthrough, `${c.demo}.html?talk`);
+    assert.match(c.frame.src, new RegExp(`^${c.demo}\\.html\\?talk&stage=\\d&embed$`));
+    assert.ok(c.frame.title.length > 10, c.frame.title);
+    assert.equal(c.frame.loading, 'lazy');
+    assert.equal(c.frame.pointer, 'none');
+  }
+  // The card is one link: a click on its thumbnail opens the demo.
+  const box = await page.locator('.card[data-demo="fleet"] .thumb').boundingBox();
+  assert.ok(box.width > 150 && box.height > 80, `thumbnail ${JSON.stringify(box)}`);
+
+  // Each thumbnail draws its walkthrough's visual: real pixels, not a blank frame or a frame
+  // of headings (the four run at once on one software adapter: the slowest takes a while).
+  const drawn = (s) => s.std > 0.05 && s.lit > 0.05;
+  for (const demo of DEMOS) {
+    const thumb = page.locator(`.card[data-demo="${demo}"] .thumb`);
+    await thumb.scrollIntoViewIfNeeded();
+    const frame = page.frameLocator(`.card[data-demo="${demo}"] iframe`);
+    await frame.locator('#talk[data-ready]').waitFor({ state: 'attached', timeout: 120000 });
+    let stats;
+    const began = Date.now();
+    do {
+      await page.waitForTimeout(1000);
+      stats = await pixelStats(page, await thumb.screenshot());
+    } while (!drawn(stats) && Date.now() - began < 180000);
+    console.log(`${demo} thumbnail: mean ${stats.mean.toFixed(3)}, spread ${stats.std.toFixed(3)}, ` +
+      `${(100 * stats.lit).toFixed(1)} % lit after ${((Date.now() - began) / 1000).toFixed(0)} s`);
+    assert.ok(drawn(stats), `${demo}: a blank thumbnail (${JSON.stringify(stats)})`);
+    const hidden = await frame.locator('#talk').evaluate((t) => getComputedStyle(t).display);
+    assert.equal(hidden, 'none', `${demo}: the embedded walkthrough shows its panel`);
+  }
+  // The fleet's thumbnail is the race itself, measured in the card.
+  await page.frameLocator('.card[data-demo="fleet"] iframe').locator('#race[data-samples]')
+    .waitFor({ state: 'attached', timeout: 120000 });
+  await page.click('.card[data-demo="fleet"] .thumb', { force: true });
+  await page.waitForURL(/\/fleet\.html$/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('without WebGPU the index explains it and keeps its cards', async () => {
+  const { page } = await site.open('/index.html');
+  await page.addInitScript(() => { delete Navigator.prototype.gpu; });
+  await page.reload();
+  await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
+  assert.match(await page.textContent('#error'), /no WebGPU/);
+  assert.equal(await page.getAttribute('body', 'data-webgpu'), 'missing');
+  assert.equal(await page.locator('.card iframe').count(), 0, 'no blank embedded demos');
+  const cards = await page.$$eval('.card', (c) => c.map((x) => x.innerText));
+  assert.equal(cards.length, 4);
+  assert.ok(cards.every((t) => /Walkthrough/.test(t) && /needs it/.test(t)), cards.join(' | '));
+  await page.close();
+});
