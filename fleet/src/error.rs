@@ -22,3 +22,17 @@ pub enum FleetError {
 }
 
 pub type Result<T> = std::result::Result<T, FleetError>;
+
+/// Back to kiln's error where a kiln interface asks for one (the `fleet talk` window is a
+/// `kiln_app::Demo`): a kiln error as it was, anything else as an invalid argument of "fleet".
+impl From<FleetError> for kiln::Error {
+    fn from(e: FleetError) -> kiln::Error {
+        match e {
+            FleetError::Kiln(e) => e,
+            other => kiln::Error::InvalidArgument {
+                op: "fleet",
+                detail: other.to_string(),
+            },
+        }
+    }
+}

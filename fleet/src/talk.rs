@@ -3,7 +3,7 @@
 //! step at a time so that a window or a page can draw between steps. The native window
 //! (`fleet talk`, `crate::presenter`) and the page (fleet-web's exports) share all of it.
 
-use kiln::bench::{self, Clock};
+use kiln::bench::{self, Clock, median};
 use kiln::contract::Param;
 use kiln::cpu::{self, Array};
 use kiln::{Choice, DType, Dispatch, Gpu, Reason, Tensor, ops};
@@ -13,7 +13,7 @@ use serde::Serialize;
 use web_time::Instant;
 
 use crate::campaign::CeilingKernels;
-use crate::error::{FleetError, Result};
+use crate::error::Result;
 
 /// How many variants race (the selector's pick among them).
 const RACERS: usize = 6;
@@ -27,17 +27,6 @@ const MOST_RUNS: usize = 512;
 /// Whether the adapter is a CPU running the GPU's work (lavapipe, SwiftShader): sizes shrink.
 fn software(gpu: &Gpu) -> bool {
     gpu.profile().device_type == "cpu"
-}
-
-/// The median of samples (None for none).
-fn median(samples: &[f64]) -> Option<f64> {
-    let mut s = samples.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(s[n / 2]),
-        n => Some((s[n / 2 - 1] + s[n / 2]) / 2.0),
-    }
 }
 
 /// Timed samples of one piece of work on the wall clock: `runs` runs in one submission, waited
@@ -497,18 +486,17 @@ impl Race {
         );
         let (a_cpu, b_cpu, want) = (self.a_cpu.clone(), self.b_cpu.clone(), self.want.clone());
         async move {
-            let unwrap = |e: FleetError| match e {
-                FleetError::Kiln(e) => e,
-                other => kiln::Error::InvalidArgument {
-                    op: "fleet",
-                    detail: other.to_string(),
-                },
-            };
             let (dispatch, choice) = ops::matmul::plan(&a, &b, &c, None)?;
             let mut sampler = Sampler::new();
-            sampler.calibrate(&gpu, &dispatch).await.map_err(unwrap)?;
+            sampler
+                .calibrate(&gpu, &dispatch)
+                .await
+                .map_err(kiln::Error::from)?;
             for _ in 0..repeats.max(1) {
-                sampler.sample(&gpu, &dispatch).await.map_err(unwrap)?;
+                sampler
+                    .sample(&gpu, &dispatch)
+                    .await
+                    .map_err(kiln::Error::from)?;
             }
             let runs = sampler.runs;
             let gpu_t = bench::Timing::from_samples(Clock::WallClock, 1, sampler.samples_ms)?;

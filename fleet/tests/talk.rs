@@ -7,59 +7,18 @@
 #[path = "../../shared/testing/x11.rs"]
 mod x11;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use x11::{differing_pixels, screenshot, start, stat, wait_for_picture, xvfb};
+use x11::{crop, differing_pixels, focus, key, screenshot, start, stat, wait_for_picture, xvfb};
 
 const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
 
-/// A region of a screenshot, as its own file: the visual (left 44 %) or the panel's top.
-fn crop(from: &Path, geometry: &str, to: &Path) -> PathBuf {
-    let ok = Command::new("convert")
-        .args([
-            from.to_str().unwrap(),
-            "-crop",
-            geometry,
-            "+repage",
-            to.to_str().unwrap(),
-        ])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "convert could not crop {}", from.display());
-    to.to_path_buf()
-}
-
-const VISUAL: &str = "560x720+0+0";
+const VISUAL: &str = x11::TALK_VISUAL;
 /// The panel's counter and title (the rates footer changes on its own).
-const HEADING: &str = "700x160+570+0";
-
-fn xdotool(display: &str, args: &[&str]) {
-    let ok = Command::new("xdotool")
-        .args(args)
-        .env("DISPLAY", display)
-        .status()
-        .expect("xdotool is needed for the window test (scripts/test.sh installs it)")
-        .success();
-    assert!(ok, "xdotool {args:?} failed");
-}
-
-/// Gives the window the keyboard (Xvfb has no window manager to do it). On its own: chained
-/// with `key`, the first key arrives twice.
-fn focus(display: &str) {
-    xdotool(
-        display,
-        &["search", "--sync", "--name", "fleet", "windowfocus"],
-    );
-    sleep(Duration::from_millis(300));
-}
-
-fn key(display: &str, key: &str) {
-    xdotool(display, &["key", key]);
-}
+const HEADING: &str = x11::TALK_HEADING;
 
 #[test]
 fn talk_window_walks_through_four_live_stages() {
@@ -74,7 +33,7 @@ fn talk_window_walks_through_four_live_stages() {
         path
     };
     wait_for_picture(&mut talk, display, &dir.join("first.png"));
-    focus(display);
+    focus(display, "fleet");
     // Let the census's bars grow in.
     sleep(Duration::from_secs(2));
     let mut stages = vec![shot("stage1")];

@@ -54,6 +54,18 @@ pub struct Timing {
     pub max_ms: f64,
 }
 
+/// The median of samples (the mean of the middle two for an even count); `None` for none.
+pub fn median(samples: &[f64]) -> Option<f64> {
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    let mid = s.len() / 2;
+    match s.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(s[mid]),
+        _ => Some((s[mid - 1] + s[mid]) / 2.0),
+    }
+}
+
 impl Timing {
     /// Summarises samples (at least one).
     pub fn from_samples(clock: Clock, warmup: usize, samples_ms: Vec<f64>) -> Result<Timing> {
@@ -71,12 +83,7 @@ impl Timing {
         }
         let mut sorted = samples_ms.clone();
         sorted.sort_by(f64::total_cmp);
-        let mid = sorted.len() / 2;
-        let median_ms = if sorted.len() % 2 == 1 {
-            sorted[mid]
-        } else {
-            (sorted[mid - 1] + sorted[mid]) / 2.0
-        };
+        let median_ms = median(&sorted).unwrap_or(0.0);
         Ok(Timing {
             clock,
             warmup,

@@ -34,10 +34,16 @@ pub fn stat(path: &Path, expr: &str) -> f64 {
         .args([path.to_str().unwrap(), "-format", expr, "info:"])
         .output()
         .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0.0)
+    let text = String::from_utf8_lossy(&out.stdout);
+    // A statistic that does not parse would pass any bound: fail instead.
+    text.trim().parse().unwrap_or_else(|_| {
+        panic!(
+            "convert {expr} on {}: {:?} {}",
+            path.display(),
+            text,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
 }
 
 pub fn differing_pixels(a: &Path, b: &Path) -> u64 {
@@ -51,11 +57,15 @@ pub fn differing_pixels(a: &Path, b: &Path) -> u64 {
         ])
         .output()
         .unwrap();
-    // `compare` prints the count on stderr (and exits 1 when the images differ).
-    String::from_utf8_lossy(&out.stderr)
-        .trim()
-        .parse::<f64>()
-        .unwrap_or(0.0) as u64
+    // `compare` prints the count on stderr (and exits 1 when the images differ); ImageMagick 7
+    // adds the fraction in brackets. Output that does not parse (images of different sizes)
+    // must not read as "no difference".
+    let text = String::from_utf8_lossy(&out.stderr);
+    let count = text
+        .split_whitespace()
+        .next()
+        .and_then(|t| t.parse::<f64>().ok());
+    count.unwrap_or_else(|| panic!("compare {} {}: {text:?}", a.display(), b.display())) as u64
 }
 
 /// Starts Xvfb on `display` with a `size` screen ("1024x1024x24").
@@ -101,4 +111,51 @@ pub fn wait_for_picture(demo: &mut Killed, display: &str, path: &Path) {
         );
         sleep(Duration::from_millis(500));
     }
+}
+
+/// Presenter mode's window (`--talk`, 1280×720, kiln-app's layout): the live visual is the left
+/// 564 pixels, the panel the rest; its counter and title are at the panel's top.
+pub const TALK_VISUAL: &str = "564x720+0+0";
+pub const TALK_HEADING: &str = "700x160+570+0";
+
+/// A region (ImageMagick geometry `WxH+X+Y`) of an image, written to `to`.
+pub fn crop(from: &Path, geometry: &str, to: &Path) -> std::path::PathBuf {
+    let ok = Command::new("convert")
+        .args([
+            from.to_str().unwrap(),
+            "-crop",
+            geometry,
+            "+repage",
+            to.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "convert could not crop {}", from.display());
+    to.to_path_buf()
+}
+
+fn xdotool(display: &str, args: &[&str]) {
+    let ok = Command::new("xdotool")
+        .args(args)
+        .env("DISPLAY", display)
+        .status()
+        .expect("xdotool is needed for the window tests (scripts/test.sh installs it)")
+        .success();
+    assert!(ok, "xdotool {args:?} failed");
+}
+
+/// Gives the window whose title contains `name` the keyboard (Xvfb has no window manager to do
+/// it). Once, before the first key.
+pub fn focus(display: &str, name: &str) {
+    xdotool(
+        display,
+        &["search", "--sync", "--name", name, "windowfocus", "--sync"],
+    );
+    sleep(Duration::from_millis(400));
+}
+
+/// Presses `key` (an X key name: Right, Home, 3) in the focused window.
+pub fn key(display: &str, key: &str) {
+    xdotool(display, &["key", key]);
 }

@@ -18,8 +18,8 @@ async function fetchModel(dir) {
   return true;
 }
 
-window.kilnWithoutWebGPU = async (demo) => {
-  window.kiln.noWebGPU('This browser has no WebGPU.',
+window.kilnWithoutWebGPU = async (demo, missing = 'This browser has no WebGPU.') => {
+  window.kiln.noWebGPU(missing,
     'Below, the attention weights come from the CPU path instead: the same encoder, run by ' +
     'this page\'s WebAssembly on one thread, no GPU.');
   const hud = document.getElementById('hud');

@@ -4,12 +4,7 @@
 // offered. `info` is the fleet-web wasm's `device()` or `walkthrough()` JSON:
 // { profile: DeviceProfile, class, offered: [{ family, here, all }] }.
 
-const el = (tag, attrs = {}, ...children) => {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  e.append(...children); // text nodes, never markup: adapter names are data
-  return e;
-};
+import { el } from './talk.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

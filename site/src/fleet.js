@@ -265,7 +265,15 @@ async function main() {
     }
   });
 
-  async function run() {
+  // One measurement at a time on the device: the campaign waits for the walkthrough's ceilings
+  // or race, and they for it, so no report is timed beside other work.
+  function run() {
+    $('run').disabled = true;
+    const job = queue.then(campaign);
+    queue = job.catch(() => {});
+    return job;
+  }
+  async function campaign() {
     cancelled = false;
     $('run').disabled = true;
     $('cancel').disabled = false;

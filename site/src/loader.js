@@ -42,12 +42,20 @@ async function fetchModel(dir) {
   if (note) note.textContent = dir;
 }
 
-if (!navigator.gpu && window.kilnWithoutWebGPU) {
-  // The page draws something else instead (the waves page: its CPU path) and explains.
-  window.kilnWithoutWebGPU(demo);
-} else if (!navigator.gpu) {
-  fail('This browser has no WebGPU. Use a current Chrome or Edge, Safari 26, or Firefox 141+ ' +
-       '(on Linux, Chrome needs --enable-unsafe-webgpu).');
+// A browser may have WebGPU and still offer no adapter (no usable GPU, or WebGPU blocked for it):
+// the page treats both alike.
+let missing = null;
+if (!navigator.gpu) missing = 'This browser has no WebGPU.';
+else if (!(await navigator.gpu.requestAdapter().catch(() => null))) {
+  missing = 'This browser has WebGPU but offers no adapter (no usable GPU, or WebGPU is blocked for it).';
+}
+if (missing && window.kilnWithoutWebGPU) {
+  // The page draws its CPU path instead, and explains.
+  window.kilnWithoutWebGPU(demo, missing);
+} else if (missing) {
+  window.kiln.noWebGPU(missing, '');
+  const hud = document.getElementById('hud');
+  if (hud) hud.textContent = 'not running';
 } else {
   try {
     const params = new URLSearchParams(location.search);

@@ -21,7 +21,8 @@ const listeners = [];
 let stages = [];
 let current = Math.max(0, (parseInt(params.get('stage') ?? '1', 10) || 1) - 1);
 
-const el = (tag, attrs = {}, ...children) => {
+// An element with attributes and children (text nodes, never markup: names are data).
+export const el = (tag, attrs = {}, ...children) => {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   e.append(...children);
@@ -56,7 +57,7 @@ function buildPanel() {
     el('p', { id: 'talk-text' }, 'The demo publishes its stages once its GPU device is ready.'),
     el('p', { id: 'talk-caption', class: 'muted' }, ''),
     el('div', { id: 'talk-code' }),
-    el('p', { class: 'talk-keys muted' }, '→ or space: next · ←: back · Home: first · F: full screen · 1–9: jump'));
+    el('p', { class: 'talk-keys muted' }, '→ or space: next · ←: back · Home: first · F: full screen · 1–9, 0: jump'));
   const visuals = el('div', { id: 'talk-visuals' });
   for (const v of document.querySelectorAll('[data-talk-visual]')) visuals.append(v);
   const layout = el('div', { id: 'talk-layout' }, visuals, panel);
@@ -102,7 +103,8 @@ function go(index) {
 }
 
 function onKey(e) {
-  if (e.altKey || e.ctrlKey || e.metaKey) return;
+  // Until the stages arrive (or without WebGPU, when they never do) the page keeps its keys.
+  if (e.altKey || e.ctrlKey || e.metaKey || !stages.length) return;
   const t = e.target;
   if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT')) return;
   let handled = true;
@@ -116,8 +118,11 @@ function onKey(e) {
       else document.documentElement.requestFullscreen?.().catch(() => {});
       break;
     default:
-      if (/^[1-9]$/.test(e.key) && Number(e.key) <= stages.length) go(Number(e.key) - 1);
-      else handled = false;
+      // 1–9 jump to that stage, 0 to the tenth; a digit past the end stays.
+      if (/^[0-9]$/.test(e.key)) {
+        const n = e.key === '0' ? 10 : Number(e.key);
+        if (n <= stages.length) go(n - 1);
+      } else handled = false;
   }
   // The demo's own canvas must not see the presenter's keys too.
   if (handled) { e.preventDefault(); e.stopImmediatePropagation(); }

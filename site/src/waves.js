@@ -9,8 +9,8 @@ const WAVES = 128;
 const SIZE = 256;
 const SEED = 1;
 
-window.kilnWithoutWebGPU = async (demo) => {
-  window.kiln.noWebGPU('This browser has no WebGPU.',
+window.kilnWithoutWebGPU = async (demo, missing = 'This browser has no WebGPU.') => {
+  window.kiln.noWebGPU(missing,
     'Below, the waves come from the CPU path instead: the same frame, computed by this page\'s ' +
     'WebAssembly on one thread, no GPU.');
   const hud = document.getElementById('hud');

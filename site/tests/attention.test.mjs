@@ -6,56 +6,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { useSite } from './browser.mjs';
+import { changedShare, pixelStats, useSite } from './browser.mjs';
 
 const site = useSite('attention/attention_bg.wasm');
 
 const hud = (page) => page.textContent('#hud');
-
-// Statistics of a PNG screenshot, decoded by the browser in `page`: the spread and mean of its
-// grey levels (0..1) and its number of distinct colours.
-async function pixelStats(page, png) {
-  return page.evaluate(async (b64) => {
-    const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
-    const bitmap = await createImageBitmap(blob);
-    const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
-    ctx.drawImage(bitmap, 0, 0);
-    const { data } = ctx.getImageData(0, 0, bitmap.width, bitmap.height);
-    let sum = 0;
-    let sq = 0;
-    const colours = new Set();
-    for (let i = 0; i < data.length; i += 4) {
-      const v = (data[i] + data[i + 1] + data[i + 2]) / (3 * 255);
-      sum += v;
-      sq += v * v;
-      colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
-    }
-    const n = data.length / 4;
-    const mean = sum / n;
-    return { mean, std: Math.sqrt(Math.max(0, sq / n - mean * mean)), colours: colours.size };
-  }, png.toString('base64'));
-}
-
-// The share of pixels (0..1) that differ by more than a little between two PNG screenshots of
-// the same size.
-async function changedShare(page, a, b) {
-  return page.evaluate(async ([x, y]) => {
-    const read = async (b64) => {
-      const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
-      const bitmap = await createImageBitmap(blob);
-      const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
-      ctx.drawImage(bitmap, 0, 0);
-      return ctx.getImageData(0, 0, bitmap.width, bitmap.height).data;
-    };
-    const [p, q] = [await read(x), await read(y)];
-    if (p.length !== q.length) return 1;
-    let changed = 0;
-    for (let i = 0; i < p.length; i += 4) {
-      if (Math.abs(p[i] - q[i]) + Math.abs(p[i + 1] - q[i + 1]) + Math.abs(p[i + 2] - q[i + 2]) > 24) changed++;
-    }
-    return changed / (p.length / 4);
-  }, [a.toString('base64'), b.toString('base64')]);
-}
 
 // Colour variety in the canvas's right half (the heatmap), decoded by the browser.
 async function heatmapColours(page) {
@@ -153,7 +108,7 @@ test('the walkthrough steps through ten live stages at 1280×720', async () => {
     await page.waitForTimeout(1500);
     const shot = await canvas.screenshot();
     const stats = await pixelStats(decoder, shot);
-    const changed = previous ? await changedShare(decoder, previous, shot) : 1;
+    const changed = previous ? await changedShare(decoder, previous, shot, 24) : 1;
     console.log(`stage ${k}: spread ${stats.std.toFixed(3)}, ${stats.colours} colours, ` +
       `${(100 * changed).toFixed(1)} % differs from the previous stage`);
     assert.ok(stats.std > 0.05 && stats.colours > 8, `stage ${k}: no real content ${JSON.stringify(stats)}`);
@@ -162,7 +117,7 @@ test('the walkthrough steps through ten live stages at 1280×720', async () => {
   }
   // A still tensor is still live: the lit row moves on.
   await page.waitForTimeout(1200);
-  const live = await changedShare(decoder, previous, await canvas.screenshot());
+  const live = await changedShare(decoder, previous, await canvas.screenshot(), 24);
   console.log(`stage 10 after 1.2 s: ${(100 * live).toFixed(2)} % changed`);
   assert.ok(live > 0.002, `the last stage's picture is not live: ${live}`);
   await decoder.close();
@@ -205,7 +160,7 @@ test('a browser without WebGPU gets the explanation and the CPU path heatmap', a
   await page.fill('#text', 'the dog ran in the park with a red ball');
   await page.waitForFunction((n) => Number(document.getElementById('canvas').dataset.drawn) > n, drawn, { timeout: 30000 });
   assert.match(await hud(page), /tokens: \[CLS\] the dog ran in the park/);
-  const changed = await changedShare(page, first, await canvas.screenshot());
+  const changed = await changedShare(page, first, await canvas.screenshot(), 24);
   console.log(`after typing: ${(100 * changed).toFixed(1)} % of the canvas changed`);
   assert.ok(changed > 0.01, 'the CPU path did not redraw for the new text');
   assert.deepEqual(errors, []);

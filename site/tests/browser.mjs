@@ -78,3 +78,48 @@ export function useSite(built) {
   site.open = (path, viewport) => openPage(site.browser, site.url(path), viewport);
   return site;
 }
+
+// Statistics of a PNG screenshot, decoded by the browser in `page`: the mean and spread of its
+// grey levels (0..1), its number of distinct colours, and the share of its pixels that stand out
+// from the site's background (a frame of headings alone has few).
+export async function pixelStats(page, png) {
+  return page.evaluate(async (b64) => {
+    const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
+    const bitmap = await createImageBitmap(blob);
+    const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
+    ctx.drawImage(bitmap, 0, 0);
+    const { data } = ctx.getImageData(0, 0, bitmap.width, bitmap.height);
+    let sum = 0, sq = 0, lit = 0;
+    const colours = new Set();
+    for (let i = 0; i < data.length; i += 4) {
+      const v = (data[i] + data[i + 1] + data[i + 2]) / (3 * 255);
+      sum += v; sq += v * v;
+      colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+      if (Math.abs(data[i] - 13) + Math.abs(data[i + 1] - 13) + Math.abs(data[i + 2] - 18) > 60) lit++;
+    }
+    const n = data.length / 4;
+    const mean = sum / n;
+    return { mean, std: Math.sqrt(Math.max(0, sq / n - mean * mean)), colours: colours.size, lit: lit / n };
+  }, png.toString('base64'));
+}
+
+// The share of pixels (0..1) whose red, green and blue differ by more than `threshold` in all
+// (0..765) between two PNG screenshots; 1 when their sizes differ.
+export async function changedShare(page, a, b, threshold = 12) {
+  return page.evaluate(async ([x, y, t]) => {
+    const read = async (b64) => {
+      const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
+      const bitmap = await createImageBitmap(blob);
+      const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
+      ctx.drawImage(bitmap, 0, 0);
+      return ctx.getImageData(0, 0, bitmap.width, bitmap.height).data;
+    };
+    const [p, q] = [await read(x), await read(y)];
+    if (p.length !== q.length) return 1;
+    let changed = 0;
+    for (let i = 0; i < p.length; i += 4) {
+      if (Math.abs(p[i] - q[i]) + Math.abs(p[i + 1] - q[i + 1]) + Math.abs(p[i + 2] - q[i + 2]) > t) changed++;
+    }
+    return changed / (p.length / 4);
+  }, [a.toString('base64'), b.toString('base64'), threshold]);
+}

@@ -6,30 +6,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { useSite } from './browser.mjs';
+import { pixelStats, useSite } from './browser.mjs';
 
 const site = useSite('fleet/fleet_web_bg.wasm');
 const DEMOS = ['waves', 'attention', 'flash', 'fleet'];
-
-// Mean and spread of a PNG's grey levels, decoded by the browser itself, and the share of its
-// pixels that stand out from the page's background (a frame of headings alone has few).
-async function pixelStats(page, png) {
-  return page.evaluate(async (b64) => {
-    const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
-    const bitmap = await createImageBitmap(blob);
-    const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
-    ctx.drawImage(bitmap, 0, 0);
-    const { data } = ctx.getImageData(0, 0, bitmap.width, bitmap.height);
-    let sum = 0, sq = 0, n = 0, lit = 0;
-    for (let i = 0; i < data.length; i += 4) {
-      const v = (data[i] + data[i + 1] + data[i + 2]) / (3 * 255);
-      sum += v; sq += v * v; n++;
-      if (Math.abs(data[i] - 13) + Math.abs(data[i + 1] - 13) + Math.abs(data[i + 2] - 18) > 60) lit++;
-    }
-    const mean = sum / n;
-    return { mean, std: Math.sqrt(Math.max(0, sq / n - mean * mean)), lit: lit / n };
-  }, png.toString('base64'));
-}
 
 test('the index shows this device and four live demo cards with walkthrough links', async () => {
   const { page, errors } = await site.open('/index.html');

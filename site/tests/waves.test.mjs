@@ -6,50 +6,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { useSite } from './browser.mjs';
+import { changedShare, pixelStats, useSite } from './browser.mjs';
 
 const site = useSite('waves/waves_bg.wasm');
 
 const open = (path) => site.open(path, { width: 1000, height: 1100 });
-
-// The share of pixels whose grey level differs by more than 4/255 between two PNGs of one size.
-async function changedShare(page, a, b) {
-  return page.evaluate(async ([x, y]) => {
-    const grey = async (b64) => {
-      const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
-      const bitmap = await createImageBitmap(blob);
-      const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
-      ctx.drawImage(bitmap, 0, 0);
-      const { data } = ctx.getImageData(0, 0, bitmap.width, bitmap.height);
-      const out = new Float32Array(data.length / 4);
-      for (let i = 0; i < out.length; i++) out[i] = (data[4 * i] + data[4 * i + 1] + data[4 * i + 2]) / 3;
-      return out;
-    };
-    const [p, q] = [await grey(x), await grey(y)];
-    if (p.length !== q.length) return 1;
-    let n = 0;
-    for (let i = 0; i < p.length; i++) if (Math.abs(p[i] - q[i]) > 4) n++;
-    return n / p.length;
-  }, [a.toString('base64'), b.toString('base64')]);
-}
-
-// Mean and spread of a PNG's pixels, decoded by the browser itself.
-async function pixelStats(page, png) {
-  return page.evaluate(async (b64) => {
-    const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
-    const bitmap = await createImageBitmap(blob);
-    const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext('2d');
-    ctx.drawImage(bitmap, 0, 0);
-    const { data } = ctx.getImageData(0, 0, bitmap.width, bitmap.height);
-    let sum = 0, sq = 0, n = 0;
-    for (let i = 0; i < data.length; i += 4) {
-      const v = (data[i] + data[i + 1] + data[i + 2]) / (3 * 255);
-      sum += v; sq += v * v; n++;
-    }
-    const mean = sum / n;
-    return { mean, std: Math.sqrt(Math.max(0, sq / n - mean * mean)) };
-  }, png.toString('base64'));
-}
 
 test('the waves page reports its adapter, animates and draws real pixels', async () => {
   const { page, errors } = await open('/waves.html');

@@ -251,7 +251,12 @@ impl Attention {
     /// Draws presenter mode's frame: the stage's visual at the current highlight step.
     fn draw_stage(&mut self, stage: usize) -> kiln::Result<()> {
         let c = &self.loaded.model.config;
-        let shown = self.shown.as_ref();
+        // A result for an earlier text (a recompute is on its way) would put these labels on
+        // another sentence's tensors: draw it only when it is for this text.
+        let shown = self
+            .shown
+            .as_ref()
+            .filter(|c| c.tokens == self.tokens.tokens);
         let scene = Scene {
             text: &self.text,
             tokens: &self.tokens.tokens,

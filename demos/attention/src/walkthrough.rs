@@ -603,7 +603,7 @@ fn scores_stage(img: &mut Image, t: &Trace, scene: &Scene<'_>) {
         norm,
     );
     // Every head small, the one shown above outlined.
-    let thumb = ((600 - 8 * heads) / heads.max(1)).min(110);
+    let thumb = (600usize.saturating_sub(8 * heads) / heads.max(1)).min(110);
     let y = 600;
     img.text(16, y - 20, "every head:", DIM, 2, false);
     for h in 0..heads {

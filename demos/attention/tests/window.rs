@@ -10,7 +10,7 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use x11::{differing_pixels, screenshot, start, stat, wait_for_picture, xvfb};
+use x11::{crop, differing_pixels, focus, key, screenshot, start, stat, wait_for_picture, xvfb};
 
 #[test]
 fn window_draws_the_heatmap_and_follows_typing() {
@@ -95,7 +95,7 @@ fn talk_mode_steps_through_the_walkthrough() {
     let mut demo = start(display, env!("CARGO_BIN_EXE_attention"), &args);
     let shot = |name: &str| dir.join(format!("{name}.png"));
     wait_for_picture(&mut demo, display, &shot("start"));
-    focus(display);
+    focus(display, "attention");
     sleep(Duration::from_secs(2));
 
     // The visual is the left 44 % of the 1280-pixel window; the panel's top holds the counter,
@@ -181,49 +181,4 @@ fn talk_mode_steps_through_the_walkthrough() {
     } else {
         println!("screenshots kept in {}", dir.display());
     }
-}
-
-/// Gives the demo's window the keyboard focus. Done once, before the first key: winit repeats a
-/// key that is down while the window gains focus (a synthetic press), which would step twice.
-fn focus(display: &str) {
-    let ok = Command::new("xdotool")
-        .args([
-            "search",
-            "--sync",
-            "--name",
-            "attention",
-            "windowfocus",
-            "--sync",
-        ])
-        .env("DISPLAY", display)
-        .status()
-        .expect("xdotool is needed for the window test (scripts/test.sh installs it)");
-    assert!(ok.success(), "xdotool could not focus the window");
-    sleep(Duration::from_millis(500));
-}
-
-/// A key pressed in the focused window.
-fn key(display: &str, name: &str) {
-    let ok = Command::new("xdotool")
-        .args(["key", name])
-        .env("DISPLAY", display)
-        .status()
-        .expect("xdotool is needed for the window test (scripts/test.sh installs it)");
-    assert!(ok.success(), "xdotool could not press {name}");
-}
-
-/// A region of an image (ImageMagick geometry `WxH+X+Y`) written to `out`.
-fn crop(image: &std::path::Path, geometry: &str, out: &std::path::Path) -> std::path::PathBuf {
-    let ok = Command::new("convert")
-        .args([
-            image.to_str().unwrap(),
-            "-crop",
-            geometry,
-            "+repage",
-            out.to_str().unwrap(),
-        ])
-        .status()
-        .unwrap();
-    assert!(ok.success(), "convert could not crop {}", image.display());
-    out.to_path_buf()
 }

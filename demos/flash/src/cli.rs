@@ -55,8 +55,8 @@ struct Cli {
     #[arg(long)]
     talk: bool,
     /// Start the walkthrough at this stage (1-based; implies --talk).
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
-    stage: Option<u16>,
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    stage: Option<u32>,
 }
 
 #[derive(Subcommand)]
@@ -98,7 +98,7 @@ pub fn main() {
                 exit_after: cli.exit_after,
                 preset: Some(cli.preset.clone()),
                 talk: cli.talk || cli.stage.is_some(),
-                stage: cli.stage.map(usize::from),
+                stage: cli.stage.map(|s| s as usize),
                 ..Default::default()
             });
             Ok(())

@@ -9,11 +9,16 @@
 mod x11;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use x11::{differing_pixels, screenshot, start, stat, wait_for_picture, xvfb};
+use x11::{crop, differing_pixels, screenshot, start, stat, wait_for_picture, xvfb};
+
+/// Presses `name` in the flash window, focusing it first.
+fn key(display: &str, name: &str) {
+    x11::focus(display, "flash");
+    x11::key(display, name);
+}
 
 #[test]
 fn window_draws_the_charts_and_trains() {
@@ -49,45 +54,9 @@ fn window_draws_the_charts_and_trains() {
 
 const FLASH: &str = env!("CARGO_BIN_EXE_flash");
 /// The live visual: the window's left 44 % (564 of 1280 pixels), drawn at one pixel per pixel.
-const VISUAL: &str = "564x720+0+0";
+const VISUAL: &str = x11::TALK_VISUAL;
 /// The visual's title band: fixed text while a stage animates, another title on every stage.
 const TITLE: &str = "564x26+0+8";
-
-/// A region of a screenshot, as its own file.
-fn crop(from: &Path, geometry: &str, to: &Path) -> PathBuf {
-    let ok = Command::new("convert")
-        .args([
-            from.to_str().unwrap(),
-            "-crop",
-            geometry,
-            "+repage",
-            to.to_str().unwrap(),
-        ])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "convert could not crop {}", from.display());
-    to.to_path_buf()
-}
-
-/// Presses `key` in the flash window.
-fn key(display: &str, key: &str) {
-    let ok = Command::new("xdotool")
-        .args([
-            "search",
-            "--sync",
-            "--name",
-            "flash",
-            "windowfocus",
-            "key",
-            key,
-        ])
-        .env("DISPLAY", display)
-        .status()
-        .expect("xdotool is needed for the window test (scripts/test.sh installs it)")
-        .success();
-    assert!(ok, "xdotool could not press {key}");
-}
 
 /// Screenshots until `done(shot)` holds, at most `limit` (a software adapter holds frames
 /// while a sweep point runs); returns the last one.

@@ -174,7 +174,8 @@ pub fn rates(model: &Model, frame: &[u32], rates: Option<&Rates>) -> Bitmap {
     let (fx, fy, side) = (16, 48, 320);
     let opaque: Vec<u32> = frame.iter().map(|p| p | 0xff00_0000).collect();
     heatmap_u32(&mut b, [fx, fy, side, side], &opaque, [res, res]);
-    let Some(r) = rates else {
+    // A rate from a median of 0 ms (a coarse clock) is infinite: nothing to draw on a log scale.
+    let Some(r) = rates.filter(|r| r.gpu_fps.is_finite() && r.cpu_fps.is_finite()) else {
         b.text(352, 200, "measuring...", 2, MUTED);
         return b;
     };

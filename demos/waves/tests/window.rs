@@ -6,12 +6,11 @@
 #[path = "../../../shared/testing/x11.rs"]
 mod x11;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::thread::sleep;
 use std::time::Duration;
 
-use x11::{differing_pixels, screenshot, start, stat, wait_for_picture, xvfb};
+use x11::{crop, differing_pixels, focus, key, screenshot, start, stat, wait_for_picture, xvfb};
 
 #[test]
 fn window_draws_moving_waves_under_xvfb() {
@@ -45,45 +44,7 @@ fn window_draws_moving_waves_under_xvfb() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Crops `region` ("WxH+X+Y") of a screenshot into a new file.
-fn crop(from: &Path, region: &str, to: &Path) -> PathBuf {
-    let ok = Command::new("convert")
-        .args([from.to_str().unwrap(), "-crop", region, "+repage"])
-        .arg(to)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "convert could not crop {}", from.display());
-    to.to_path_buf()
-}
-
-fn xdotool(display: &str, args: &[&str]) {
-    let ok = Command::new("xdotool")
-        .args(args)
-        .env("DISPLAY", display)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "xdotool {args:?} failed");
-}
-
-/// Gives the demo's window the keyboard (Xvfb has no window manager to do it). Once, before
-/// the first key: winit replays keys held when focus arrives, so focusing right before a press
-/// can deliver it twice.
-fn focus(display: &str) {
-    xdotool(
-        display,
-        &["search", "--name", "waves", "windowfocus", "--sync"],
-    );
-    sleep(Duration::from_millis(500));
-}
-
-fn press(display: &str, key: &str) {
-    xdotool(display, &["key", key]);
-}
-
-// Presenter mode at 1280×720: the live picture takes the left 44 % (564 px), the panel the rest.
-const VISUAL: &str = "564x720+0+0";
+const VISUAL: &str = x11::TALK_VISUAL;
 const PANEL_TOP: &str = "716x220+564+0";
 
 #[test]
@@ -94,13 +55,13 @@ fn talk_mode_steps_through_five_live_stages_under_xvfb() {
     let _xvfb = xvfb(display, "1280x720x24");
     let mut demo = start(display, env!("CARGO_BIN_EXE_waves"), &["--talk"]);
     wait_for_picture(&mut demo, display, &dir.join("start.png"));
-    focus(display);
+    focus(display, "waves");
 
     let mut previous: Option<PathBuf> = None;
     let mut panels = Vec::new();
     for stage in 1..=5 {
         if stage > 1 {
-            press(display, "Right");
+            key(display, "Right");
         }
         // The new stage's picture (on lavapipe a frame takes a while, and the first copy back
         // from the GPU too).
@@ -142,7 +103,7 @@ fn talk_mode_steps_through_five_live_stages_under_xvfb() {
     // A digit jumps to its stage: the panel headings match the walk's, so each → moved one
     // stage, no more.
     for stage in [3, 1, 5] {
-        press(display, &stage.to_string());
+        key(display, &stage.to_string());
         sleep(Duration::from_millis(1500));
         let shot = dir.join(format!("jump{stage}.png"));
         assert!(screenshot(display, &shot));

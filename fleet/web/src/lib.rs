@@ -18,6 +18,9 @@ mod web {
     thread_local! {
         /// The walkthrough's device, opened once: its stages, ceilings and race share it.
         static TALK_GPU: RefCell<Option<Gpu>> = const { RefCell::new(None) };
+        /// The ceiling kernels and buffers `walkthrough` built, kept for `measure_ceilings`
+        /// (they hold hundreds of MiB on a large GPU: built once).
+        static METER: RefCell<Option<CeilingMeter>> = const { RefCell::new(None) };
     }
 
     fn js(e: impl std::fmt::Display) -> JsValue {
@@ -61,6 +64,7 @@ mod web {
         let stages = talk::stages(&gpu, &race, meter.choices()).map_err(js)?;
         let picks = talk::selector_picks(&gpu, &race, meter.choices()).map_err(js)?;
         let kernels = KernelSource::list(&gpu, &picks).map_err(js)?;
+        METER.with(|m| *m.borrow_mut() = Some(meter));
         serde_json::to_string(&serde_json::json!({
             "profile": gpu.profile(),
             "class": gpu.profile().class(),
@@ -79,7 +83,10 @@ mod web {
     pub async fn measure_ceilings(progress: Function) -> Result<String, JsValue> {
         console_error_panic_hook::set_once();
         let gpu = talk_gpu().await?;
-        let mut meter = CeilingMeter::new(&gpu).map_err(js)?;
+        let mut meter = match METER.with(|m| m.borrow_mut().take()) {
+            Some(meter) => meter,
+            None => CeilingMeter::new(&gpu).map_err(js)?,
+        };
         while meter.step().await.map_err(js)? {
             let json = serde_json::to_string(&meter.view()).map_err(js)?;
             let _ = progress.call1(&JsValue::NULL, &JsValue::from_str(&json));

@@ -115,6 +115,11 @@ mod imp {
         println!("{text}");
     }
 
+    /// Natively there is no page to show the walkthrough or the kernel sources.
+    pub fn has_page() -> bool {
+        false
+    }
+
     /// Natively there is no page to hand the walkthrough or the kernel sources to.
     pub fn publish(_what: &str, _json: &str) {}
 
@@ -212,11 +217,18 @@ mod imp {
         }
     }
 
-    /// Whether the browser has WebGPU at all (`navigator.gpu`).
+    /// Whether the browser has WebGPU (`navigator.gpu`) and the page found an adapter (else
+    /// site/src/talk.js marked the page `body[data-webgpu="missing"]`).
     pub fn has_webgpu() -> bool {
-        js_sys::Reflect::get(&js_sys::global(), &"navigator".into())
+        let has_gpu = js_sys::Reflect::get(&js_sys::global(), &"navigator".into())
             .and_then(|navigator| js_sys::Reflect::get(&navigator, &"gpu".into()))
-            .is_ok_and(|gpu| !gpu.is_undefined() && !gpu.is_null())
+            .is_ok_and(|gpu| !gpu.is_undefined() && !gpu.is_null());
+        let marked_missing = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.body())
+            .and_then(|b| b.get_attribute("data-webgpu"))
+            .is_some_and(|v| v == "missing");
+        has_gpu && !marked_missing
     }
 
     /// The stage the page's presenter mode shows (site/src/talk.js keeps it in
@@ -228,6 +240,11 @@ mod imp {
             .get_attribute("data-talk-stage")?
             .parse()
             .ok()
+    }
+
+    /// The page shows the walkthrough and the kernel sources.
+    pub fn has_page() -> bool {
+        true
     }
 
     /// In the browser the page shows the walkthrough's progress itself.

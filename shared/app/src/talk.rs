@@ -61,11 +61,12 @@ impl Code {
             .iter()
             .position(|l| l.trim_start().starts_with(&begin));
         let stop = lines.iter().position(|l| l.trim_start().starts_with(&end));
-        let text = match (start, stop) {
-            (Some(a), Some(b)) if a < b => lines[a + 1..b].join("\n"),
-            _ => source.to_string(),
-        };
-        Code::rust(caption, &dedent(&text))
+        match (start, stop) {
+            (Some(a), Some(b)) if a < b => {
+                Code::rust(caption, &dedent(&lines[a + 1..b].join("\n")))
+            }
+            _ => Code::rust(caption, &format!("{MISSING_EXCERPT} `{name}`")),
+        }
     }
 
     /// The WGSL of the chosen variant, rendered for this device, template values marked.
@@ -87,6 +88,28 @@ impl Code {
     pub fn text(&self) -> String {
         self.pieces.iter().map(|p| p.text.as_str()).collect()
     }
+}
+
+/// What an excerpt says when its markers are missing: [`check`] refuses a walkthrough with one.
+const MISSING_EXCERPT: &str = "// no talk:begin/talk:end markers for";
+
+/// A walkthrough's mistakes a presenter would only find on stage: no stages, an empty title or
+/// text, an excerpt whose markers are missing.
+pub fn check(stages: &[Stage]) -> Result<(), String> {
+    if stages.is_empty() {
+        return Err("the walkthrough has no stages".into());
+    }
+    for (i, s) in stages.iter().enumerate() {
+        if s.title.trim().is_empty() || s.text.trim().is_empty() {
+            return Err(format!("stage {} has no title or no text", i + 1));
+        }
+        if let Some(code) = &s.code
+            && code.text().starts_with(MISSING_EXCERPT)
+        {
+            return Err(format!("stage {} ({}): {}", i + 1, s.title, code.text()));
+        }
+    }
+    Ok(())
 }
 
 /// Removes the indentation every non-empty line shares.
@@ -162,9 +185,11 @@ pub struct Talk {
 pub enum Nav {
     /// The stage changed.
     Moved,
+    /// A presenter key that did not move (already at the end, or no such stage).
+    Stayed,
     /// Fullscreen on or off.
     Fullscreen,
-    /// Not a presenter key, or no move (already at the end).
+    /// Not a presenter key: the demo may have it.
     Ignored,
 }
 
@@ -187,7 +212,8 @@ impl Talk {
         self.count
     }
 
-    /// →/space next, ← back, Home first, F fullscreen, 1–9 jump to that stage.
+    /// →/space next, ← back, Home first, End last, F fullscreen, 1–9 jump to that stage and 0
+    /// to the tenth.
     pub fn key(&mut self, key: &str) -> Nav {
         let before = self.stage;
         let last = self.count.saturating_sub(1);
@@ -198,12 +224,14 @@ impl Talk {
             "end" => self.stage = last,
             "f" => return Nav::Fullscreen,
             k => match k.parse::<usize>() {
+                Ok(0) if self.count >= 10 => self.stage = 9,
                 Ok(n) if (1..=self.count).contains(&n) => self.stage = n - 1,
+                Ok(n) if n < 10 => return Nav::Stayed,
                 _ => return Nav::Ignored,
             },
         }
         if self.stage == before {
-            Nav::Ignored
+            Nav::Stayed
         } else {
             Nav::Moved
         }
@@ -221,16 +249,25 @@ mod tests {
         assert_eq!(t.key("right"), Nav::Moved);
         assert_eq!(t.key("space"), Nav::Moved);
         assert_eq!(t.stage(), 4);
-        assert_eq!(t.key("right"), Nav::Ignored, "past the last stage");
+        assert_eq!(t.key("right"), Nav::Stayed, "past the last stage");
         assert_eq!(t.key("left"), Nav::Moved);
         assert_eq!(t.stage(), 3);
         assert_eq!(t.key("home"), Nav::Moved);
         assert_eq!(t.stage(), 0);
-        assert_eq!(t.key("left"), Nav::Ignored, "before the first stage");
+        assert_eq!(t.key("left"), Nav::Stayed, "before the first stage");
         assert_eq!(t.key("4"), Nav::Moved);
         assert_eq!(t.stage(), 3);
-        assert_eq!(t.key("9"), Nav::Ignored, "no ninth stage");
-        assert_eq!(t.key("0"), Nav::Ignored);
+        assert_eq!(
+            t.key("9"),
+            Nav::Stayed,
+            "no ninth stage: still a presenter key"
+        );
+        assert_eq!(t.key("0"), Nav::Stayed, "no tenth stage");
+        assert_eq!(t.key("end"), Nav::Moved);
+        assert_eq!(t.stage(), 4);
+        let mut ten = Talk::new(10, None);
+        assert_eq!(ten.key("0"), Nav::Moved);
+        assert_eq!(ten.stage(), 9, "0 jumps to the tenth stage");
         assert_eq!(t.key("f"), Nav::Fullscreen);
         assert_eq!(t.key("x"), Nav::Ignored);
         assert_eq!(
@@ -246,6 +283,14 @@ mod tests {
         let source = "fn a() {}\n    // talk:begin x\n    let y = 1;\n      y + 1\n    // talk:end x\nfn b() {}";
         let code = Code::rust_excerpt("c", source, "x");
         assert_eq!(code.text(), "let y = 1;\n  y + 1");
-        assert_eq!(Code::rust_excerpt("c", "plain", "x").text(), "plain");
+        let missing = Code::rust_excerpt("c", "plain", "x");
+        let stage = Stage::new("t", "words", Some(missing));
+        assert!(
+            check(std::slice::from_ref(&stage)).is_err(),
+            "a missing excerpt is refused"
+        );
+        assert!(check(&[]).is_err());
+        let fine = Stage::new("t", "words", Some(code));
+        assert_eq!(check(&[fine]), Ok(()));
     }
 }

@@ -12,7 +12,7 @@ use winit::keyboard::{Key, NamedKey};
 use winit::window::{Fullscreen, Window, WindowId};
 
 use crate::display::{Display, Layout};
-use crate::talk::{KernelSource, Nav, Stage, Talk};
+use crate::talk::{self, KernelSource, Nav, Stage, Talk};
 use crate::{Demo, Options, Rates, hud, panel, platform};
 
 /// Events from async work back to the loop.
@@ -52,6 +52,9 @@ impl<D: Demo> State<D> {
 
     /// Gives the page the kernel sources for the current settings (natively, nothing to do).
     fn publish_kernels(&self) {
+        if !platform::has_page() {
+            return;
+        }
         match KernelSource::list(&self.gpu, &self.demo.kernels()) {
             Ok(list) => {
                 platform::publish("kernels", &serde_json::to_string(&list).unwrap_or_default())
@@ -162,10 +165,16 @@ async fn connect<D: Demo>(
     );
     // Natively the window runs presenter mode; in the browser the page does (talk.js).
     let talk = match (demo_options.talk, platform::talk_stage()) {
-        (true, None) if stages.is_empty() => {
-            return Err(format!("{} has no walkthrough for --talk", D::NAME));
+        (true, None) => {
+            talk::check(&stages).map_err(|e| format!("{} --talk: {e}", D::NAME))?;
+            if let Some(s) = demo_options.stage.filter(|&s| s > stages.len()) {
+                return Err(format!(
+                    "--stage {s}: the walkthrough has {} stages",
+                    stages.len()
+                ));
+            }
+            Some(Talk::new(stages.len(), demo_options.stage))
         }
-        (true, None) => Some(Talk::new(stages.len(), demo_options.stage)),
         _ => None,
     };
     if let Some(t) = &talk {
@@ -208,11 +217,20 @@ impl<D: Demo> App<D> {
     fn settings_changed(&mut self) {
         self.generation += 1;
         self.rates = None;
-        self.update_hud();
-        self.measure();
-        if let Some(state) = &self.state {
+        // The stages may name the settings and the kernels chosen for them.
+        if let Some(state) = &mut self.state {
+            state.stages = state.demo.stages();
+            if let Some(t) = &mut state.talk {
+                *t = Talk::new(state.stages.len(), Some(t.stage() + 1));
+            }
+            platform::publish(
+                "stages",
+                &serde_json::to_string(&state.stages).unwrap_or_default(),
+            );
             state.publish_kernels();
         }
+        self.update_hud();
+        self.measure();
     }
 
     fn update_hud(&mut self) {
@@ -462,6 +480,8 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
                             self.update_hud();
                             return;
                         }
+                        // A presenter key, even one that goes nowhere, is not the demo's.
+                        Nav::Stayed => return,
                         Nav::Fullscreen => {
                             if let Some(w) = &self.window {
                                 let on = w.fullscreen().is_none();

@@ -51,8 +51,8 @@ enum Command {
     /// ceilings, variants racing, the tuned choice), measured live. →/space next, ← back.
     Talk {
         /// The stage to start at (1-based).
-        #[arg(long)]
-        stage: Option<usize>,
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        stage: Option<u32>,
         /// No window: time the raced matmul (the selector's pick) against the CPU reference.
         #[arg(long)]
         bench: bool,
@@ -77,7 +77,7 @@ pub fn main() -> ExitCode {
         // The window runs its own event loop (and logger): not inside the async runner.
         kiln_app::run_with::<FleetTalk>(kiln_app::Options {
             talk: true,
-            stage,
+            stage: stage.map(|s| s as usize),
             bench,
             frames,
             json,

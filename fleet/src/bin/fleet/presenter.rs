@@ -7,8 +7,8 @@ use kiln::{DType, Gpu, Tensor};
 use kiln_app::raster::{Bitmap, Rgba, wrap};
 use kiln_app::talk::Stage;
 use kiln_app::{BenchReport, Demo, Options, Rates};
+use kiln_fleet::Report;
 use kiln_fleet::talk::{self, CeilingMeter, CeilingsView, Race, RaceView};
-use kiln_fleet::{FleetError, Report};
 
 /// The visual's size: the window's left 44 % at 1280×720, drawn 1:1.
 const W: usize = 560;
@@ -54,16 +54,6 @@ fn references() -> Vec<Reference> {
     .collect()
 }
 
-fn kiln_error(e: FleetError) -> kiln::Error {
-    match e {
-        FleetError::Kiln(e) => e,
-        other => kiln::Error::InvalidArgument {
-            op: "fleet",
-            detail: other.to_string(),
-        },
-    }
-}
-
 /// The walkthrough as a kiln_app demo.
 pub struct FleetTalk {
     gpu: Gpu,
@@ -106,7 +96,7 @@ impl FleetTalk {
         ];
         b.text(PAD, PAD, "KILN FLEET", 2, MUTED);
         let title = format!(
-            "{} {}",
+            "{}. {}",
             self.stage + 1,
             names.get(self.stage).copied().unwrap_or("")
         );
@@ -492,9 +482,9 @@ impl Demo for FleetTalk {
     const WINDOW: (u32, u32) = (1280, 720);
 
     fn new(gpu: &Gpu, _options: &Options) -> kiln::Result<Self> {
-        let meter = CeilingMeter::new(gpu).map_err(kiln_error)?;
-        let race = Race::new(gpu).map_err(kiln_error)?;
-        let stages = talk::stages(gpu, &race, meter.choices()).map_err(kiln_error)?;
+        let meter = CeilingMeter::new(gpu).map_err(kiln::Error::from)?;
+        let race = Race::new(gpu).map_err(kiln::Error::from)?;
+        let stages = talk::stages(gpu, &race, meter.choices()).map_err(kiln::Error::from)?;
         Ok(FleetTalk {
             gpu: gpu.clone(),
             stage: 0,
@@ -503,7 +493,7 @@ impl Demo for FleetTalk {
             race,
             stages,
             references: references(),
-            offered: talk::offered_all(gpu).map_err(kiln_error)?,
+            offered: talk::offered_all(gpu).map_err(kiln::Error::from)?,
             pixels: Tensor::uninit(gpu, &[H, W], DType::U32)?,
             error: None,
         })
@@ -562,7 +552,7 @@ impl Demo for FleetTalk {
     fn bench(gpu: &Gpu, options: &Options) -> impl Future<Output = kiln::Result<BenchReport>> {
         let (gpu, frames) = (gpu.clone(), options.frames);
         async move {
-            let race = Race::new(&gpu).map_err(kiln_error)?;
+            let race = Race::new(&gpu).map_err(kiln::Error::from)?;
             let c = race.against_cpu(frames.max(1)).await?;
             Ok(BenchReport {
                 demo: Self::NAME.into(),
