@@ -4,19 +4,7 @@
 // src/web.rs), on one thread — drawing its heatmap into the canvas as image data, again
 // whenever the text changes. The page is never blank.
 
-// The page's model, when the site carries it (as loader.js fetches it for the GPU path).
-async function fetchModel(dir) {
-  const head = await fetch(`${dir}/config.json`).catch(() => null);
-  if (!head || !head.ok) return false;
-  const files = {};
-  for (const name of ['config.json', 'model.safetensors', 'vocab.txt']) {
-    const r = await fetch(`${dir}/${name}`);
-    if (!r.ok) throw new Error(`${dir}/${name}: HTTP ${r.status}`);
-    files[name] = new Uint8Array(await r.arrayBuffer());
-  }
-  window.kilnModel = { source: dir, ...files };
-  return true;
-}
+import { fetchModel } from './model.js';
 
 window.kilnWithoutWebGPU = async (demo, missing = 'This browser has no WebGPU.') => {
   window.kiln.noWebGPU(missing,
@@ -32,8 +20,7 @@ window.kilnWithoutWebGPU = async (demo, missing = 'This browser has no WebGPU.')
     const synthetic = params.get('model') === 'synthetic';
     const dir = document.querySelector('script[data-model]')?.dataset.model;
     if (!synthetic && dir) {
-      note.textContent = `downloading ${dir}…`;
-      if (!(await fetchModel(dir))) note.textContent = 'built-in synthetic weights (this site was built without the model)';
+      await fetchModel(dir);
     } else if (synthetic) {
       note.textContent = 'built-in synthetic weights (asked for in the URL)';
     }

@@ -1,4 +1,6 @@
 // Starts a demo's wasm module, or says clearly why it cannot run here.
+import { fetchModel } from './model.js';
+
 const script = document.currentScript ?? document.querySelector('script[data-demo]');
 const demo = script.dataset.demo;
 const error = document.getElementById('error');
@@ -19,27 +21,6 @@ for (const button of document.querySelectorAll('button[data-key]')) {
     canvas.dispatchEvent(new KeyboardEvent('keydown', init));
     canvas.dispatchEvent(new KeyboardEvent('keyup', init));
   });
-}
-
-// A page may offer a model in the Hugging Face layout: fetched before the demo starts, handed
-// over as bytes (window.kilnModel). When the site was built without it the demo says so and
-// runs on its built-in weights.
-async function fetchModel(dir) {
-  const note = document.getElementById('weights');
-  const head = await fetch(`${dir}/config.json`).catch(() => null);
-  if (!head || !head.ok) {
-    if (note) note.textContent = 'built-in synthetic weights (this site was built without the model)';
-    return;
-  }
-  if (note) note.textContent = `downloading ${dir}…`;
-  const files = {};
-  for (const name of ['config.json', 'model.safetensors', 'vocab.txt']) {
-    const r = await fetch(`${dir}/${name}`);
-    if (!r.ok) throw new Error(`${dir}/${name}: HTTP ${r.status}`);
-    files[name] = new Uint8Array(await r.arrayBuffer());
-  }
-  window.kilnModel = { source: dir, ...files };
-  if (note) note.textContent = dir;
 }
 
 // A browser may have WebGPU and still offer no adapter (no usable GPU, or WebGPU blocked for it):

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { changedShare, pixelStats, useSite } from './browser.mjs';
+import { changedShare, pixelStats, useSite, walkStages } from './browser.mjs';
 
 const site = useSite('attention/attention_bg.wasm');
 
@@ -98,23 +98,7 @@ test('the walkthrough steps through ten live stages at 1280×720', async () => {
   const canvas = page.locator('#canvas');
   // Screenshots are decoded in a page of their own: the demo's page is busy drawing.
   const decoder = await site.browser.newPage();
-  let previous = null;
-  for (let k = 1; k <= titles.length; k++) {
-    if (k > 1) await page.keyboard.press('ArrowRight');
-    assert.equal(await page.textContent('#talk-counter'), `${k} / 10`);
-    assert.equal(await page.textContent('#talk-title'), titles[k - 1]);
-    assert.equal(new URL(page.url()).searchParams.get('stage'), String(k));
-    // The demo reads the stage every frame (a frame takes a while on SwiftShader).
-    await page.waitForTimeout(1500);
-    const shot = await canvas.screenshot();
-    const stats = await pixelStats(decoder, shot);
-    const changed = previous ? await changedShare(decoder, previous, shot, 24) : 1;
-    console.log(`stage ${k}: spread ${stats.std.toFixed(3)}, ${stats.colours} colours, ` +
-      `${(100 * changed).toFixed(1)} % differs from the previous stage`);
-    assert.ok(stats.std > 0.05 && stats.colours > 8, `stage ${k}: no real content ${JSON.stringify(stats)}`);
-    assert.ok(changed > 0.05, `stage ${k}: the picture hardly differs from stage ${k - 1}'s`);
-    previous = shot;
-  }
+  const previous = await walkStages(page, decoder, canvas, titles, { threshold: 24, minColours: 8 });
   // A still tensor is still live: the lit row moves on.
   await page.waitForTimeout(1200);
   const live = await changedShare(decoder, previous, await canvas.screenshot(), 24);

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
 
 const TYPES = {
   '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript',
@@ -122,4 +123,34 @@ export async function changedShare(page, a, b, threshold = 12) {
     }
     return changed / (p.length / 4);
   }, [a.toString('base64'), b.toString('base64'), threshold]);
+}
+
+// Steps a page's walkthrough from stage 1 with ArrowRight. At each stage the counter, the title
+// and the URL's stage must match, and a screenshot of `visual` (a locator) must have contrast and
+// differ from the previous stage's; it is looked at again until it does, for up to `wait` ms (a
+// stage's picture may land a frame or two late on SwiftShader). Screenshots are decoded in
+// `decoder`, a page of their own: the demo's page is busy drawing. Returns the last screenshot.
+export async function walkStages(page, decoder, visual, titles,
+  { threshold = 12, minChange = 0.05, minColours = 0, wait = 30000 } = {}) {
+  let previous = null;
+  for (let k = 1; k <= titles.length; k++) {
+    if (k > 1) await page.keyboard.press('ArrowRight');
+    assert.equal(await page.textContent('#talk-counter'), `${k} / ${titles.length}`);
+    assert.equal(await page.textContent('#talk-title'), titles[k - 1]);
+    assert.equal(new URL(page.url()).searchParams.get('stage'), String(k));
+    const until = Date.now() + wait;
+    let shot, stats, changed;
+    do {
+      await page.waitForTimeout(1500);
+      shot = await visual.screenshot();
+      stats = await pixelStats(decoder, shot);
+      changed = previous ? await changedShare(decoder, previous, shot, threshold) : 1;
+    } while ((stats.std <= 0.05 || stats.colours <= minColours || changed <= minChange) && Date.now() < until);
+    console.log(`stage ${k}: spread ${stats.std.toFixed(3)}, ${stats.colours} colours, ` +
+      `${(100 * changed).toFixed(1)} % differs from the previous stage`);
+    assert.ok(stats.std > 0.05 && stats.colours > minColours, `stage ${k}: no real content ${JSON.stringify(stats)}`);
+    assert.ok(changed > minChange, `stage ${k}: the picture hardly differs from stage ${k - 1}'s`);
+    previous = shot;
+  }
+  return previous;
 }

@@ -70,6 +70,46 @@ impl Bytes {
     }
 }
 
+/// The flash path's launches on Q, K, V and dO (causal, scale 1/√d): the forward, then the
+/// backward's pre-pass, dK/dV and dQ, with the tensors they write.
+struct FlashPath {
+    forward: Dispatch,
+    forward_choice: Choice,
+    backward: attention::BackwardPlan,
+    // Written by the launches: kept alive with them.
+    _outputs: (Tensor, Tensor, Grads),
+}
+
+impl FlashPath {
+    fn plan(q: &Tensor, k: &Tensor, v: &Tensor, d_o: &Tensor) -> Result<FlashPath> {
+        let dims = q.shape().to_vec();
+        let scale = 1.0 / (dims[dims.len() - 1] as f32).sqrt();
+        let o = Tensor::uninit(q.gpu(), &dims, DType::F32)?;
+        let lse = Tensor::uninit(q.gpu(), &dims[..dims.len() - 1], DType::F32)?;
+        let (forward, forward_choice) =
+            attention::plan_forward(q, k, v, &o, &lse, true, scale, None)?;
+        let grads = Grads::like(q, k, v)?;
+        let backward = attention::plan_backward(
+            q,
+            k,
+            v,
+            &o,
+            &lse,
+            d_o,
+            &grads,
+            true,
+            scale,
+            BackwardVariants::default(),
+        )?;
+        Ok(FlashPath {
+            forward,
+            forward_choice,
+            backward,
+            _outputs: (o, lse, grads),
+        })
+    }
+}
+
 /// The variants the flash path runs at one shape, in the order the walkthrough shows them.
 #[derive(Clone, Debug)]
 pub struct FlashChoices {
@@ -85,26 +125,12 @@ impl FlashChoices {
     /// the launches on unwritten tensors: the same calls the sweep makes, so the same answer.
     pub fn plan(gpu: &Gpu, shape: Shape, n: usize) -> Result<FlashChoices> {
         let dims = [shape.batch, shape.heads, n, shape.head_dim];
-        let scale = 1.0 / (shape.head_dim as f32).sqrt();
         let t = || Tensor::uninit(gpu, &dims, DType::F32);
-        let (q, k, v, o, d_o) = (t()?, t()?, t()?, t()?, t()?);
-        let lse = Tensor::uninit(gpu, &dims[..3], DType::F32)?;
-        let (_, forward) = attention::plan_forward(&q, &k, &v, &o, &lse, true, scale, None)?;
-        let grads = Grads::like(&q, &k, &v)?;
-        let bwd = attention::plan_backward(
-            &q,
-            &k,
-            &v,
-            &o,
-            &lse,
-            &d_o,
-            &grads,
-            true,
-            scale,
-            BackwardVariants::default(),
-        )?;
+        let (q, k, v, d_o) = (t()?, t()?, t()?, t()?);
+        let plan = FlashPath::plan(&q, &k, &v, &d_o)?;
+        let forward = plan.forward_choice;
         // plan_backward's choices: the pre-pass, dK/dV, dQ.
-        match <[Choice; 3]>::try_from(bwd.choices) {
+        match <[Choice; 3]>::try_from(plan.backward.choices) {
             Ok([delta, dkdv, dq]) => Ok(FlashChoices {
                 forward,
                 dq,
@@ -194,26 +220,11 @@ pub async fn run(
         let (d_o, doa) = random(gpu, &dims, &mut rng)?;
 
         // Flash: forward, then the three backward kernels.
-        let o = Tensor::uninit(gpu, &dims, DType::F32)?;
-        let lse = Tensor::uninit(gpu, &dims[..3], DType::F32)?;
-        let (fwd, fwd_choice) = attention::plan_forward(&q, &k, &v, &o, &lse, true, scale, None)?;
-        let grads = Grads::like(&q, &k, &v)?;
-        let bwd = attention::plan_backward(
-            &q,
-            &k,
-            &v,
-            &o,
-            &lse,
-            &d_o,
-            &grads,
-            true,
-            scale,
-            BackwardVariants::default(),
-        )?;
-        let mut flash: Vec<&Dispatch> = vec![&fwd];
-        flash.extend(bwd.dispatches.iter());
+        let plan = FlashPath::plan(&q, &k, &v, &d_o)?;
+        let mut flash: Vec<&Dispatch> = vec![&plan.forward];
+        flash.extend(plan.backward.dispatches.iter());
         if i + 1 == seqs.len() {
-            for c in std::iter::once(&fwd_choice).chain(&bwd.choices) {
+            for c in std::iter::once(&plan.forward_choice).chain(&plan.backward.choices) {
                 flash_variants.push(format!(
                     "{} {} — {}",
                     c.variant.family, c.variant.name, c.reason

@@ -276,7 +276,7 @@ impl Waves {
                     .unwrap_or_else(waiting)
             }
         };
-        self.picture.write_u32(&visual::pixels(&picture))?;
+        self.picture.write_u32(&picture.packed())?;
         Ok(self.picture.clone())
     }
 

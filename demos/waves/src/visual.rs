@@ -4,6 +4,7 @@
 //! only draws.
 
 use kiln_app::Rates;
+use kiln_app::raster::palette::{ACCENT, BG, MUTED, TEXT};
 use kiln_app::raster::{Bitmap, Rgba};
 
 use crate::model::Model;
@@ -11,20 +12,8 @@ use crate::model::Model;
 /// Side of every stage's picture, in pixels: fills the presenter's left column (44 % of 1280).
 pub const SIZE: usize = 576;
 
-const BG: Rgba = [13, 13, 18, 255];
-const TEXT: Rgba = [236, 236, 241, 255];
-const MUTED: Rgba = [150, 150, 168, 255];
 const GRID: Rgba = [48, 48, 60, 255];
-const ACCENT: Rgba = [255, 180, 84, 255];
 const COOL: Rgba = [96, 168, 255, 255];
-
-/// The bitmap as packed RGBA8 pixels (red in the low byte, as the `rgba8` kernel packs them).
-pub fn pixels(b: &Bitmap) -> Vec<u32> {
-    b.rgba
-        .chunks_exact(4)
-        .map(|p| u32::from_le_bytes([p[0], p[1], p[2], p[3]]))
-        .collect()
-}
 
 /// A picture that says what it waits for (in the browser a copy from the GPU lands a frame or
 /// two after it was asked for).

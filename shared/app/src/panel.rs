@@ -4,13 +4,11 @@
 use crate::raster::{Bitmap, Rgba, wrap};
 use crate::talk::{Stage, Talk};
 
-const BG: Rgba = [13, 13, 18, 255];
-const TITLE: Rgba = [255, 180, 84, 255];
-const TEXT: Rgba = [236, 236, 241, 255];
-const MUTED: Rgba = [169, 169, 184, 255];
+use crate::raster::palette::{ACCENT as TITLE, BG, MUTED, TEXT};
+
 const CODE_BG: Rgba = [24, 24, 32, 255];
 const CODE: Rgba = [205, 205, 215, 255];
-const MARK_BG: Rgba = [255, 180, 84, 255];
+const MARK_BG: Rgba = TITLE;
 const MARK: Rgba = [16, 12, 4, 255];
 
 /// Draws `stage` (number `talk.stage() + 1` of `talk.count()`) on a `w` × `h` panel, with

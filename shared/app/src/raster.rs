@@ -5,6 +5,16 @@ use font8x8::UnicodeFonts;
 
 pub type Rgba = [u8; 4];
 
+/// The site's colours (site/src/style.css), for pictures that sit beside its text.
+pub mod palette {
+    use super::Rgba;
+
+    pub const BG: Rgba = [13, 13, 18, 255];
+    pub const TEXT: Rgba = [236, 236, 241, 255];
+    pub const MUTED: Rgba = [169, 169, 184, 255];
+    pub const ACCENT: Rgba = [255, 180, 84, 255];
+}
+
 /// An RGBA8 bitmap.
 #[derive(Clone, Debug)]
 pub struct Bitmap {
@@ -20,6 +30,14 @@ impl Bitmap {
             px.copy_from_slice(&fill);
         }
         Bitmap { w, h, rgba }
+    }
+
+    /// The pixels packed as u32, red in the low byte: what a kiln_app frame tensor holds.
+    pub fn packed(&self) -> Vec<u32> {
+        self.rgba
+            .chunks_exact(4)
+            .map(|p| u32::from_le_bytes([p[0], p[1], p[2], p[3]]))
+            .collect()
     }
 
     /// Fills a rectangle (clipped to the bitmap).

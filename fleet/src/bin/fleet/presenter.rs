@@ -4,6 +4,7 @@
 //! race's winner.
 
 use kiln::{DType, Gpu, Tensor};
+use kiln_app::raster::palette::{ACCENT, BG, MUTED, TEXT};
 use kiln_app::raster::{Bitmap, Rgba, wrap};
 use kiln_app::talk::Stage;
 use kiln_app::{BenchReport, Demo, Options, Rates};
@@ -15,10 +16,6 @@ const W: usize = 560;
 const H: usize = 720;
 const PAD: usize = 16;
 
-const BG: Rgba = [13, 13, 18, 255];
-const TEXT: Rgba = [236, 236, 241, 255];
-const MUTED: Rgba = [169, 169, 184, 255];
-const ACCENT: Rgba = [255, 180, 84, 255];
 const TRACK: Rgba = [36, 36, 46, 255];
 const GOOD: Rgba = [126, 231, 135, 255];
 const GOOD_DIM: Rgba = [28, 64, 34, 255];
@@ -502,13 +499,7 @@ impl Demo for FleetTalk {
     fn frame(&mut self, dt: f32) -> kiln::Result<Tensor> {
         self.t += dt;
         self.work();
-        let rgba: Vec<u32> = self
-            .draw()
-            .rgba
-            .chunks_exact(4)
-            .map(|p| u32::from_le_bytes([p[0], p[1], p[2], p[3]]))
-            .collect();
-        self.pixels.write_u32(&rgba)?;
+        self.pixels.write_u32(&self.draw().packed())?;
         Ok(self.pixels.clone())
     }
 
