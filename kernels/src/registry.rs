@@ -267,6 +267,36 @@ pub struct Piece {
 const MARK_OPEN: char = '\u{E000}';
 const MARK_CLOSE: char = '\u{E001}';
 
+/// Renders `variant`'s family template in `env` with the variant's values.
+fn render_in(env: &Environment<'_>, variant: &Variant, profile: &DeviceProfile) -> Result<String> {
+    let template = env
+        .get_template(&variant.family)
+        .map_err(|e| template_error(&variant.family, &variant.name, &e))?;
+    template
+        .render(variant.context(profile))
+        .map_err(|e| template_error(&variant.family, &variant.name, &e))
+}
+
+/// The marked environment's formatter: a template value between the marks.
+fn mark_values(
+    out: &mut minijinja::Output<'_>,
+    state: &mut minijinja::State<'_, '_>,
+    value: &Value,
+) -> std::result::Result<(), minijinja::Error> {
+    // A macro's output is rendered template text (lines, with its own marks inside), not a value.
+    if value.is_safe()
+        || value
+            .as_str()
+            .is_some_and(|s| s.contains(MARK_OPEN) || s.contains('\n'))
+    {
+        return minijinja::escape_formatter(out, state, value);
+    }
+    out.write_char(MARK_OPEN)?;
+    minijinja::escape_formatter(out, state, value)?;
+    out.write_char(MARK_CLOSE)?;
+    Ok(())
+}
+
 /// Splits text bracketed by the marks into pieces (adjacent pieces of one kind merged).
 fn pieces(text: &str) -> Vec<Piece> {
     let mut out: Vec<Piece> = Vec::new();
@@ -298,6 +328,8 @@ fn pieces(text: &str) -> Vec<Piece> {
 #[derive(Debug)]
 pub struct Registry {
     env: Environment<'static>,
+    /// The same templates with template values marked in the output (the kernel-source view).
+    marked: Environment<'static>,
     families: Vec<(Contract, Vec<Variant>)>,
 }
 
@@ -335,8 +367,11 @@ impl Registry {
             let variants = enumerate(&env, &contract)?;
             loaded.push((contract, variants));
         }
+        let mut marked = env.clone();
+        marked.set_formatter(mark_values);
         Ok(Registry {
             env,
+            marked,
             families: loaded,
         })
     }
@@ -386,42 +421,14 @@ impl Registry {
 
     /// Renders a variant's WGSL for `profile`.
     pub fn render(&self, variant: &Variant, profile: &DeviceProfile) -> Result<String> {
-        let template = self
-            .env
-            .get_template(&variant.family)
-            .map_err(|e| template_error(&variant.family, &variant.name, &e))?;
-        template
-            .render(variant.context(profile))
-            .map_err(|e| template_error(&variant.family, &variant.name, &e))
+        render_in(&self.env, variant, profile)
     }
 
     /// Renders a variant's WGSL for `profile` as [`render`](Self::render) does, split into pieces
     /// that say which text came out of a template expression (`{{ … }}`: a variable, or a value
     /// computed from them) — what a reader needs to see to tell the template from the device.
     pub fn render_marked(&self, variant: &Variant, profile: &DeviceProfile) -> Result<Vec<Piece>> {
-        let mut env = self.env.clone();
-        env.set_formatter(|out, state, value| {
-            // A macro's output is rendered template text (lines, with its own marks inside), not
-            // a value.
-            if value.is_safe()
-                || value
-                    .as_str()
-                    .is_some_and(|s| s.contains(MARK_OPEN) || s.contains('\n'))
-            {
-                return minijinja::escape_formatter(out, state, value);
-            }
-            out.write_char(MARK_OPEN)?;
-            minijinja::escape_formatter(out, state, value)?;
-            out.write_char(MARK_CLOSE)?;
-            Ok(())
-        });
-        let template = env
-            .get_template(&variant.family)
-            .map_err(|e| template_error(&variant.family, &variant.name, &e))?;
-        let text = template
-            .render(variant.context(profile))
-            .map_err(|e| template_error(&variant.family, &variant.name, &e))?;
-        Ok(pieces(&text))
+        Ok(pieces(&render_in(&self.marked, variant, profile)?))
     }
 
     /// Renders and validates with naga: the checks wgpu would make, without a GPU.

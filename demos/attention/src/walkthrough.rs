@@ -586,22 +586,7 @@ fn scores_stage(img: &mut Image, t: &Trace, scene: &Scene<'_>) {
     let all: Vec<f32> = s.data.iter().map(|v| v * scale).collect();
     let norm = 1.0 / (spread(&all) * 2.5);
     let one = all.get(head * n * n..(head + 1) * n * n).unwrap_or(&[]);
-    let size = 432 / n.max(1) * n;
-    square(
-        img,
-        &Area {
-            x: 136,
-            y: 146,
-            w: size,
-            h: size,
-        },
-        one,
-        n,
-        scene.tokens,
-        None,
-        false,
-        norm,
-    );
+    head_square(img, one, n, scene.tokens, None, false, norm);
     // Every head small, the one shown above outlined.
     let thumb = (600usize.saturating_sub(8 * heads) / heads.max(1)).min(110);
     let y = 600;
@@ -636,6 +621,27 @@ fn scores_stage(img: &mut Image, t: &Trace, scene: &Scene<'_>) {
     }
 }
 
+/// One head's [n, n] matrix, large, tokens on both axes: where the scores and the softmax
+/// stages draw it (`row` lit, `probs` for weights in 0..1, `norm` scaling signed values).
+fn head_square(
+    img: &mut Image,
+    one: &[f32],
+    n: usize,
+    tokens: &[String],
+    row: Option<usize>,
+    probs: bool,
+    norm: f32,
+) {
+    let size = 432 / n.max(1) * n;
+    let area = Area {
+        x: 136,
+        y: 146,
+        w: size,
+        h: size,
+    };
+    square(img, &area, one, n, tokens, row, probs, norm);
+}
+
 fn softmax_stage(img: &mut Image, t: &Trace, scene: &Scene<'_>, row: usize) {
     let p = &t.acts.probs;
     let [heads, n] = match p.shape[..] {
@@ -650,22 +656,7 @@ fn softmax_stage(img: &mut Image, t: &Trace, scene: &Scene<'_>, row: usize) {
         &format!("head {} of {heads}; each row sums to 1", head + 1),
     );
     let one = p.data.get(head * n * n..(head + 1) * n * n).unwrap_or(&[]);
-    let size = 432 / n.max(1) * n;
-    square(
-        img,
-        &Area {
-            x: 136,
-            y: 146,
-            w: size,
-            h: size,
-        },
-        one,
-        n,
-        scene.tokens,
-        Some(row),
-        true,
-        1.0,
-    );
+    head_square(img, one, n, scene.tokens, Some(row), true, 1.0);
     let weights = one.get(row * n..(row + 1) * n).unwrap_or(&[]);
     let (best, w) =
         weights.iter().enumerate().fold(

@@ -103,6 +103,11 @@ pub fn run<D: Demo>(options: Options) {
     platform::run_app(event_loop, app);
 }
 
+/// Gives the page the walkthrough (natively, nothing to do).
+fn publish_stages(stages: &[Stage]) {
+    platform::publish("stages", &serde_json::to_string(stages).unwrap_or_default());
+}
+
 /// Opens the device on an adapter that can present to the window's surface.
 async fn connect<D: Demo>(
     window: Arc<Window>,
@@ -158,11 +163,13 @@ async fn connect<D: Demo>(
     surface.configure(gpu.device(), &config);
     let display = Display::new(gpu.device(), format);
     let mut demo = D::new(&gpu, &demo_options).map_err(|e| e.to_string())?;
-    let stages = demo.stages();
-    platform::publish(
-        "stages",
-        &serde_json::to_string(&stages).unwrap_or_default(),
-    );
+    // The stages render their kernels' WGSL: only for presenter mode or a page that shows them.
+    let stages = if demo_options.talk || platform::has_page() {
+        demo.stages()
+    } else {
+        Vec::new()
+    };
+    publish_stages(&stages);
     // Natively the window runs presenter mode; in the browser the page does (talk.js).
     let talk = match (demo_options.talk, platform::talk_stage()) {
         (true, None) => {
@@ -218,15 +225,14 @@ impl<D: Demo> App<D> {
         self.generation += 1;
         self.rates = None;
         // The stages may name the settings and the kernels chosen for them.
-        if let Some(state) = &mut self.state {
+        if let Some(state) = &mut self.state
+            && (state.talk.is_some() || platform::has_page())
+        {
             state.stages = state.demo.stages();
             if let Some(t) = &mut state.talk {
                 *t = Talk::new(state.stages.len(), Some(t.stage() + 1));
             }
-            platform::publish(
-                "stages",
-                &serde_json::to_string(&state.stages).unwrap_or_default(),
-            );
+            publish_stages(&state.stages);
             state.publish_kernels();
         }
         self.update_hud();
