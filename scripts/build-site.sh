@@ -85,10 +85,17 @@ text = open(page).read().replace("<!-- encoder-code -->", html.escape("\n".join(
 open(page, "w").write(text)
 PY
 # The attention model, when scripts/fetch-model.sh has fetched it (the page falls back to
-# built-in weights without it).
+# built-in weights without it). models/index.json always lists what the site carries, so a page
+# asks for the manifest rather than probing for a file that may 404 (a console error).
+mkdir -p "$out/models"
+rm -rf "$out/models/all-minilm-l6-v2"
+carried=()
 if [ -f models/all-minilm-l6-v2/model.safetensors ]; then
   mkdir -p "$out/models/all-minilm-l6-v2"
   cp models/all-minilm-l6-v2/{config.json,model.safetensors,vocab.txt} "$out/models/all-minilm-l6-v2/"
+  carried+=(all-minilm-l6-v2)
   echo "   included the model: models/all-minilm-l6-v2"
 fi
+python3 -c 'import json, sys; print(json.dumps({"models": sys.argv[1:]}))' "${carried[@]}" \
+  > "$out/models/index.json"
 echo "== site built in $out/"

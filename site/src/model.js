@@ -3,8 +3,12 @@
 // site carries it; without it the demo says so and runs on its built-in weights.
 export async function fetchModel(dir) {
   const note = document.getElementById('weights');
-  const head = await fetch(`${dir}/config.json`).catch(() => null);
-  if (!head || !head.ok) {
+  // The build lists the models it carried; fetching a file that is not there would log a 404.
+  const listed = await fetch('models/index.json')
+    .then((r) => (r.ok ? r.json() : { models: [] }))
+    .catch(() => ({ models: [] }));
+  const name = dir.split('/').pop();
+  if (!listed.models.includes(name)) {
     if (note) note.textContent = 'built-in synthetic weights (this site was built without the model)';
     return false;
   }
