@@ -131,7 +131,7 @@ const FAMILIES: [(&str, &str, &str); 23] = [
 ];
 
 /// Pieces shared by several templates, imported with `{% import %}`.
-const PARTIALS: [(&str, &str); 13] = [
+const PARTIALS: [(&str, &str); 16] = [
     (
         "_flash_fwd_coop.wgsl.jinja",
         include_str!("../templates/_flash_fwd_coop.wgsl.jinja"),
@@ -169,6 +169,10 @@ const PARTIALS: [(&str, &str); 13] = [
         include_str!("../templates/_flash_fwd_outer.wgsl.jinja"),
     ),
     (
+        "_flash_fwd_stream.wgsl.jinja",
+        include_str!("../templates/_flash_fwd_stream.wgsl.jinja"),
+    ),
+    (
         "_flash_bwd_dq_tiled.wgsl.jinja",
         include_str!("../templates/_flash_bwd_dq_tiled.wgsl.jinja"),
     ),
@@ -177,12 +181,20 @@ const PARTIALS: [(&str, &str); 13] = [
         include_str!("../templates/_flash_bwd_dq_outer.wgsl.jinja"),
     ),
     (
+        "_flash_bwd_dq_stream.wgsl.jinja",
+        include_str!("../templates/_flash_bwd_dq_stream.wgsl.jinja"),
+    ),
+    (
         "_flash_bwd_dkdv_tiled.wgsl.jinja",
         include_str!("../templates/_flash_bwd_dkdv_tiled.wgsl.jinja"),
     ),
     (
         "_flash_bwd_dkdv_outer.wgsl.jinja",
         include_str!("../templates/_flash_bwd_dkdv_outer.wgsl.jinja"),
+    ),
+    (
+        "_flash_bwd_dkdv_stream.wgsl.jinja",
+        include_str!("../templates/_flash_bwd_dkdv_stream.wgsl.jinja"),
     ),
 ];
 

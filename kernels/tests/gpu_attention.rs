@@ -350,32 +350,43 @@ fn check_forward(name: &str, c: &Case, causal: bool, variant: &str) {
 
 #[test]
 fn outer_route_every_offered_variant() {
-    // The outer-product forward, named (the selector does not pick it yet): every variant this
-    // adapter offers, on every length of the main test (1 and 17 leave most of a block empty,
-    // 100 and 257 end in a partial block), causal and not, logits ×10, and unequal lengths
-    // where causal rows see no key.
-    let outer = outer_variants("flash_fwd");
+    forward_route_every_offered_variant("outer", 700, &[64], &[128]);
+}
+
+#[test]
+fn stream_route_every_offered_variant() {
+    forward_route_every_offered_variant("stream", 2300, &[64], &[128]);
+}
+
+/// A forward route the selector's rule does not pick, named: every variant this adapter offers,
+/// on every length of [`OUTER_LENGTHS`] (1 and 17 leave most of a block empty, 100 and 257 end
+/// in a partial block, unequal lengths where causal rows see no key), causal and not, logits
+/// ×10; offered at head dims `dims` (and `wide` with 48 KiB of workgroup storage, as on the
+/// H200; lavapipe's 32 KiB holds d32 and d64 blocks only).
+fn forward_route_every_offered_variant(route: &str, seed: u64, dims: &[i64], wide: &[i64]) {
+    let outer = route_variants("flash_fwd", route);
     let mut n = 0;
     for (i, v) in outer.iter().enumerate() {
         let d = v.int("head_dim") as usize;
         let causal = v.flag("causal");
         for (j, &(nq, nk)) in OUTER_LENGTHS.iter().enumerate() {
-            let c = case(700 + 10 * i as u64 + j as u64, 2, nq, nk, d, DType::F32);
+            let c = case(seed + 10 * i as u64 + j as u64, 2, nq, nk, d, DType::F32);
             check_forward(&format!("{} nq{nq} nk{nk}", v.name), &c, causal, &v.name);
             n += 1;
         }
     }
-    // On a GPU the route is offered at head dims 64 and 128 at least (lavapipe's 32 KiB of
-    // workgroup storage holds d32 and d64 blocks only).
-    let dims: std::collections::BTreeSet<_> = outer.iter().map(|v| v.int("head_dim")).collect();
-    assert!(dims.contains(&64), "no outer variant at d64: {dims:?}");
-    if gpu().profile().limits.max_compute_workgroup_storage_size >= 48 * 1024 {
-        assert!(dims.contains(&128), "no outer variant at d128: {dims:?}");
+    let offered: std::collections::BTreeSet<_> = outer.iter().map(|v| v.int("head_dim")).collect();
+    let large = gpu().profile().limits.max_compute_workgroup_storage_size >= 48 * 1024;
+    for d in dims.iter().chain(if large { wide } else { &[] }) {
+        assert!(
+            offered.contains(d),
+            "no {route} variant at d{d}: {offered:?}"
+        );
     }
     // The selector's rule and table still pick another route.
     for &d in &attention::HEAD_DIMS {
         for causal in [false, true] {
-            let c = case(799, 1, 64, 64, d, DType::F32);
+            let c = case(seed + 99, 1, 64, 64, d, DType::F32);
             let o = poisoned_like(&c.q.0);
             let lse = Tensor::full(gpu(), &[1, 1, 64], f32::NAN, DType::F32).unwrap();
             let choice = attention::flash_attention_into(
@@ -384,22 +395,26 @@ fn outer_route_every_offered_variant() {
             .unwrap();
             assert_ne!(
                 choice.variant.text("route"),
-                "outer",
+                route,
                 "{}",
                 choice.variant.name
             );
         }
     }
-    println!("outer route: {} variants, {n} runs", outer.len());
+    println!(
+        "flash_fwd {route} route: {} variants, {n} runs",
+        outer.len()
+    );
 }
 
-/// The outer-route variants of a family this adapter offers (the selector never picks them).
-fn outer_variants(family: &str) -> Vec<kiln::Variant> {
+/// The variants of one route of a family this adapter offers (for the outer and stream routes,
+/// ones the selector's rule never picks).
+fn route_variants(family: &str, route: &str) -> Vec<kiln::Variant> {
     gpu()
         .registry()
         .supported(family, gpu().profile())
         .unwrap()
-        .filter(|v| v.text("route") == "outer")
+        .filter(|v| v.text("route") == route)
         .cloned()
         .collect()
 }
@@ -418,13 +433,19 @@ const OUTER_LENGTHS: [(usize, usize); 8] = [
     (33, 64),
 ];
 
-/// Every offered outer-route variant of a backward family, named (the selector does not pick
-/// the route), with the selector's forward and other backward kernel, on every length of
-/// [`OUTER_LENGTHS`], causal and not, logits ×10, outputs poisoned; the head dims it is offered
-/// at (32 and 64 with 32 KiB of workgroup storage, as on lavapipe; `wide` too with 48 KiB); and
-/// a check that the selector's rule and table never pick it.
-fn outer_backward_every_offered_variant(family: &str, seed: u64, wide: &[i64]) {
-    let outer = outer_variants(family);
+/// Every offered variant of a backward family's route, named (the selector's rule does not pick
+/// the outer and stream routes), with the selector's forward and other backward kernel, on every
+/// length of [`OUTER_LENGTHS`], causal and not, logits ×10, outputs poisoned; the head dims it is
+/// offered at (`dims` with 32 KiB of workgroup storage, as on lavapipe; `wide` too with 48 KiB);
+/// and a check that the selector's rule never picks it.
+fn routed_backward_every_offered_variant(
+    family: &str,
+    route: &str,
+    seed: u64,
+    dims: &[i64],
+    wide: &[i64],
+) {
+    let outer = route_variants(family, route);
     let mut n = 0;
     for (i, v) in outer.iter().enumerate() {
         let d = v.int("head_dim") as usize;
@@ -446,15 +467,13 @@ fn outer_backward_every_offered_variant(family: &str, seed: u64, wide: &[i64]) {
             n += 1;
         }
     }
-    let dims: std::collections::BTreeSet<_> = outer.iter().map(|v| v.int("head_dim")).collect();
-    assert!(
-        dims.contains(&32) && dims.contains(&64),
-        "{family}: outer variants at {dims:?}"
-    );
-    if gpu().profile().limits.max_compute_workgroup_storage_size >= 48 * 1024 {
-        for d in wide {
-            assert!(dims.contains(d), "{family}: outer variants at {dims:?}");
-        }
+    let offered: std::collections::BTreeSet<_> = outer.iter().map(|v| v.int("head_dim")).collect();
+    let large = gpu().profile().limits.max_compute_workgroup_storage_size >= 48 * 1024;
+    for d in dims.iter().chain(if large { wide } else { &[] }) {
+        assert!(
+            offered.contains(d),
+            "{family}: {route} variants at {offered:?}"
+        );
     }
     // The selector's rule and table pick another route.
     for &d in &attention::HEAD_DIMS {
@@ -478,24 +497,34 @@ fn outer_backward_every_offered_variant(family: &str, seed: u64, wide: &[i64]) {
             for choice in &plan.choices {
                 assert_ne!(
                     choice.variant.text("route"),
-                    "outer",
+                    route,
                     "{}",
                     choice.variant.name
                 );
             }
         }
     }
-    println!("{family} outer route: {} variants, {n} runs", outer.len());
+    println!("{family} {route} route: {} variants, {n} runs", outer.len());
 }
 
 #[test]
 fn outer_dq_every_offered_variant() {
-    outer_backward_every_offered_variant("flash_bwd_dq", 1100, &[96]);
+    routed_backward_every_offered_variant("flash_bwd_dq", "outer", 1100, &[32, 64], &[96]);
 }
 
 #[test]
 fn outer_dkdv_every_offered_variant() {
-    outer_backward_every_offered_variant("flash_bwd_dkdv", 1400, &[]);
+    routed_backward_every_offered_variant("flash_bwd_dkdv", "outer", 1400, &[32, 64], &[]);
+}
+
+#[test]
+fn stream_dq_every_offered_variant() {
+    routed_backward_every_offered_variant("flash_bwd_dq", "stream", 2000, &[64, 128], &[]);
+}
+
+#[test]
+fn stream_dkdv_every_offered_variant() {
+    routed_backward_every_offered_variant("flash_bwd_dkdv", "stream", 1700, &[64, 128], &[]);
 }
 
 #[test]

@@ -147,7 +147,7 @@ fn workgroup_bytes(module: &naga::Module) -> u32 {
 }
 
 #[test]
-fn outer_route_declares_its_workgroup_storage_exactly() {
+fn outer_and_stream_routes_declare_their_workgroup_storage_exactly() {
     // The selector refuses a variant whose declared storage exceeds the adapter's limit, so the
     // declaration must be what the shader allocates: checked against naga's layout on the
     // large profile (every outer variant that fits it) and on lavapipe.
@@ -156,7 +156,7 @@ fn outer_route_declares_its_workgroup_storage_exactly() {
         let mut n = 0;
         for (name, profile) in stored_profiles().unwrap() {
             for v in registry.supported(family, &profile).unwrap() {
-                if v.text("route") != "outer" {
+                if !matches!(v.text("route"), "outer" | "stream") {
                     continue;
                 }
                 let wgsl = registry.render_validated(v, &profile).unwrap();
@@ -173,7 +173,7 @@ fn outer_route_declares_its_workgroup_storage_exactly() {
         }
         assert!(
             n > 0,
-            "no {family} outer-route variant on any stored profile"
+            "no {family} outer- or stream-route variant on any stored profile"
         );
     }
     // The largest blocks at head dim 64 fill the H200's 48 KiB exactly.
@@ -182,6 +182,8 @@ fn outer_route_declares_its_workgroup_storage_exactly() {
         ("flash_bwd_dq", "f32_d64_q32_k64_outer4x4_u"),
         ("flash_bwd_dq", "f32_d64_q64_k32_outer4x4_u"),
         ("flash_bwd_dkdv", "f32_d64_k64_q16_outer4x4_u"),
+        ("flash_bwd_dkdv", "f32_d64_k64_q64_stream_u"),
+        ("flash_bwd_dq", "f32_d64_q64_k64_stream_u"),
     ] {
         let v = registry.variant(family, variant).unwrap();
         assert_eq!(v.workgroup_storage, 48 * 1024, "{variant}");

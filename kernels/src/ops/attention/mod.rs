@@ -170,9 +170,9 @@ fn choose_flash(
         let tiled = i64::from(gpu_device && v.text("route") == "tiled") * 5;
         let coop = i64::from(gpu_device && v.text("route") == "coop") * 5_000;
         let unrolled = i64::from(v.flag("unroll")) * 2;
-        // The outer-product routes (of all three flash families) are reached by name or the tuned
-        // table only: the rule never picks them.
-        let outer = i64::from(v.text("route") == "outer") * 100_000;
+        // The outer-product routes (of all three flash families) and dK/dV's streamed route are
+        // reached by name or the tuned table only: the rule never picks them.
+        let outer = i64::from(matches!(v.text("route"), "outer" | "stream")) * 100_000;
         -too_big - outer
             + 100 * owned
             + 10 * v.int(streamed_var)
