@@ -18,6 +18,9 @@ pub struct ProfileFeatures {
     pub timestamp_query: bool,
     /// `EXPERIMENTAL_COOPERATIVE_MATRIX`: matrix-multiply-accumulate units from WGSL.
     pub cooperative_matrix: bool,
+    /// `SHADER_FLOAT32_ATOMIC` (native only): `atomicAdd` on f32 in storage buffers.
+    #[serde(default)]
+    pub float32_atomic: bool,
 }
 
 impl ProfileFeatures {
@@ -28,6 +31,7 @@ impl ProfileFeatures {
             "subgroup" => Some(self.subgroup),
             "timestamp_query" => Some(self.timestamp_query),
             "cooperative_matrix" => Some(self.cooperative_matrix),
+            "float32_atomic" => Some(self.float32_atomic),
             _ => None,
         }
     }
@@ -38,6 +42,7 @@ impl ProfileFeatures {
             subgroup: f.contains(wgpu::Features::SUBGROUP),
             timestamp_query: f.contains(wgpu::Features::TIMESTAMP_QUERY),
             cooperative_matrix: f.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX),
+            float32_atomic: f.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
         }
     }
 }

@@ -32,7 +32,8 @@ impl GpuOptions {
 const WANTED: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::TIMESTAMP_QUERY)
-    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+    .union(wgpu::Features::SHADER_FLOAT32_ATOMIC);
 
 /// The opt-in wgpu asks for before it enables an `EXPERIMENTAL_*` feature.
 #[allow(unsafe_code)] // the crate's one unsafe block: wgpu's token, no memory is touched here

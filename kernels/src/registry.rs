@@ -12,7 +12,7 @@ use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 
 /// The families built into Kiln: `(family, template, contract)`.
-const FAMILIES: [(&str, &str, &str); 23] = [
+const FAMILIES: [(&str, &str, &str); 24] = [
     (
         "copy",
         include_str!("../templates/copy.wgsl.jinja"),
@@ -67,6 +67,11 @@ const FAMILIES: [(&str, &str, &str); 23] = [
         "flash_bwd_dkdv",
         include_str!("../templates/flash_bwd_dkdv.wgsl.jinja"),
         include_str!("../templates/flash_bwd_dkdv.toml"),
+    ),
+    (
+        "flash_bwd_fused",
+        include_str!("../templates/flash_bwd_fused.wgsl.jinja"),
+        include_str!("../templates/flash_bwd_fused.toml"),
     ),
     (
         "attention_delta",
@@ -564,6 +569,9 @@ pub fn validate_wgsl(
     }
     if profile.features.cooperative_matrix {
         caps |= Capabilities::COOPERATIVE_MATRIX;
+    }
+    if profile.features.float32_atomic {
+        caps |= Capabilities::SHADER_FLOAT32_ATOMIC;
     }
     let mut validator = naga::valid::Validator::new(ValidationFlags::all(), caps);
     if profile.features.subgroup {

@@ -190,4 +190,14 @@ fn byte_model_counts_the_score_matrix() {
     assert_eq!(flash, 4 * 4_194_304 + 4 * 8 * 512 * 4);
     // The naive forward adds S written, read; P written, read (K is read transposed in place).
     assert_eq!(naive - (flash - 4 * 8 * 512 * 4), 4 * 33_554_432);
+
+    // Backward: the one-pass kernel reads Q, K, V, dO, LSE and D once instead of twice, and
+    // pays for zeroing dQ and for reading it back in its additions.
+    let t = 4_194_304; // one [B, H, N, D] f32 tensor
+    let rows = 4 * 8 * 512 * 4;
+    let bwd = |path| traffic::total(&traffic::traffic(&d, kiln::DType::F32, path, true));
+    assert_eq!(
+        bwd(Path::Flash) - bwd(Path::FlashFused),
+        (4 * t + 2 * rows) - 3 * t
+    );
 }

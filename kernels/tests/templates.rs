@@ -152,11 +152,17 @@ fn outer_and_stream_routes_declare_their_workgroup_storage_exactly() {
     // declaration must be what the shader allocates: checked against naga's layout on the
     // large profile (every outer variant that fits it) and on lavapipe.
     let registry = Registry::builtin().unwrap();
-    for family in ["flash_fwd", "flash_bwd_dq", "flash_bwd_dkdv"] {
+    for family in [
+        "flash_fwd",
+        "flash_bwd_dq",
+        "flash_bwd_dkdv",
+        "flash_bwd_fused",
+    ] {
         let mut n = 0;
         for (name, profile) in stored_profiles().unwrap() {
             for v in registry.supported(family, &profile).unwrap() {
-                if !matches!(v.text("route"), "outer" | "stream") {
+                // The fused family is the stream route's kernel throughout.
+                if !matches!(v.text("route"), "outer" | "stream") && family != "flash_bwd_fused" {
                     continue;
                 }
                 let wgsl = registry.render_validated(v, &profile).unwrap();
@@ -184,6 +190,7 @@ fn outer_and_stream_routes_declare_their_workgroup_storage_exactly() {
         ("flash_bwd_dkdv", "f32_d64_k64_q16_outer4x4_u"),
         ("flash_bwd_dkdv", "f32_d64_k64_q64_stream_u"),
         ("flash_bwd_dq", "f32_d64_q64_k64_stream_u"),
+        ("flash_bwd_fused", "f32_d64_k64_q64_fused_u"),
     ] {
         let v = registry.variant(family, variant).unwrap();
         assert_eq!(v.workgroup_storage, 48 * 1024, "{variant}");

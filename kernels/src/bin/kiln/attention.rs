@@ -37,7 +37,7 @@ pub struct AttentionArgs {
     #[arg(long)]
     sweep: bool,
     /// Also time these flash variants (comma-separated names, as `kiln kernels --family
-    /// flash_fwd`, `flash_bwd_dkdv` or `flash_bwd_dq` lists them; the backward ones with
+    /// flash_fwd`, `flash_bwd_dkdv`, `flash_bwd_dq` or `flash_bwd_fused` lists them; the backward ones with
     /// `--backward`), each checked first: each kernel alone beside the selector's choice for
     /// its family (reported with the sweep's rows), and the whole pass with the first named
     /// variant of each family forced and the selector's for the others (the path `named`).
@@ -124,6 +124,7 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
         let bwd = BackwardVariants {
             dkdv: first("flash_bwd_dkdv"),
             dq: first("flash_bwd_dq"),
+            fused: first("flash_bwd_fused"),
             ..Default::default()
         };
         let run = FlashRun::plan(
@@ -170,7 +171,16 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
     }
 
     let flops = dims.flops(args.causal, args.backward);
-    let flash_bytes = traffic::traffic(&dims, dtype, traffic::Path::Flash, args.backward);
+    let fused = flash
+        .choices
+        .iter()
+        .any(|c| c["family"] == "flash_bwd_fused");
+    let flash_path = if fused {
+        traffic::Path::FlashFused
+    } else {
+        traffic::Path::Flash
+    };
+    let flash_bytes = traffic::traffic(&dims, dtype, flash_path, args.backward);
     let naive_bytes = traffic::traffic(&dims, dtype, traffic::Path::Naive, args.backward);
     let mb = |k: &[traffic::KernelBytes]| traffic::total(k) as f64 / 1e6;
     let timing = |t: &Timing, scaled: f64| {
@@ -406,11 +416,12 @@ impl NaiveRun {
     }
 }
 
-/// The flash families a call runs: the forward, and with `--backward` the two backward passes.
+/// The flash families a call runs: the forward, and with `--backward` the two backward passes
+/// or the one-pass backward.
 fn families(backward: bool) -> Vec<&'static str> {
     let mut families = vec!["flash_fwd"];
     if backward {
-        families.extend(["flash_bwd_dkdv", "flash_bwd_dq"]);
+        families.extend(["flash_bwd_dkdv", "flash_bwd_dq", "flash_bwd_fused"]);
     }
     families
 }
@@ -517,6 +528,13 @@ async fn sweep_variants(
                         ..Default::default()
                     },
                 ),
+                "flash_bwd_fused" => (
+                    None,
+                    BackwardVariants {
+                        fused: Some(&v.name),
+                        ..Default::default()
+                    },
+                ),
                 _ => (
                     None,
                     BackwardVariants {
@@ -537,19 +555,15 @@ async fn sweep_variants(
                 );
                 continue;
             }
-            // Time just this family's kernel: the forward alone, or the one backward kernel.
-            let index = match family {
-                "flash_fwd" => 0,
-                "flash_bwd_dkdv" => 2,
-                _ => 3,
+            // Time just this family's kernels: the forward alone, one backward pass, or the
+            // one-pass backward with the zeroing of dQ it needs (after the forward and D).
+            let timed: Vec<&Dispatch> = match family {
+                "flash_fwd" => vec![&run.dispatches[0]],
+                "flash_bwd_dkdv" => vec![&run.dispatches[2]],
+                "flash_bwd_fused" => run.dispatches[2..].iter().collect(),
+                _ => vec![&run.dispatches[3]],
             };
-            let t = bench::time_dispatches(
-                gpu,
-                &[&run.dispatches[index]],
-                args.run.warmup,
-                args.run.repeats,
-            )
-            .await?;
+            let t = bench::time_dispatches(gpu, &timed, args.run.warmup, args.run.repeats).await?;
             rows.push(
                 json!({"family": family, "variant": v.name, "rel_l2_error": err,
                        "selected": chosen, "median_ms": t.median_ms, "clock": t.clock}),

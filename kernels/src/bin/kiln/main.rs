@@ -33,6 +33,8 @@ enum Feature {
     Timestamp,
     /// Cooperative matrices (`EXPERIMENTAL_COOPERATIVE_MATRIX`).
     Coop,
+    /// f32 atomics in storage buffers (`SHADER_FLOAT32_ATOMIC`).
+    Atomic,
 }
 
 #[derive(Subcommand)]
@@ -120,6 +122,7 @@ async fn run(cli: Cli) -> Result<()> {
             Feature::Subgroup => wgpu::Features::SUBGROUP,
             Feature::Timestamp => wgpu::Features::TIMESTAMP_QUERY,
             Feature::Coop => wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+            Feature::Atomic => wgpu::Features::SHADER_FLOAT32_ATOMIC,
         };
     }
     match cli.command {
@@ -149,13 +152,14 @@ fn print_profile(p: &DeviceProfile, json: bool) {
     println!("driver       {} {}", p.driver, p.driver_info);
     let f = &p.features;
     println!(
-        "features     shader_f16={} subgroup={} (sizes {}..{}) timestamp_query={} cooperative_matrix={}",
+        "features     shader_f16={} subgroup={} (sizes {}..{}) timestamp_query={} cooperative_matrix={} float32_atomic={}",
         f.shader_f16,
         f.subgroup,
         p.subgroup_min_size,
         p.subgroup_max_size,
         f.timestamp_query,
-        f.cooperative_matrix
+        f.cooperative_matrix,
+        f.float32_atomic
     );
     for c in &p.cooperative_matrix {
         println!("coop matrix  {}x{}x{} {}→{}", c.m, c.n, c.k, c.ab, c.cr);

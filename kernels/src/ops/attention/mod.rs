@@ -4,8 +4,11 @@
 //!   blocks with an online softmax and writes O and the log-sum-exp (LSE) per row;
 //!   [`flash_attention_backward`] runs three: D = rowsum(dO ∘ O), then dK/dV per key block and
 //!   dQ per query block, each recomputing the probabilities from Q, K and the LSE. Two passes
-//!   rather than atomics: WebGPU has no float atomics, and one writer per element keeps the
-//!   result deterministic.
+//!   rather than atomics by default: WebGPU has no float atomics, and one writer per element
+//!   keeps the result deterministic. Where the adapter has f32 atomics (native Vulkan and Metal)
+//!   and the tuned table measured it faster, one pass (`flash_bwd_fused`) computes dK and dV
+//!   and adds each key block's share of dQ with atomics, so S and dP are recomputed once
+//!   instead of twice; dQ's last bits then vary from run to run with the order of the additions.
 //! - **Naive**: [`naive_attention`] materialises the scores with the matmul, softmax and
 //!   transpose ops (S = Q·Kᵀ, P = softmax(S), O = P·V), and [`naive_attention_backward`] runs
 //!   the textbook backward on the saved P. It is the comparison the flash kernels are
@@ -21,7 +24,7 @@ use crate::contract::Param;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::registry::Variant;
-use crate::select::{self, Choice, Request};
+use crate::select::{self, Choice, Reason, Request};
 use crate::shape::AttentionDims;
 use crate::tensor::{DType, Tensor};
 
@@ -284,16 +287,20 @@ pub struct BackwardVariants<'a> {
     pub dkdv: Option<&'a str>,
     /// The `attention_delta` pre-pass.
     pub delta: Option<&'a str>,
+    /// The one-pass backward (`flash_bwd_fused`) instead of the dK/dV and dQ passes.
+    pub fused: Option<&'a str>,
 }
 
 /// The backward pass's launches, the scratch tensor they share and the variants chosen.
 #[derive(Debug)]
 pub struct BackwardPlan {
-    /// D = rowsum(dO ∘ O), dK/dV, dQ, in order.
+    /// D = rowsum(dO ∘ O), dK/dV, dQ, in order; or D, dQ ← 0, the one-pass kernel.
     pub dispatches: Vec<Dispatch>,
     pub choices: Vec<Choice>,
     /// The D scratch tensor [.., Nq] (f32).
     pub delta: Tensor,
+    /// The zeros dQ is reset from before the one-pass kernel adds to it.
+    pub zeros: Option<Tensor>,
 }
 
 /// Flash attention's backward pass: the gradients of Q, K and V given dO, from Q, K, V and the
@@ -410,6 +417,32 @@ pub fn plan_backward(
         let pipeline = gpu.pipeline(&choice.variant)?;
         Ok((Dispatch::new(gpu, pipeline, &buffers, groups), choice))
     };
+    if let Some(choice) = choose_fused(&d, q, causal, named)? {
+        // dQ is added to by every key block: it starts from zeros copied in on the GPU.
+        let zeros = Tensor::full(gpu, grads.dq.shape(), 0.0, DType::F32)?;
+        let (clear, clear_choice) = super::ceiling::plan_copy(&zeros, &grads.dq, None)?;
+        let block = choice.variant.int("block_k").max(1) as usize;
+        let buffers = [
+            q.buffer(),
+            k.buffer(),
+            v.buffer(),
+            d_o.buffer(),
+            lse.buffer(),
+            delta.buffer(),
+            grads.dk.buffer(),
+            grads.dv.buffer(),
+            grads.dq.buffer(),
+            &params,
+        ];
+        let groups = grid(OP, gpu, [d.kv_len.div_ceil(block), d.batch_heads, 1])?;
+        let fused = Dispatch::new(gpu, gpu.pipeline(&choice.variant)?, &buffers, groups);
+        return Ok(BackwardPlan {
+            dispatches: vec![pre, clear, fused],
+            choices: vec![delta_choice, clear_choice, choice],
+            delta,
+            zeros: Some(zeros),
+        });
+    }
     let (dkdv, dkdv_choice) = pass(
         "flash_bwd_dkdv",
         ("block_k", d.kv_len),
@@ -428,8 +461,35 @@ pub fn plan_backward(
         dispatches: vec![pre, dkdv, dq],
         choices: vec![delta_choice, dkdv_choice, dq_choice],
         delta,
+        zeros: None,
     })
 }
+
+/// The one-pass backward where the caller names it, or where the tuned table picks it for this
+/// device and shape (measured faster); never by rule, so an adapter without measurements keeps
+/// the deterministic two passes, and so does a call that names either of them.
+fn choose_fused(
+    d: &AttentionDims,
+    q: &Tensor,
+    causal: bool,
+    named: BackwardVariants<'_>,
+) -> Result<Option<Choice>> {
+    let choose = |name| choose_flash(FUSED, ("block_k", d.kv_len), "block_q", d, q, causal, name);
+    if named.fused.is_some() {
+        return choose(named.fused).map(Some);
+    }
+    if named.dq.is_some() || named.dkdv.is_some() {
+        return Ok(None);
+    }
+    match choose(None) {
+        Ok(choice) if matches!(choice.reason, Reason::Tuned { .. }) => Ok(Some(choice)),
+        // Not tuned here, or no variant (no f32 atomics, f16, a head dim it lacks).
+        Ok(_) | Err(Error::Unsupported { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+const FUSED: &str = "flash_bwd_fused";
 
 /// The naive path's launches and the tensors they write.
 #[derive(Debug)]

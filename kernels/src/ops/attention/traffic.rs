@@ -15,6 +15,8 @@ use crate::tensor::DType;
 #[serde(rename_all = "snake_case")]
 pub enum Path {
     Flash,
+    /// The flash path with the one-pass backward (dQ zeroed, then added to with atomics).
+    FlashFused,
     Naive,
 }
 
@@ -42,12 +44,20 @@ pub fn traffic(d: &AttentionDims, dtype: DType, path: Path, backward: bool) -> V
     };
     let mut out = Vec::new();
     match path {
-        Path::Flash => {
+        Path::Flash | Path::FlashFused => {
             out.push(k("flash_fwd", q + 2 * kv, q + rows));
             if backward {
                 out.push(k("attention_delta", 2 * q, rows));
+            }
+            if backward && path == Path::Flash {
                 out.push(k("flash_bwd_dkdv", 2 * q + 2 * kv + 2 * rows, 2 * kv));
                 out.push(k("flash_bwd_dq", 2 * q + 2 * kv + 2 * rows, q));
+            }
+            if backward && path == Path::FlashFused {
+                // dQ is copied from zeros, then read and written by the atomic additions (once,
+                // in this model; every key block's workgroup adds to it in the L2 cache).
+                out.push(k("copy dQ ← 0", q, q));
+                out.push(k("flash_bwd_fused", 3 * q + 2 * kv + 2 * rows, 2 * kv + q));
             }
         }
         Path::Naive => {
