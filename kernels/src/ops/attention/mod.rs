@@ -393,16 +393,13 @@ pub fn plan_backward(
     );
 
     let params = gpu.uniform(&params(&d, scale));
-    // The two passes bind Q, K, V, dO, LSE, D, then their outputs; each owns blocks of one
-    // sequence and walks the other.
-    let pass = |family: &'static str,
-                owned: (&'static str, usize),
-                streamed: &'static str,
-                named: Option<&str>,
-                outputs: &[&wgpu::Buffer]|
-     -> Result<(Dispatch, Choice)> {
-        let choice = choose_flash(family, owned, streamed, &d, q, causal, named)?;
-        let block = choice.variant.int(owned.0).max(1) as usize;
+    // The backward kernels bind Q, K, V, dO, LSE, D, then their outputs; each owns blocks of
+    // one sequence and walks the other.
+    let launch = |choice: &Choice,
+                  (owned_var, owned_len): (&str, usize),
+                  outputs: &[&wgpu::Buffer]|
+     -> Result<Dispatch> {
+        let block = choice.variant.int(owned_var).max(1) as usize;
         let mut buffers = vec![
             q.buffer(),
             k.buffer(),
@@ -413,29 +410,22 @@ pub fn plan_backward(
         ];
         buffers.extend_from_slice(outputs);
         buffers.push(&params);
-        let groups = grid(OP, gpu, [owned.1.div_ceil(block), d.batch_heads, 1])?;
-        let pipeline = gpu.pipeline(&choice.variant)?;
-        Ok((Dispatch::new(gpu, pipeline, &buffers, groups), choice))
+        let groups = grid(OP, gpu, [owned_len.div_ceil(block), d.batch_heads, 1])?;
+        Ok(Dispatch::new(
+            gpu,
+            gpu.pipeline(&choice.variant)?,
+            &buffers,
+            groups,
+        ))
     };
+    let keys = ("block_k", d.kv_len);
+    let rows = ("block_q", d.q_len);
     if let Some(choice) = choose_fused(&d, q, causal, named)? {
         // dQ is added to by every key block: it starts from zeros copied in on the GPU.
         let zeros = Tensor::full(gpu, grads.dq.shape(), 0.0, DType::F32)?;
         let (clear, clear_choice) = super::ceiling::plan_copy(&zeros, &grads.dq, None)?;
-        let block = choice.variant.int("block_k").max(1) as usize;
-        let buffers = [
-            q.buffer(),
-            k.buffer(),
-            v.buffer(),
-            d_o.buffer(),
-            lse.buffer(),
-            delta.buffer(),
-            grads.dk.buffer(),
-            grads.dv.buffer(),
-            grads.dq.buffer(),
-            &params,
-        ];
-        let groups = grid(OP, gpu, [d.kv_len.div_ceil(block), d.batch_heads, 1])?;
-        let fused = Dispatch::new(gpu, gpu.pipeline(&choice.variant)?, &buffers, groups);
+        let outputs = [grads.dk.buffer(), grads.dv.buffer(), grads.dq.buffer()];
+        let fused = launch(&choice, keys, &outputs)?;
         return Ok(BackwardPlan {
             dispatches: vec![pre, clear, fused],
             choices: vec![delta_choice, clear_choice, choice],
@@ -443,20 +433,10 @@ pub fn plan_backward(
             zeros: Some(zeros),
         });
     }
-    let (dkdv, dkdv_choice) = pass(
-        "flash_bwd_dkdv",
-        ("block_k", d.kv_len),
-        "block_q",
-        named.dkdv,
-        &[grads.dk.buffer(), grads.dv.buffer()],
-    )?;
-    let (dq, dq_choice) = pass(
-        "flash_bwd_dq",
-        ("block_q", d.q_len),
-        "block_k",
-        named.dq,
-        &[grads.dq.buffer()],
-    )?;
+    let dkdv_choice = choose_flash(DKDV, keys, "block_q", &d, q, causal, named.dkdv)?;
+    let dkdv = launch(&dkdv_choice, keys, &[grads.dk.buffer(), grads.dv.buffer()])?;
+    let dq_choice = choose_flash(DQ, rows, "block_k", &d, q, causal, named.dq)?;
+    let dq = launch(&dq_choice, rows, &[grads.dq.buffer()])?;
     Ok(BackwardPlan {
         dispatches: vec![pre, dkdv, dq],
         choices: vec![delta_choice, dkdv_choice, dq_choice],
@@ -490,6 +470,8 @@ fn choose_fused(
 }
 
 const FUSED: &str = "flash_bwd_fused";
+const DKDV: &str = "flash_bwd_dkdv";
+const DQ: &str = "flash_bwd_dq";
 
 /// The naive path's launches and the tensors they write.
 #[derive(Debug)]
