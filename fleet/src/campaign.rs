@@ -1,4 +1,5 @@
-//! The campaign: the device's ceilings, then every variant of every family on the fixed cases —
+//! The campaign: the device's ceilings, then every variant of every family (but
+//! [`LEFT_OUT_FAMILIES`]) on the fixed cases —
 //! each checked against the CPU reference before it is timed — within a time budget.
 
 use kiln::{Choice, Dispatch, Gpu, Tensor, bench, cpu};
@@ -9,6 +10,12 @@ use crate::error::{FleetError, Result};
 use crate::report::{
     Ceilings, Outcome, Platform, Report, SCHEMA, Skipped, Timing, VERSION, VariantResult,
 };
+
+/// Families a campaign does not measure. The one-pass flash backward (`flash_bwd_fused`) stands
+/// in for two other families together (`flash_bwd_dkdv` and `flash_bwd_dq`): picking the fastest
+/// variant within it would put it in the tuned table even where the two passes are faster, so
+/// its tuned entries come from `kiln bench attention --backward --variant`, which times both.
+pub const LEFT_OUT_FAMILIES: &[&str] = &["flash_bwd_fused"];
 
 /// How a campaign runs.
 #[derive(Clone, Debug)]

@@ -4,6 +4,7 @@
 //! and their differences.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
@@ -70,14 +71,27 @@ pub fn differing_pixels(a: &Path, b: &Path) -> u64 {
 
 /// Starts Xvfb on `display` with a `size` screen ("1024x1024x24").
 pub fn xvfb(display: &str, size: &str) -> Killed {
-    let server = Killed(
+    let mut server = Killed(
         Command::new("Xvfb")
             .args([display, "-screen", "0", size, "-nolisten", "tcp"])
             .stderr(Stdio::null())
             .spawn()
             .expect("Xvfb is needed for the window tests (scripts/test.sh installs it)"),
     );
-    sleep(Duration::from_secs(1));
+    // Ready once its socket takes connections: on a loaded machine that can take more than the
+    // second once waited here, and a window started sooner finds no X server.
+    let socket = format!("/tmp/.X11-unix/X{}", display.trim_start_matches(':'));
+    let started = Instant::now();
+    while UnixStream::connect(&socket).is_err() {
+        if let Ok(Some(status)) = server.0.try_wait() {
+            panic!("Xvfb {display} exited: {status}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "Xvfb {display}: no connection after 30 s"
+        );
+        sleep(Duration::from_millis(100));
+    }
     server
 }
 

@@ -18,6 +18,8 @@ export async function readProfile() {
     features: {
       shader_f16: f('shader-f16'), subgroup: f('subgroups'),
       timestamp_query: f('timestamp-query'), cooperative_matrix: false,
+      // f32 atomics are a native-only wgpu feature: no browser offers them.
+      float32_atomic: false,
     },
     subgroup_min_size: f('subgroups') ? (info.subgroupMinSize ?? 0) : 0,
     subgroup_max_size: f('subgroups') ? (info.subgroupMaxSize ?? 0) : 0,
