@@ -81,15 +81,12 @@ impl Timing {
                 detail: "every sample is 0 ms: the clock is too coarse for this work".into(),
             });
         }
-        let mut sorted = samples_ms.clone();
-        sorted.sort_by(f64::total_cmp);
-        let median_ms = median(&sorted).unwrap_or(0.0);
         Ok(Timing {
             clock,
             warmup,
-            median_ms,
-            min_ms: sorted[0],
-            max_ms: sorted[sorted.len() - 1],
+            median_ms: median(&samples_ms).unwrap_or(0.0),
+            min_ms: samples_ms.iter().copied().fold(f64::INFINITY, f64::min),
+            max_ms: samples_ms.iter().copied().fold(0.0, f64::max),
             samples_ms,
         })
     }

@@ -150,26 +150,10 @@ pub fn choose(
         });
     }
 
-    let candidates: Vec<&Variant> = registry
-        .supported(req.op, profile)?
-        .filter(|v| v.takes(&req.fixed) && (req.fits)(v))
-        .collect();
-    let class = profile.class();
-    let tuned_pick = tuned
-        .entries
-        .iter()
-        .filter(|e| e.class == class && e.family == req.op && e.bucket == req.bucket)
-        .find_map(|e| candidates.iter().find(|v| v.name == e.variant));
-    if let Some(v) = tuned_pick {
-        return Ok(Choice {
-            variant: (*v).clone(),
-            reason: Reason::Tuned {
-                class,
-                bucket: req.bucket.clone(),
-            },
-            bucket: req.bucket.clone(),
-        });
+    if let Some(choice) = choose_tuned(registry, profile, tuned, req)? {
+        return Ok(choice);
     }
+    let candidates = candidates(registry, profile, req)?;
     // Highest score wins; on a tie the first in registry order.
     let best = candidates
         .iter()
@@ -186,6 +170,48 @@ pub fn choose(
         reason: Reason::Rule(req.rule.to_string()),
         bucket: req.bucket.clone(),
     })
+}
+
+/// The tuned table's pick for a call, if it has one for this device class and shape bucket
+/// (among the variants that take the call); the rule is not consulted.
+pub fn choose_tuned(
+    registry: &Registry,
+    profile: &DeviceProfile,
+    tuned: &TunedTable,
+    req: &Request<'_>,
+) -> Result<Option<Choice>> {
+    let class = profile.class();
+    let mut entries = tuned
+        .entries
+        .iter()
+        .filter(|e| e.class == class && e.family == req.op && e.bucket == req.bucket)
+        .peekable();
+    if entries.peek().is_none() {
+        return Ok(None);
+    }
+    let candidates = candidates(registry, profile, req)?;
+    Ok(entries
+        .find_map(|e| candidates.iter().find(|v| v.name == e.variant))
+        .map(|v| Choice {
+            variant: (*v).clone(),
+            reason: Reason::Tuned {
+                class: class.clone(),
+                bucket: req.bucket.clone(),
+            },
+            bucket: req.bucket.clone(),
+        }))
+}
+
+/// The variants the adapter offers that take the call's fixed values and shapes.
+fn candidates<'a>(
+    registry: &'a Registry,
+    profile: &'a DeviceProfile,
+    req: &Request<'_>,
+) -> Result<Vec<&'a Variant>> {
+    Ok(registry
+        .supported(req.op, profile)?
+        .filter(|v| v.takes(&req.fixed) && (req.fits)(v))
+        .collect())
 }
 
 /// The power of two at or above `x`: shape buckets group sizes within a factor of two.

@@ -552,7 +552,7 @@ fn fused_backward_every_offered_variant() {
         assert!(err.to_string().contains("float32_atomic"), "{err}");
         return;
     }
-    routed_backward_every_offered_variant("flash_bwd_fused", "", 2600, &[64, 128], &[]);
+    routed_backward_every_offered_variant("flash_bwd_fused", "stream", 2600, &[64, 128], &[]);
 }
 
 #[test]

@@ -161,8 +161,7 @@ fn outer_and_stream_routes_declare_their_workgroup_storage_exactly() {
         let mut n = 0;
         for (name, profile) in stored_profiles().unwrap() {
             for v in registry.supported(family, &profile).unwrap() {
-                // The fused family is the stream route's kernel throughout.
-                if !matches!(v.text("route"), "outer" | "stream") && family != "flash_bwd_fused" {
+                if !matches!(v.text("route"), "outer" | "stream") {
                     continue;
                 }
                 let wgsl = registry.render_validated(v, &profile).unwrap();

@@ -3,11 +3,13 @@
 // site carries it; without it the demo says so and runs on its built-in weights.
 export async function fetchModel(dir) {
   const note = document.getElementById('weights');
-  // The build lists the models it carried; fetching a file that is not there would log a 404.
-  const listed = await fetch('models/index.json')
+  // The build lists the models it carried beside them (scripts/build-site.sh); fetching a file
+  // that is not there would log a 404.
+  const slash = dir.lastIndexOf('/');
+  const listed = await fetch(`${dir.slice(0, slash)}/index.json`)
     .then((r) => (r.ok ? r.json() : { models: [] }))
     .catch(() => ({ models: [] }));
-  const name = dir.split('/').pop();
+  const name = dir.slice(slash + 1);
   if (!listed.models.includes(name)) {
     if (note) note.textContent = 'built-in synthetic weights (this site was built without the model)';
     return false;

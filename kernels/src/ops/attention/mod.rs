@@ -24,7 +24,7 @@ use crate::contract::Param;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::registry::Variant;
-use crate::select::{self, Choice, Reason, Request};
+use crate::select::{self, Choice, Request};
 use crate::shape::AttentionDims;
 use crate::tensor::{DType, Tensor};
 
@@ -149,13 +149,30 @@ fn check_lse(lse: &Tensor, q: &Tensor) -> Result<()> {
 /// reductions where offered.
 fn choose_flash(
     family: &'static str,
-    (owned_var, owned_len): (&'static str, usize),
+    owned: (&'static str, usize),
     streamed_var: &'static str,
     d: &AttentionDims,
     t: &Tensor,
     causal: bool,
     named: Option<&str>,
 ) -> Result<Choice> {
+    let gpu = t.gpu();
+    with_flash_request(family, owned, streamed_var, d, t, causal, |request| {
+        select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), request, named)
+    })
+}
+
+/// Calls `f` with the selector's request for a flash family on this call: its fixed values,
+/// shape bucket and rule.
+fn with_flash_request<T>(
+    family: &'static str,
+    (owned_var, owned_len): (&'static str, usize),
+    streamed_var: &'static str,
+    d: &AttentionDims,
+    t: &Tensor,
+    causal: bool,
+    f: impl FnOnce(&Request<'_>) -> T,
+) -> T {
     let gpu = t.gpu();
     let gpu_device = gpu.profile().device_type != "cpu";
     let enough = if gpu_device { 128 } else { 8 };
@@ -173,8 +190,8 @@ fn choose_flash(
         let tiled = i64::from(gpu_device && v.text("route") == "tiled") * 5;
         let coop = i64::from(gpu_device && v.text("route") == "coop") * 5_000;
         let unrolled = i64::from(v.flag("unroll")) * 2;
-        // The outer-product routes (of all three flash families) and dK/dV's streamed route are
-        // reached by name or the tuned table only: the rule never picks them.
+        // The outer-product and stream routes (of every flash family) are reached by name or
+        // the tuned table only: the rule never picks them.
         let outer = i64::from(matches!(v.text("route"), "outer" | "stream")) * 100_000;
         -too_big - outer
             + 100 * owned
@@ -203,7 +220,7 @@ fn choose_flash(
         score: &score,
         rule: "the largest block that fits workgroup storage and leaves ≥ 128 workgroups (8 on a CPU adapter); on GPUs the cooperative-matrix route where it fits, else the tiled route; subgroup reductions where the family has them",
     };
-    select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
+    f(&request)
 }
 
 /// Flash attention: O = softmax(scale · Q·Kᵀ, masked) · V, and the LSE [.., Nq] (f32).
@@ -454,19 +471,18 @@ fn choose_fused(
     causal: bool,
     named: BackwardVariants<'_>,
 ) -> Result<Option<Choice>> {
-    let choose = |name| choose_flash(FUSED, ("block_k", d.kv_len), "block_q", d, q, causal, name);
+    let keys = ("block_k", d.kv_len);
     if named.fused.is_some() {
-        return choose(named.fused).map(Some);
+        return choose_flash(FUSED, keys, "block_q", d, q, causal, named.fused).map(Some);
     }
     if named.dq.is_some() || named.dkdv.is_some() {
         return Ok(None);
     }
-    match choose(None) {
-        Ok(choice) if matches!(choice.reason, Reason::Tuned { .. }) => Ok(Some(choice)),
-        // Not tuned here, or no variant (no f32 atomics, f16, a head dim it lacks).
-        Ok(_) | Err(Error::Unsupported { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
+    // No tuned entry here, or none the adapter offers (no f32 atomics, f16, a head dim it lacks).
+    let gpu = q.gpu();
+    with_flash_request(FUSED, keys, "block_q", d, q, causal, |request| {
+        select::choose_tuned(gpu.registry(), gpu.profile(), gpu.tuned(), request)
+    })
 }
 
 const FUSED: &str = "flash_bwd_fused";

@@ -48,16 +48,15 @@ pub fn traffic(d: &AttentionDims, dtype: DType, path: Path, backward: bool) -> V
             out.push(k("flash_fwd", q + 2 * kv, q + rows));
             if backward {
                 out.push(k("attention_delta", 2 * q, rows));
-            }
-            if backward && path == Path::Flash {
-                out.push(k("flash_bwd_dkdv", 2 * q + 2 * kv + 2 * rows, 2 * kv));
-                out.push(k("flash_bwd_dq", 2 * q + 2 * kv + 2 * rows, q));
-            }
-            if backward && path == Path::FlashFused {
-                // dQ is copied from zeros, then read and written by the atomic additions (once,
-                // in this model; every key block's workgroup adds to it in the L2 cache).
-                out.push(k("copy dQ ← 0", q, q));
-                out.push(k("flash_bwd_fused", 3 * q + 2 * kv + 2 * rows, 2 * kv + q));
+                if path == Path::Flash {
+                    out.push(k("flash_bwd_dkdv", 2 * q + 2 * kv + 2 * rows, 2 * kv));
+                    out.push(k("flash_bwd_dq", 2 * q + 2 * kv + 2 * rows, q));
+                } else {
+                    // dQ is copied from zeros, then read and written by the atomic additions
+                    // (once, in this model; every key block's workgroup adds to it in L2).
+                    out.push(k("copy dQ ← 0", q, q));
+                    out.push(k("flash_bwd_fused", 3 * q + 2 * kv + 2 * rows, 2 * kv + q));
+                }
             }
         }
         Path::Naive => {
