@@ -211,7 +211,7 @@ impl CeilingKernels {
     /// One dispatch with almost nothing to do, submitted and waited for: microseconds.
     pub async fn latency_us(&self, gpu: &Gpu) -> Result<f64> {
         let t0 = Instant::now();
-        gpu.submit(&[&self.tiny]);
+        gpu.submit(&[&self.tiny])?;
         gpu.idle().await?;
         Ok((t0.elapsed().as_secs_f64() * 1e6).max(f64::MIN_POSITIVE))
     }
@@ -286,7 +286,7 @@ async fn run_one(
         }
     }
     let all: Vec<_> = planned.all.iter().collect();
-    gpu.submit(&all);
+    gpu.submit(&all)?;
     if let Err(e) = gpu.check() {
         result.error = Some(e.to_string());
         return Ok(Some(result));

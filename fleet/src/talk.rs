@@ -51,7 +51,7 @@ impl Sampler {
     async fn time(gpu: &Gpu, work: &Dispatch, runs: usize) -> Result<f64> {
         let list = vec![work; runs];
         let t0 = Instant::now();
-        gpu.submit(&list);
+        gpu.submit(&list)?;
         gpu.idle().await?;
         Ok(t0.elapsed().as_secs_f64() * 1e3 / runs as f64)
     }
@@ -300,8 +300,9 @@ impl Race {
         let a_cpu = Array::new(&[n, n], ad)?;
         let b_cpu = Array::new(&[n, n], bd)?;
         let want = cpu::matmul(&a_cpu, &b_cpu)?.data;
-        let picked = ops::matmul::choose(&a, &b, None)?;
-        let racers = contenders(gpu, &a, &b, &picked)?
+        let call = ops::matmul::Call::new(DType::F32, 1, n, n, n);
+        let picked = ops::matmul::choose(&gpu.selector(), &call, None)?;
+        let racers = contenders(gpu, &call, &picked)?
             .into_iter()
             .map(|choice| Racer {
                 choice,
@@ -374,7 +375,7 @@ impl Race {
             }
         };
         self.c.write(&vec![f32::NAN; self.c.numel()])?;
-        self.gpu.submit(&[&dispatch]);
+        self.gpu.submit(&[&dispatch])?;
         if let Err(e) = self.gpu.check() {
             r.error = Some(e.to_string());
             return Ok(());
@@ -530,13 +531,14 @@ pub struct Comparison {
 
 /// The selector's pick and a spread of the other f32 variants that take the call: evenly spaced
 /// through the registry's order, so that routes, tiles and staging depths all appear.
-fn contenders(gpu: &Gpu, a: &Tensor, b: &Tensor, picked: &Choice) -> Result<Vec<Choice>> {
+fn contenders(gpu: &Gpu, call: &ops::matmul::Call, picked: &Choice) -> Result<Vec<Choice>> {
     let fixed = [("dtype", Param::Str("f32".into()))];
+    let sel = gpu.selector();
     let others: Vec<Choice> = gpu
         .registry()
         .supported("matmul", gpu.profile())?
         .filter(|v| v.takes(&fixed) && v.name != picked.variant.name)
-        .filter_map(|v| ops::matmul::choose(a, b, Some(&v.name)).ok())
+        .filter_map(|v| ops::matmul::choose(&sel, call, Some(&v.name)).ok())
         .collect();
     let wanted = (RACERS - 1).min(others.len());
     let mut out = vec![picked.clone()];
@@ -694,12 +696,12 @@ pub fn stages(gpu: &Gpu, race: &Race, ceilings: &[Choice]) -> Result<Vec<Stage>>
 /// the page's kernel-source view.
 pub fn selector_picks(gpu: &Gpu, race: &Race, ceilings: &[Choice]) -> Result<Vec<Choice>> {
     let rows = if software(gpu) { 256 } else { 1024 };
-    let x = Tensor::uninit(gpu, &[rows, rows], DType::F32)?;
-    let row = Tensor::uninit(gpu, &[rows], DType::F32)?;
+    let sel = gpu.selector();
+    let f32 = DType::F32;
     let mut picks = vec![race.picked.clone()];
-    picks.push(ops::softmax::choose(&x, false, None)?);
-    picks.push(ops::layernorm::choose(&x, None)?);
-    picks.push(ops::add::choose(&x, &row, None)?);
+    picks.push(sel.choose(&ops::softmax::call(f32, rows, false), None)?);
+    picks.push(sel.choose(&ops::layernorm::call(f32, rows, false), None)?);
+    picks.push(sel.choose(&ops::add::call(f32, &[rows, rows], &[rows])?, None)?);
     picks.extend(ceilings.iter().cloned());
     Ok(picks)
 }

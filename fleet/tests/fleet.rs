@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use kiln::{Gpu, GpuOptions, Reason, Tensor, TunedEntry, TunedTable};
+use kiln::{Gpu, GpuOptions, Reason, TunedEntry, TunedTable};
 use kiln_fleet::report::{Outcome, Timing, VariantResult};
 use kiln_fleet::{Report, campaign, merge};
 use serde_json::{Value, json};
@@ -318,8 +318,8 @@ fn the_selector_uses_the_merged_table() {
         .unwrap()
         .with_tuned(table)
         .unwrap();
-    let t = |shape: &[usize]| Tensor::full(&gpu, shape, 1.0, kiln::DType::F32).unwrap();
-    let choice = kiln::ops::matmul::choose(&t(&[s, s]), &t(&[s, s]), None).unwrap();
+    let call = kiln::ops::matmul::Call::new(kiln::DType::F32, 1, s, s, s);
+    let choice = kiln::ops::matmul::choose(&gpu.selector(), &call, None).unwrap();
     assert_eq!(choice.variant.name, pick.variant);
     assert!(
         matches!(choice.reason, Reason::Tuned { .. }),
@@ -331,8 +331,7 @@ fn the_selector_uses_the_merged_table() {
         .unwrap()
         .with_tuned(TunedTable::default())
         .unwrap();
-    let t = |shape: &[usize]| Tensor::full(&plain, shape, 1.0, kiln::DType::F32).unwrap();
-    let choice = kiln::ops::matmul::choose(&t(&[s, s]), &t(&[s, s]), None).unwrap();
+    let choice = kiln::ops::matmul::choose(&plain.selector(), &call, None).unwrap();
     assert!(
         matches!(choice.reason, Reason::Rule(_)),
         "{:?}",

@@ -8,8 +8,8 @@ use serde::Serialize;
 use web_time::Instant;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Dispatch, Gpu};
-use crate::tensor::read_buffer;
+use crate::gpu::{Counters, Dispatch, Gpu, PassTiming};
+use crate::tensor::read_raw;
 
 /// The most repeats one timing takes (two timestamps each; wgpu allows 4096 per query set).
 pub const MAX_REPEATS: usize = 2048;
@@ -107,22 +107,95 @@ fn check_repeats(repeats: usize) -> Result<()> {
     Ok(())
 }
 
-/// Keeps the GPU busy with `dispatches` for at least `ms` of wall time, unmeasured. A GPU that sat
-/// idle (while the CPU reference ran, say) starts at low clocks, and a few warm-up runs of a
-/// short kernel end before the clocks are back up.
-pub async fn spin_up(gpu: &Gpu, dispatches: &[&Dispatch], ms: f64) -> Result<()> {
+/// What warming up took.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WarmUp {
+    /// Units of work run.
+    pub runs: usize,
+    /// Wall time spent, ms.
+    pub ms: f64,
+    /// Wall time per unit in the last batch, ms.
+    pub last_ms: f64,
+    /// Whether three successive batches agreed within 5 % (else the budget ran out first).
+    pub steady: bool,
+}
+
+/// Runs `work` — one unit of what is about to be timed (a frame, a forward pass, a step) —
+/// unmeasured until the GPU's clocks are up: in batches of at least 40 ms, until three
+/// successive batches agree within 5 % per unit (and at least 300 ms have passed), or until
+/// `budget_ms` is spent (nothing at all for a budget of 0). A GPU that sat idle, or waited through a long CPU phase, runs several
+/// times slower for the first few hundred milliseconds.
+pub async fn warm_up<E>(
+    mut work: impl AsyncFnMut() -> Result<(), E>,
+    budget_ms: f64,
+) -> Result<WarmUp, E> {
     let start = Instant::now();
-    while start.elapsed().as_secs_f64() * 1e3 < ms {
-        for _ in 0..4 {
-            gpu.submit(dispatches);
-        }
-        gpu.idle().await?;
+    let elapsed = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let mut per_unit: Vec<f64> = Vec::new();
+    let mut runs = 0;
+    if budget_ms <= 0.0 {
+        return Ok(WarmUp {
+            runs,
+            ms: 0.0,
+            last_ms: 0.0,
+            steady: false,
+        });
     }
-    Ok(())
+    loop {
+        let batch = Instant::now();
+        let mut n = 0;
+        while (n < 3 || elapsed(batch) < 40.0) && !(n > 0 && elapsed(start) >= budget_ms) {
+            work().await?;
+            n += 1;
+        }
+        runs += n;
+        per_unit.push(elapsed(batch) / n as f64);
+        let steady = per_unit.len() >= 3 && elapsed(start) >= 300.0 && {
+            let last = &per_unit[per_unit.len() - 3..];
+            let (lo, hi) = last.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
+                (lo.min(x), hi.max(x))
+            });
+            hi <= lo * 1.05
+        };
+        if steady || elapsed(start) >= budget_ms {
+            return Ok(WarmUp {
+                runs,
+                ms: elapsed(start),
+                last_ms: per_unit.last().copied().unwrap_or(0.0),
+                steady,
+            });
+        }
+    }
+}
+
+/// Keeps the GPU busy with `dispatches` until its clocks are up (see [`warm_up`]; at most
+/// `ms` of wall time), unmeasured.
+pub async fn spin_up(gpu: &Gpu, dispatches: &[&Dispatch], ms: f64) -> Result<WarmUp> {
+    warm_up(
+        async || {
+            for _ in 0..4 {
+                gpu.submit(dispatches)?;
+            }
+            gpu.idle().await
+        },
+        ms,
+    )
+    .await
+}
+
+/// How long to warm a device up for before timing it: a hardware GPU needs a few hundred
+/// milliseconds of work to raise its clocks; a software adapter has none to raise.
+pub fn warm_up_budget_ms(gpu: &Gpu, hardware_ms: f64) -> f64 {
+    if gpu.profile().is_software() {
+        0.0
+    } else {
+        hardware_ms
+    }
 }
 
 /// Times prepared dispatches run in order as one unit (one op, or a whole frame of several):
-/// `warmup` unmeasured runs, then `repeats` measured ones.
+/// the GPU warmed up first (at most a second; not on a software adapter), `warmup` more
+/// unmeasured runs, then `repeats` measured ones.
 pub async fn time_dispatches(
     gpu: &Gpu,
     dispatches: &[&Dispatch],
@@ -130,8 +203,9 @@ pub async fn time_dispatches(
     repeats: usize,
 ) -> Result<Timing> {
     check_repeats(repeats)?;
+    spin_up(gpu, dispatches, warm_up_budget_ms(gpu, 1000.0)).await?;
     for _ in 0..warmup {
-        gpu.submit(dispatches);
+        gpu.submit(dispatches)?;
     }
     gpu.idle().await?;
     if gpu.profile().features.timestamp_query {
@@ -140,7 +214,7 @@ pub async fn time_dispatches(
         let mut samples = Vec::with_capacity(repeats);
         for _ in 0..repeats {
             let start = Instant::now();
-            gpu.submit(dispatches);
+            gpu.submit(dispatches)?;
             gpu.idle().await?;
             samples.push(start.elapsed().as_secs_f64() * 1e3);
         }
@@ -167,6 +241,7 @@ async fn time_with_timestamps(
         usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
+    let prepared = gpu.prepare(dispatches)?;
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
         label: Some("kiln bench"),
     });
@@ -180,13 +255,11 @@ async fn time_with_timestamps(
                 end_of_pass_write_index: Some(2 * i + 1),
             }),
         });
-        for d in dispatches {
-            d.record(&mut pass);
-        }
+        prepared.record(&mut pass);
     }
     encoder.resolve_query_set(&queries, 0..count, &resolved, 0);
     gpu.queue().submit([encoder.finish()]);
-    let bytes = read_buffer(gpu, &resolved).await?;
+    let bytes = read_raw(gpu, &resolved, u64::from(count) * 8).await?;
     let ns_per_tick = f64::from(gpu.queue().get_timestamp_period());
     let ticks: Vec<u64> = bytes
         .chunks_exact(8)
@@ -197,6 +270,82 @@ async fn time_with_timestamps(
         .map(|pair| pair[1].saturating_sub(pair[0]) as f64 * ns_per_tick / 1e6)
         .collect();
     Timing::from_samples(Clock::GpuTimestamps, warmup, samples)
+}
+
+/// What one unit of recorded work (a forward pass, a training step, a frame) asks of the
+/// device once its shapes have been seen, and where its GPU time goes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UnitProfile {
+    /// Submissions, launches, buffers, bind groups, pipelines, writes and readbacks of one
+    /// unit after a first run (pipelines built, the pool filled).
+    pub counts: Counters,
+    /// GPU time per unit from timestamps at the start and end of each submission's compute
+    /// passes, summed over the unit's submissions (median over the runs); `None` without
+    /// timestamp queries.
+    pub gpu_ms: Option<f64>,
+    /// The same unit with every launch in a pass of its own, timed: the kernels' GPU time by
+    /// family, largest first. Pass boundaries add a little to each.
+    pub by_family: Vec<FamilyTime>,
+}
+
+/// GPU time of one family's launches in a unit.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FamilyTime {
+    pub family: String,
+    pub launches: usize,
+    pub ms: f64,
+}
+
+/// Profiles `work` (one unit, ending in a readback or flush): a first run, a counted run,
+/// `runs` runs timed per submission, and one run timed per launch.
+pub async fn profile_unit<E: From<Error>>(
+    gpu: &Gpu,
+    mut work: impl AsyncFnMut() -> Result<(), E>,
+    runs: usize,
+) -> Result<UnitProfile, E> {
+    work().await?;
+    let before = gpu.counters();
+    work().await?;
+    let counts = gpu.counters() - before;
+    if !gpu.profile().features.timestamp_query {
+        return Ok(UnitProfile {
+            counts,
+            gpu_ms: None,
+            by_family: Vec::new(),
+        });
+    }
+    gpu.set_pass_timing(PassTiming::PerSubmission)?;
+    let mut totals = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        work().await?;
+        let times = gpu.take_pass_times().await?;
+        totals.push(times.iter().map(|t| t.ms).sum::<f64>());
+    }
+    gpu.set_pass_timing(PassTiming::PerDispatch)?;
+    work().await?;
+    let each = gpu.take_pass_times().await?;
+    gpu.set_pass_timing(PassTiming::Off)?;
+    let mut by_family: Vec<FamilyTime> = Vec::new();
+    for t in each {
+        let family = t.what.split('/').next().unwrap_or("").to_string();
+        match by_family.iter_mut().find(|f| f.family == family) {
+            Some(f) => {
+                f.launches += 1;
+                f.ms += t.ms;
+            }
+            None => by_family.push(FamilyTime {
+                family,
+                launches: 1,
+                ms: t.ms,
+            }),
+        }
+    }
+    by_family.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    Ok(UnitProfile {
+        counts,
+        gpu_ms: median(&totals),
+        by_family,
+    })
 }
 
 /// Times CPU work with the wall clock: `warmup` unmeasured runs, then up to `repeats` measured

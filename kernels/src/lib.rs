@@ -17,6 +17,7 @@ pub mod contract;
 pub mod cpu;
 pub mod device;
 pub mod error;
+pub mod explain;
 pub mod gpu;
 pub mod ops;
 pub mod optim;

@@ -136,7 +136,11 @@ const FAMILIES: [(&str, &str, &str); 24] = [
 ];
 
 /// Pieces shared by several templates, imported with `{% import %}`.
-const PARTIALS: [(&str, &str); 16] = [
+const PARTIALS: [(&str, &str); 17] = [
+    (
+        "_gelu.wgsl.jinja",
+        include_str!("../templates/_gelu.wgsl.jinja"),
+    ),
     (
         "_flash_fwd_coop.wgsl.jinja",
         include_str!("../templates/_flash_fwd_coop.wgsl.jinja"),

@@ -1,14 +1,24 @@
 //! Variant selection: for an op call, the tuned table (written from measurements, checked in)
 //! first, the op's rule second. Every choice says which of the two made it.
+//!
+//! Choosing is a pure function of the call (family, dtype, dims, flags — no tensor), the device
+//! profile and the tuned table, so a choice can be explained for a stored profile without its
+//! GPU, and a device memoises the choices of calls it has seen. A rule is a list of filters
+//! (what the call cannot take) and preferences in order: the first decides, the next breaks its
+//! ties, and a tie after the last goes to the first variant in registry order.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
 use crate::contract::Param;
 use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
+use crate::gpu::memory::lock;
 use crate::registry::{Registry, Variant, unsupported_reason};
+use crate::tensor::DType;
 
 /// The tuned table format version this build reads.
 pub const TUNED_VERSION: u32 = 1;
@@ -65,7 +75,7 @@ impl TunedTable {
 pub enum Reason {
     /// The tuned table has an entry for this device class and shape bucket.
     Tuned { class: String, bucket: String },
-    /// No tuned entry applied: the op's rule picked it.
+    /// No tuned entry applied: the op's rule picked it (the rule in words).
     Rule(String),
     /// The caller named the variant.
     Forced,
@@ -83,27 +93,91 @@ impl fmt::Display for Reason {
     }
 }
 
-/// The variant an op call runs, and why.
+/// The variant an op call runs, and why. Cheap to clone: the variant is shared.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Choice {
-    pub variant: Variant,
+    pub variant: Arc<Variant>,
     pub reason: Reason,
     /// The call's shape bucket, as tuned-table entries name it.
     pub bucket: String,
 }
 
-/// What an op asks of the selector.
+/// What cannot take a call, and why.
+pub struct Filter<'a> {
+    pub why: &'static str,
+    pub keep: Box<dyn Fn(&Variant) -> bool + 'a>,
+}
+
+/// One preference: higher keys win.
+pub struct Prefer<'a> {
+    pub what: &'static str,
+    pub key: Box<dyn Fn(&Variant) -> i64 + 'a>,
+}
+
+impl fmt::Debug for Filter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.why)
+    }
+}
+
+impl fmt::Debug for Prefer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.what)
+    }
+}
+
+/// A filter, boxed.
+pub fn filter<'a>(why: &'static str, keep: impl Fn(&Variant) -> bool + 'a) -> Filter<'a> {
+    Filter {
+        why,
+        keep: Box::new(keep),
+    }
+}
+
+/// A preference, boxed.
+pub fn prefer<'a>(what: &'static str, key: impl Fn(&Variant) -> i64 + 'a) -> Prefer<'a> {
+    Prefer {
+        what,
+        key: Box::new(key),
+    }
+}
+
+/// What an op asks of the selector for one call.
 pub struct Request<'a> {
     pub op: &'static str,
     /// Variables the call fixes (the dtype of its tensors, causal, …).
     pub fixed: Vec<(&'static str, Param)>,
     pub bucket: String,
-    /// Whether a variant can take the call's shapes (vec4 needs a multiple of 4, …).
-    pub fits: &'a dyn Fn(&Variant) -> bool,
-    /// The rule: higher is preferred.
-    pub score: &'a dyn Fn(&Variant) -> i64,
-    /// The rule in words, for explanations.
-    pub rule: &'a str,
+    /// Variants the call's shapes rule out (vec4 needs a multiple of 4, …): never picked,
+    /// not by the tuned table either.
+    pub filters: Vec<Filter<'a>>,
+    /// The rule's preferences, in order.
+    pub order: Vec<Prefer<'a>>,
+    /// Variables fixed by the call that tuned entries leave open (a matmul's epilogue, a
+    /// layernorm's residual): an entry naming the plain variant picks the one with the call's
+    /// value of these and all else equal.
+    pub ride: &'static [&'static str],
+}
+
+impl Request<'_> {
+    /// Whether a variant takes the call's fixed values and shapes.
+    pub fn takes(&self, v: &Variant) -> bool {
+        v.takes(&self.fixed) && self.filters.iter().all(|f| (f.keep)(v))
+    }
+
+    /// The rule in words: its filters, then its preferences in order.
+    pub fn rule(&self) -> String {
+        let mut parts: Vec<String> = self.filters.iter().map(|f| f.why.to_string()).collect();
+        let order: Vec<&str> = self.order.iter().map(|p| p.what).collect();
+        if !order.is_empty() {
+            parts.push(format!("prefer {}", order.join(", then ")));
+        }
+        parts.join("; ")
+    }
+
+    fn keys(&self, v: &Variant) -> Vec<i64> {
+        self.order.iter().map(|p| (p.key)(v)).collect()
+    }
 }
 
 impl fmt::Debug for Request<'_> {
@@ -112,8 +186,109 @@ impl fmt::Debug for Request<'_> {
             .field("op", &self.op)
             .field("fixed", &self.fixed)
             .field("bucket", &self.bucket)
-            .field("rule", &self.rule)
-            .finish_non_exhaustive()
+            .field("rule", &self.rule())
+            .finish()
+    }
+}
+
+/// An op call as the selector sees it.
+pub trait Call {
+    /// Every value that can change the choice, for the memo.
+    fn key(&self) -> Key;
+    /// The selector's request for this call on `profile`.
+    fn request(&self, profile: &DeviceProfile) -> Request<'_>;
+}
+
+/// A call's memo key: the family, dtype, up to six dims and flag bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub family: &'static str,
+    pub dtype: DType,
+    pub dims: [u64; 6],
+    pub flags: u32,
+}
+
+impl Key {
+    pub fn new(family: &'static str, dtype: DType, dims: &[usize], flags: u32) -> Key {
+        let mut d = [0u64; 6];
+        for (slot, &x) in d.iter_mut().zip(dims) {
+            *slot = x as u64;
+        }
+        Key {
+            family,
+            dtype,
+            dims: d,
+            flags,
+        }
+    }
+}
+
+/// The choices a device has made, by call.
+#[derive(Debug, Default)]
+pub struct Memo {
+    choices: Mutex<HashMap<Key, Choice>>,
+}
+
+/// Everything a choice depends on besides the call.
+#[derive(Clone, Copy, Debug)]
+pub struct Selector<'a> {
+    pub registry: &'a Registry,
+    pub profile: &'a DeviceProfile,
+    pub tuned: &'a TunedTable,
+    /// Choices already made for this device (none for a stored profile explained offline).
+    pub memo: Option<&'a Memo>,
+}
+
+impl<'a> Selector<'a> {
+    /// A selector for a profile without a device: nothing memoised.
+    pub fn new(registry: &'a Registry, profile: &'a DeviceProfile, tuned: &'a TunedTable) -> Self {
+        Selector {
+            registry,
+            profile,
+            tuned,
+            memo: None,
+        }
+    }
+
+    /// The variant for `call`: the named one if given (checked), else the memo's, else the
+    /// tuned table's, else the rule's.
+    pub fn choose(&self, call: &dyn Call, named: Option<&str>) -> Result<Choice> {
+        if let Some(name) = named {
+            return choose(
+                self.registry,
+                self.profile,
+                self.tuned,
+                &call.request(self.profile),
+                Some(name),
+            );
+        }
+        let key = call.key();
+        if let Some(memo) = self.memo
+            && let Some(c) = lock(&memo.choices).get(&key)
+        {
+            return Ok(c.clone());
+        }
+        let choice = choose(
+            self.registry,
+            self.profile,
+            self.tuned,
+            &call.request(self.profile),
+            None,
+        )?;
+        if let Some(memo) = self.memo {
+            lock(&memo.choices).insert(key, choice.clone());
+        }
+        Ok(choice)
+    }
+
+    /// The tuned table's pick for `call`, if it has one (the rule is not consulted).
+    pub fn tuned_only(&self, call: &dyn Call) -> Result<Option<Choice>> {
+        choose_tuned(
+            self.registry,
+            self.profile,
+            self.tuned,
+            &call.request(self.profile),
+        )
     }
 }
 
@@ -134,7 +309,7 @@ pub fn choose(
                 detail: format!("variant {name} {why}"),
             });
         }
-        if !variant.takes(&req.fixed) || !(req.fits)(variant) {
+        if !req.takes(variant) {
             return Err(Error::shape(
                 req.op,
                 format!(
@@ -144,7 +319,7 @@ pub fn choose(
             ));
         }
         return Ok(Choice {
-            variant: variant.clone(),
+            variant: Arc::new(variant.clone()),
             reason: Reason::Forced,
             bucket: req.bucket.clone(),
         });
@@ -153,21 +328,22 @@ pub fn choose(
     if let Some(choice) = choose_tuned(registry, profile, tuned, req)? {
         return Ok(choice);
     }
-    let candidates = candidates(registry, profile, req)?;
-    // Highest score wins; on a tie the first in registry order.
-    let best = candidates
-        .iter()
-        .copied()
-        .rev()
-        .max_by_key(|v| (req.score)(v))
-        .ok_or_else(|| Error::Unsupported {
-            op: req.op,
-            adapter: profile.name.clone(),
-            detail: format!("no variant takes this call ({})", describe(&req.fixed)),
-        })?;
+    // The best keys win; on a tie the first in registry order.
+    let mut best: Option<(&Variant, Vec<i64>)> = None;
+    for v in candidates(registry, profile, req)? {
+        let keys = req.keys(v);
+        if best.as_ref().is_none_or(|(_, k)| keys > *k) {
+            best = Some((v, keys));
+        }
+    }
+    let (best, _) = best.ok_or_else(|| Error::Unsupported {
+        op: req.op,
+        adapter: profile.name.clone(),
+        detail: format!("no variant takes this call ({})", describe(&req.fixed)),
+    })?;
     Ok(Choice {
-        variant: best.clone(),
-        reason: Reason::Rule(req.rule.to_string()),
+        variant: Arc::new(best.clone()),
+        reason: Reason::Rule(req.rule()),
         bucket: req.bucket.clone(),
     })
 }
@@ -190,10 +366,19 @@ pub fn choose_tuned(
         return Ok(None);
     }
     let candidates = candidates(registry, profile, req)?;
+    let matches = |v: &Variant, entry: &str| {
+        v.name == entry
+            || (!req.ride.is_empty()
+                && registry.variant(req.op, entry).is_ok_and(|e| {
+                    e.values.iter().all(|(name, value)| {
+                        req.ride.contains(&name.as_str()) || v.get(name) == Some(value)
+                    })
+                }))
+    };
     Ok(entries
-        .find_map(|e| candidates.iter().find(|v| v.name == e.variant))
+        .find_map(|e| candidates.iter().find(|v| matches(v, &e.variant)))
         .map(|v| Choice {
-            variant: (*v).clone(),
+            variant: Arc::new((*v).clone()),
             reason: Reason::Tuned {
                 class: class.clone(),
                 bucket: req.bucket.clone(),
@@ -210,7 +395,7 @@ fn candidates<'a>(
 ) -> Result<Vec<&'a Variant>> {
     Ok(registry
         .supported(req.op, profile)?
-        .filter(|v| v.takes(&req.fixed) && (req.fits)(v))
+        .filter(|v| req.takes(v))
         .collect())
 }
 

@@ -59,19 +59,39 @@ impl MatmulDims {
 
     /// `a: [.., m, k]` times the transpose of `b: [.., n, k]`.
     pub fn new_bt(a: &[usize], b: &[usize]) -> Result<Self> {
-        let swapped = match *b {
-            [n, k] => vec![k, n],
-            [bb, n, k] => vec![bb, k, n],
-            _ => b.to_vec(),
+        Self::transposed(a, b, false, true)
+    }
+
+    /// A · B with either operand given transposed: `a` as [.., k, m] when `a_trans`, `b` as
+    /// [.., n, k] when `b_trans`.
+    pub fn transposed(a: &[usize], b: &[usize], a_trans: bool, b_trans: bool) -> Result<Self> {
+        let swap = |s: &[usize]| match *s {
+            [r, c] => vec![c, r],
+            [n, r, c] => vec![n, c, r],
+            _ => s.to_vec(),
         };
-        let mut d = Self::new(a, &swapped).map_err(|e| match e {
-            Error::Shape { op, detail } => Error::Shape {
+        let a2 = if a_trans { swap(a) } else { a.to_vec() };
+        let b2 = if b_trans { swap(b) } else { b.to_vec() };
+        let mut d = Self::new(&a2, &b2).map_err(|e| match e {
+            Error::Shape { op, detail } if a_trans || b_trans => Error::Shape {
                 op,
-                detail: format!("{detail} (B is given transposed as {b:?})"),
+                detail: format!(
+                    "{detail} ({} given transposed)",
+                    match (a_trans, b_trans) {
+                        (true, true) => format!("A as {a:?} and B as {b:?} are"),
+                        (true, false) => format!("A is given as {a:?},"),
+                        _ => format!("B is given as {b:?},"),
+                    }
+                ),
             },
             other => other,
         })?;
-        d.stride_b = if d.stride_b == 0 { 0 } else { d.k * d.n };
+        if a_trans && d.stride_a != 0 {
+            d.stride_a = d.k * d.m;
+        }
+        if b_trans && d.stride_b != 0 {
+            d.stride_b = d.k * d.n;
+        }
         Ok(d)
     }
 

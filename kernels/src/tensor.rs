@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::gpu::memory::{Kind, Slice};
 use crate::platform;
 use crate::shape;
 
@@ -46,12 +47,13 @@ impl DType {
     }
 }
 
-/// A tensor on the GPU. Clones share the buffer.
+/// A tensor on the GPU: a byte range of a pooled buffer. Clones and views share the buffer,
+/// which goes back to the device's pool when the last of them (and of the launches recorded
+/// with it) is gone.
 #[derive(Clone, Debug)]
 pub struct Tensor {
     gpu: Gpu,
-    /// wgpu buffers are reference-counted handles: clones share the allocation.
-    buffer: wgpu::Buffer,
+    slice: Slice,
     shape: Vec<usize>,
     dtype: DType,
 }
@@ -73,23 +75,23 @@ impl Tensor {
         Ok(t)
     }
 
-    /// A tensor whose contents are unspecified until an op writes it (wgpu zeroes new buffers).
+    /// A tensor whose contents are unspecified until an op writes it: a buffer from the pool
+    /// holds whatever it held last.
     pub fn uninit(gpu: &Gpu, shape: &[usize], dtype: DType) -> Result<Tensor> {
         shape::non_empty("tensor", shape)?;
         if dtype == DType::F16 && !gpu.profile().features.shader_f16 {
             return Err(gpu.unsupported("tensor", "f16 tensors need the SHADER_F16 feature"));
         }
-        let bytes = (shape::numel(shape) as u64).saturating_mul(dtype.size());
+        let bytes = byte_len(shape::numel(shape), dtype);
         let what = format!("a {} tensor of shape {shape:?}", dtype.wgsl());
-        let buffer = gpu.storage_buffer(
-            "tensor",
-            &what,
-            bytes,
-            wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-        )?;
+        let block = gpu.block("tensor", &what, bytes, Kind::Storage)?;
         Ok(Tensor {
             gpu: gpu.clone(),
-            buffer,
+            slice: Slice {
+                block,
+                offset: 0,
+                size: bytes,
+            },
             shape: shape.to_vec(),
             dtype,
         })
@@ -111,8 +113,14 @@ impl Tensor {
         shape::numel(&self.shape)
     }
 
-    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
-        &self.buffer
+    /// The bytes this tensor is.
+    pub(crate) fn slice(&self) -> &Slice {
+        &self.slice
+    }
+
+    /// Whether two tensors share bytes (views of one buffer may not).
+    pub(crate) fn overlaps(&self, other: &Tensor) -> bool {
+        self.slice.overlaps(&other.slice)
     }
 
     /// The same data seen with another shape of the same element count (no copy).
@@ -130,23 +138,145 @@ impl Tensor {
         })
     }
 
+    /// The `index`-th of the equal parts the first axis splits into, as a view of the same
+    /// bytes (an op may write it); an error where the device's offset alignment does not allow
+    /// a view there.
+    pub fn part_view(&self, index: usize) -> Result<Tensor> {
+        let (per, size) = self.part_bytes(index)?;
+        let offset = self.slice.offset + index as u64 * per;
+        let align = self.gpu.storage_align();
+        if !offset.is_multiple_of(align) || (index + 1 < self.shape[0] && per != size) {
+            return Err(Error::InvalidArgument {
+                op: "part_view",
+                detail: format!(
+                    "part {index} of {:?} starts at byte {offset}, not a multiple of the device's {align}-byte storage offset alignment",
+                    self.shape
+                ),
+            });
+        }
+        Ok(Tensor {
+            gpu: self.gpu.clone(),
+            slice: Slice {
+                block: self.slice.block.clone(),
+                offset,
+                size,
+            },
+            shape: self.shape[1..].to_vec(),
+            dtype: self.dtype,
+        })
+    }
+
+    /// Bytes per part along the first axis, and the bytes a part binds (rounded up to a word).
+    fn part_bytes(&self, index: usize) -> Result<(u64, u64)> {
+        match self.shape.split_first() {
+            Some((&n, rest)) if index < n && !rest.is_empty() => Ok((
+                shape::numel(rest) as u64 * self.dtype.size(),
+                byte_len(shape::numel(rest), self.dtype),
+            )),
+            _ => Err(Error::shape(
+                "part",
+                format!(
+                    "part {index} of a tensor of shape {:?}: expected rank ≥ 2 and an index below the first extent",
+                    self.shape
+                ),
+            )),
+        }
+    }
+
+    /// Tensors of one shape and dtype stacked along a new first axis: copies recorded into a
+    /// new tensor.
+    pub fn stack(parts: &[&Tensor]) -> Result<Tensor> {
+        let first = parts
+            .first()
+            .ok_or_else(|| Error::shape("stack", "nothing to stack"))?;
+        for p in parts {
+            if p.shape != first.shape || p.dtype != first.dtype || !p.gpu.same_device(&first.gpu) {
+                return Err(Error::shape(
+                    "stack",
+                    format!(
+                        "parts differ: {} {:?} and {} {:?}",
+                        first.dtype.wgsl(),
+                        first.shape,
+                        p.dtype.wgsl(),
+                        p.shape
+                    ),
+                ));
+            }
+        }
+        let per = first.numel() as u64 * first.dtype.size();
+        if !per.is_multiple_of(4) {
+            return Err(Error::shape(
+                "stack",
+                format!("parts of {per} bytes are not whole 4-byte words"),
+            ));
+        }
+        let mut shape = vec![parts.len()];
+        shape.extend_from_slice(&first.shape);
+        let out = Tensor::uninit(&first.gpu, &shape, first.dtype)?;
+        for (i, p) in parts.iter().enumerate() {
+            let dst = Slice {
+                block: out.slice.block.clone(),
+                offset: out.slice.offset + i as u64 * per,
+                size: per,
+            };
+            let src = Slice {
+                size: per,
+                ..p.slice.clone()
+            };
+            first.gpu.record_copy(&src, &dst)?;
+        }
+        Ok(out)
+    }
+
+    /// The `index`-th of the equal parts the first axis splits into, as a tensor of its own
+    /// ([3, H, N, d] → part 1 is K's [H, N, d]). A view of the same buffer where the device's
+    /// offset alignment allows it, else a copy recorded into a new tensor.
+    pub fn part(&self, index: usize) -> Result<Tensor> {
+        if let Ok(view) = self.part_view(index) {
+            return Ok(view);
+        }
+        self.part_copy(index)
+    }
+
+    fn part_copy(&self, index: usize) -> Result<Tensor> {
+        let (per, size) = self.part_bytes(index)?;
+        let offset = self.slice.offset + index as u64 * per;
+        if !offset.is_multiple_of(4) || !per.is_multiple_of(4) {
+            return Err(Error::shape(
+                "part",
+                format!(
+                    "parts of {per} bytes are not whole 4-byte words ({} {:?})",
+                    self.dtype.wgsl(),
+                    self.shape
+                ),
+            ));
+        }
+        let out = Tensor::uninit(&self.gpu, &self.shape[1..], self.dtype)?;
+        let src = Slice {
+            block: self.slice.block.clone(),
+            offset,
+            size,
+        };
+        self.gpu.record_copy(&src, &out.slice)?;
+        Ok(out)
+    }
+
     /// Uploads u32 data (packed pixels, indices) as a `U32` tensor.
     pub fn from_u32(gpu: &Gpu, shape: &[usize], data: &[u32]) -> Result<Tensor> {
         shape::check_len("tensor", shape, data.len())?;
         let t = Tensor::uninit(gpu, shape, DType::U32)?;
-        gpu.queue()
-            .write_buffer(&t.buffer, 0, bytemuck::cast_slice(data));
+        gpu.write_bytes(&t.slice, bytemuck::cast_slice(data))?;
         Ok(t)
     }
 
     /// Overwrites the tensor with f32 data (converted to its dtype), keeping shape and buffer.
+    /// Work recorded before the write sees the old values.
     pub fn write(&self, data: &[f32]) -> Result<()> {
         shape::check_len("write", &self.shape, data.len())?;
         // Writes must be whole 4-byte words: pad an odd count of f16 values.
         let mut bytes = encode(data, self.dtype);
-        bytes.resize(self.buffer.size() as usize, 0);
-        self.gpu.queue().write_buffer(&self.buffer, 0, &bytes);
-        Ok(())
+        bytes.resize(self.slice.size as usize, 0);
+        self.gpu.write_bytes(&self.slice, &bytes)
     }
 
     /// Overwrites a `U32` tensor with u32 data.
@@ -159,9 +289,7 @@ impl Tensor {
             });
         }
         self.gpu
-            .queue()
-            .write_buffer(&self.buffer, 0, bytemuck::cast_slice(data));
-        Ok(())
+            .write_bytes(&self.slice, bytemuck::cast_slice(data))
     }
 
     /// Copies the tensor back to the CPU as f32. Natively this waits for the GPU; in the
@@ -173,7 +301,7 @@ impl Tensor {
                 detail: "a u32 tensor is read with read_u32".into(),
             });
         }
-        let bytes = read_buffer(&self.gpu, &self.buffer).await?;
+        let bytes = read_slice(&self.gpu, &self.slice).await?;
         Ok(decode(&bytes, self.dtype, self.numel()))
     }
 
@@ -185,7 +313,7 @@ impl Tensor {
                 detail: format!("the tensor is {}, not u32", self.dtype.wgsl()),
             });
         }
-        let bytes = read_buffer(&self.gpu, &self.buffer).await?;
+        let bytes = read_slice(&self.gpu, &self.slice).await?;
         Ok(bytes
             .chunks_exact(4)
             .take(self.numel())
@@ -193,43 +321,65 @@ impl Tensor {
             .collect())
     }
 
-    /// The buffer, for code that draws from it (a display pass binding the pixels).
-    pub fn raw_buffer(&self) -> &wgpu::Buffer {
-        &self.buffer
+    /// The tensor's bytes as a binding, for code that draws from it (a display pass binding
+    /// the pixels). The binding holds the buffer only while the tensor lives.
+    pub fn binding(&self) -> wgpu::BufferBinding<'_> {
+        self.slice.binding()
     }
 }
 
-/// Copies a whole buffer back to the CPU, then reports any error wgpu raised on the way.
-pub(crate) async fn read_buffer(gpu: &Gpu, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
-    let device = gpu.device();
-    let size = buffer.size();
-    let staging = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("kiln readback"),
-        size,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-        label: Some("kiln readback"),
-    });
-    encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
-    gpu.queue().submit([encoder.finish()]);
+/// Bytes of `n` elements, rounded up to whole 4-byte words (an odd count of f16 values).
+fn byte_len(n: usize, dtype: DType) -> u64 {
+    (n as u64)
+        .saturating_mul(dtype.size())
+        .checked_next_multiple_of(4)
+        .unwrap_or(u64::MAX)
+}
 
+/// Copies a slice back to the CPU: the copy is recorded behind the work that writes it, the
+/// recording submitted, and the staging buffer (from the pool) mapped; then any error wgpu
+/// raised on the way is reported.
+pub(crate) async fn read_slice(gpu: &Gpu, slice: &Slice) -> Result<Vec<u8>> {
+    let staging = staging(gpu, slice.size)?;
+    gpu.record_copy(slice, &staging)?;
+    map_staging(gpu, staging).await
+}
+
+/// Copies the first `bytes` of a buffer outside the pool (timestamp results) back to the CPU.
+pub(crate) async fn read_raw(gpu: &Gpu, buffer: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
+    let staging = staging(gpu, bytes)?;
+    gpu.record_copy_from(buffer, &staging)?;
+    map_staging(gpu, staging).await
+}
+
+fn staging(gpu: &Gpu, bytes: u64) -> Result<Slice> {
+    let block = gpu.block("readback", "a staging buffer", bytes, Kind::Readback)?;
+    Ok(Slice {
+        block,
+        offset: 0,
+        size: bytes,
+    })
+}
+
+async fn map_staging(gpu: &Gpu, staging: Slice) -> Result<Vec<u8>> {
+    gpu.flush()?;
+    gpu.count_readback();
     let (tx, rx) = futures_channel::oneshot::channel();
-    staging.map_async(wgpu::MapMode::Read, .., move |result| {
+    let raw = staging.block.raw.clone();
+    raw.map_async(wgpu::MapMode::Read, ..staging.size, move |result| {
         // The receiver only disappears if the caller gave up on the read.
         let _ = tx.send(result);
     });
-    platform::drive(device)?;
+    platform::drive(gpu.device())?;
     gpu.check()?;
     rx.await
         .map_err(|_| Error::Readback("the device dropped the map request".into()))?
         .map_err(|e| Error::Readback(e.to_string()))?;
-    let bytes = staging
-        .get_mapped_range(..)
+    let bytes = raw
+        .get_mapped_range(..staging.size)
         .map_err(|e| Error::Readback(e.to_string()))?
         .to_vec();
-    staging.unmap();
+    raw.unmap();
     Ok(bytes)
 }
 

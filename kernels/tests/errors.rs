@@ -150,7 +150,10 @@ fn named_variants_are_checked() {
     let (e, _) = message(ops::matmul_into(&a, &b, &c, Some("no_such_variant")));
     assert!(matches!(e, Error::UnknownKernel(_)));
     let (_, m) = message(ops::matmul_into(&a, &b, &c, Some("f16_wg8_r1_k8")));
-    assert!(m.contains("does not take this call (dtype=f32)"), "{m}");
+    assert!(
+        m.contains("does not take this call (dtype=f32, epilogue=none)"),
+        "{m}"
+    );
     let (_, m) = message(ops::add_into(
         &t(&[3]),
         &t(&[3]),

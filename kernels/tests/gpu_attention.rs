@@ -87,7 +87,7 @@ fn check_flash(name: &str, c: &Case, causal: bool, fwd: Option<&str>, bwd: Backw
     )
     .unwrap();
     let refs: Vec<_> = plan.dispatches.iter().collect();
-    gpu().submit(&refs);
+    gpu().submit(&refs).unwrap();
     assert_close(&format!("{name} dQ"), &read(&g.dq), &want_g.dq.data, tol_b);
     assert_close(&format!("{name} dK"), &read(&g.dk), &want_g.dk.data, tol_b);
     assert_close(&format!("{name} dV"), &read(&g.dv), &want_g.dv.data, tol_b);

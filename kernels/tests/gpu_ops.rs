@@ -11,6 +11,14 @@ use kiln::ops::matmul::fits;
 use kiln::tensor::round_to_f16;
 use kiln::{DType, Tensor, ops};
 
+/// The variants without a fused epilogue or residual (those are tested in gpu_fused.rs).
+fn plain(family: &str, dtype: DType) -> Vec<kiln::Variant> {
+    variants(family, dtype)
+        .into_iter()
+        .filter(|v| !matches!(v.text("epilogue"), "bias" | "bias_gelu") && !v.flag("residual"))
+        .collect()
+}
+
 /// Both dtypes, always: the test adapters (lavapipe, the H200) offer SHADER_F16, and an
 /// adapter without it fails these tests rather than skipping f16 silently.
 fn dtypes() -> [DType; 2] {
@@ -32,7 +40,7 @@ fn matmul_every_variant_on_an_odd_shape() {
         let (a, a_cpu) = input(1, &[m, k], dtype);
         let (b, b_cpu) = input(2, &[k, n], dtype);
         let want = cpu::matmul(&a_cpu, &b_cpu).unwrap();
-        let vs = variants("matmul", dtype);
+        let vs = plain("matmul", dtype);
         assert!(vs.len() >= 9, "only {} matmul {dtype:?} variants", vs.len());
         let dims = kiln::shape::MatmulDims::new(&[m, k], &[k, n]).unwrap();
         let vs: Vec<_> = vs.into_iter().filter(|v| fits(v, &dims)).collect();
@@ -61,7 +69,7 @@ fn matmul_whole_fragment_variants_on_tiles_that_overhang() {
     let (bt, bt_cpu) = input(13, &[batch, n, k], DType::F16);
     let want = cpu::matmul(&a_cpu, &b_cpu).unwrap();
     let want_bt = cpu::matmul(&a_cpu, &cpu::transpose(&bt_cpu).unwrap()).unwrap();
-    let whole: Vec<_> = variants("matmul", DType::F16)
+    let whole: Vec<_> = plain("matmul", DType::F16)
         .into_iter()
         .filter(|v| v.int("multiple") > 1)
         .collect();
@@ -76,7 +84,7 @@ fn matmul_whole_fragment_variants_on_tiles_that_overhang() {
         );
         let c = poisoned(&[batch, m, n], DType::F16);
         let (dispatch, _) = ops::matmul::plan_bt(&a, &bt, &c, Some(&v.name)).unwrap();
-        gpu().submit(&[&dispatch]);
+        gpu().submit(&[&dispatch]).unwrap();
         assert_close(
             &format!("matmul_bt {}", v.name),
             &read(&c),
@@ -110,10 +118,10 @@ fn matmul_bt_every_variant_reads_b_transposed() {
         let bt = cpu::transpose(&b_cpu).unwrap();
         let want = cpu::matmul(&a_cpu, &bt).unwrap();
         let dims = kiln::shape::MatmulDims::new_bt(&[m, k], &[batch, n, k]).unwrap();
-        for v in variants("matmul", dtype).iter().filter(|v| fits(v, &dims)) {
+        for v in plain("matmul", dtype).iter().filter(|v| fits(v, &dims)) {
             let c = poisoned(&[batch, m, n], dtype);
             let (dispatch, _) = ops::matmul::plan_bt(&a, &b, &c, Some(&v.name)).unwrap();
-            gpu().submit(&[&dispatch]);
+            gpu().submit(&[&dispatch]).unwrap();
             assert_close(
                 &format!("matmul_bt {} {batch}x{m}x{k}x{n}", v.name),
                 &read(&c),
@@ -243,7 +251,7 @@ fn softmax_every_variant_with_scale_and_causal_mask() {
 fn layernorm_every_variant() {
     let shapes: [&[usize]; 4] = [&[7, 130], &[33, 7], &[2, 3, 300], &[1, 1]];
     for dtype in dtypes() {
-        for v in variants("layernorm", dtype) {
+        for v in plain("layernorm", dtype) {
             for (i, shape) in shapes.iter().enumerate() {
                 let cols = shape[shape.len() - 1];
                 let (x, x_cpu) = input(400 + i as u64, shape, dtype);
@@ -437,13 +445,13 @@ fn ceiling_kernels_every_variant() {
     for v in variants("copy", DType::F32) {
         let y = poisoned(&[n], DType::F32);
         let (d, _) = ops::ceiling::plan_copy(&x, &y, Some(&v.name)).unwrap();
-        gpu().submit(&[&d]);
+        gpu().submit(&[&d]).unwrap();
         assert_close(&format!("copy {}", v.name), &read(&y), &xa.data, 0.0);
     }
     for v in variants("fma_chain", DType::F32) {
         let y = poisoned(&[n], DType::F32);
         let (d, _) = ops::ceiling::plan_fma_chain(&x, &y, 37, 0.999, 0.001, Some(&v.name)).unwrap();
-        gpu().submit(&[&d]);
+        gpu().submit(&[&d]).unwrap();
         assert_close(
             &format!("fma_chain {}", v.name),
             &read(&y),

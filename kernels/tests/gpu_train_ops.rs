@@ -88,7 +88,7 @@ fn layernorm_backward_every_variant_of_both_kernels() {
             let plan =
                 ops::layernorm_backward::plan(&x, &g, &dy, &dx, &dg, &db, 1e-5, named).unwrap();
             let refs: Vec<&kiln::Dispatch> = plan.dispatches.iter().collect();
-            gpu().submit(&refs);
+            gpu().submit(&refs).unwrap();
             let case = format!("layernorm_backward {} + {} {shape:?}", rv.name, cv.name);
             assert_close(&format!("{case} dx"), &read(&dx), &want_dx.data, 1e-5);
             assert_close(&format!("{case} dgamma"), &read(&dg), &want_dg.data, 1e-5);

@@ -86,3 +86,22 @@ pub fn layernorm_backward(
         Array::new(&[cols], dbeta)?,
     ))
 }
+
+/// S = x + r and layernorm(S): the reference of the layer norm's residual form, `(S, Y)`.
+pub fn add_layernorm(
+    x: &Array,
+    r: &Array,
+    gamma: &Array,
+    beta: &Array,
+    eps: f32,
+) -> Result<(Array, Array)> {
+    if x.shape != r.shape {
+        return Err(crate::error::Error::shape(
+            "add_layernorm",
+            format!("x {:?} and r {:?} differ", x.shape, r.shape),
+        ));
+    }
+    let sum = super::add(x, r)?;
+    let y = layernorm(&sum, gamma, beta, eps)?;
+    Ok((sum, y))
+}

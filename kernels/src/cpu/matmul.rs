@@ -22,3 +22,20 @@ pub fn matmul(a: &Array, b: &Array) -> Result<Array> {
     }
     Array::new(&d.out_shape(&a.shape, &b.shape), c)
 }
+
+/// x · W + bias over the last axis of x (any leading extents), W [K, N], bias [N]: the
+/// reference of the matmul's bias epilogue.
+pub fn linear(x: &Array, w: &Array, bias: &Array) -> Result<Array> {
+    let (rows, k) = crate::shape::rows_cols("linear", &x.shape)?;
+    let y = matmul(&Array::new(&[rows, k], x.data.clone())?, w)?;
+    let mut shape = x.shape.clone();
+    if let (Some(last), [_, n]) = (shape.last_mut(), y.shape.as_slice()) {
+        *last = *n;
+    }
+    super::add(&Array::new(&shape, y.data)?, bias)
+}
+
+/// gelu(x · W + bias): the reference of the matmul's bias + gelu epilogue.
+pub fn linear_gelu(x: &Array, w: &Array, bias: &Array) -> Result<Array> {
+    super::gelu(&linear(x, w, bias)?)
+}

@@ -42,7 +42,7 @@ pub fn adamw_into(
     named: Option<&str>,
 ) -> Result<Choice> {
     let (dispatch, choice) = plan(p, g, m, v, h, named)?;
-    p.gpu().submit(&[&dispatch]);
+    p.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -66,11 +66,11 @@ pub fn plan(
     check_no_alias(OP, v, &[g])?;
     h.check(OP)?;
     let (bc1, bc2) = h.bias_corrections();
-    let choice = choose_widest(OP, p, String::new(), named)?;
+    let choice = choose_widest(OP, p, None, named)?;
     let gpu = p.gpu();
     let wg = choice.variant.int("wg").max(1) as u64;
     let groups = gpu.groups(OP, (p.numel() as u64).div_ceil(wg))?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         n: p.numel() as u32,
         lr: h.lr,
         beta1: h.beta1,
@@ -79,13 +79,7 @@ pub fn plan(
         weight_decay: h.weight_decay,
         bc1,
         bc2,
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(
-        gpu,
-        pipeline,
-        &[p.buffer(), g.buffer(), m.buffer(), v.buffer(), &params],
-        groups,
-    );
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[p, g, m, v], &params, groups)?;
     Ok((dispatch, choice))
 }

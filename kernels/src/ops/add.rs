@@ -1,12 +1,13 @@
 //! Elementwise addition with broadcasting on the GPU.
 
+use crate::device::DeviceProfile;
 use crate::error::Result;
 use crate::gpu::Dispatch;
-use crate::select::{self, Choice, Request};
+use crate::select::{self, Choice, Key, Request, filter, prefer};
 use crate::shape::Broadcast;
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 
-use super::{check_no_alias, check_operands, check_out_shape, dtype_param};
+use super::{check_no_alias, check_operands, check_out_shape, dtype_value};
 
 const OP: &str = "add";
 
@@ -31,38 +32,63 @@ pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// Writes A + B into `c`, with the named variant or the selector's choice.
 pub fn add_into(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<Choice> {
     let (dispatch, choice) = plan(a, b, c, named)?;
-    a.gpu().submit(&[&dispatch]);
+    a.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
-/// The variant the selector picks for these shapes on this device.
-pub fn choose(a: &Tensor, b: &Tensor, named: Option<&str>) -> Result<Choice> {
-    let bc = Broadcast::new(OP, a.shape(), b.shape())?;
-    let same = bc.is_same_shape(a.shape(), b.shape());
-    let count = a.numel().max(b.numel());
-    let fits = |v: &crate::registry::Variant| match v.text("form") {
-        "contiguous" => same,
-        "vec4" => same && count.is_multiple_of(4),
-        _ => true,
-    };
-    let score = |v: &crate::registry::Variant| {
-        let form = match v.text("form") {
-            "vec4" => 2,
-            "contiguous" => 1,
-            _ => 0,
-        };
-        form * 1000 + v.int("wg")
-    };
-    let request = Request {
-        op: OP,
-        fixed: vec![dtype_param(a)],
-        bucket: format!("n{}", select::bucket(bc.shape.iter().product())),
-        fits: &fits,
-        score: &score,
-        rule: "vec4 when shapes match and the count divides by 4, else contiguous, else broadcast; 256 threads",
-    };
-    let gpu = a.gpu();
-    select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
+/// An add call as the selector sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Call {
+    pub dtype: DType,
+    /// Elements of C.
+    pub count: usize,
+    /// Whether A and B have one shape (no broadcasting).
+    pub same_shape: bool,
+}
+
+impl select::Call for Call {
+    fn key(&self) -> Key {
+        Key::new(OP, self.dtype, &[self.count], u32::from(self.same_shape))
+    }
+
+    fn request(&self, _: &DeviceProfile) -> Request<'_> {
+        let (same, count) = (self.same_shape, self.count);
+        Request {
+            op: OP,
+            fixed: vec![dtype_value(self.dtype)],
+            bucket: format!("n{}", select::bucket(count)),
+            filters: vec![
+                filter("contiguous needs equal shapes", move |v| {
+                    v.text("form") != "contiguous" || same
+                }),
+                filter(
+                    "vec4 needs equal shapes and a count divisible by 4",
+                    move |v| v.text("form") != "vec4" || (same && count.is_multiple_of(4)),
+                ),
+            ],
+            order: vec![
+                prefer("vec4, then contiguous, then broadcast", |v| {
+                    match v.text("form") {
+                        "vec4" => 2,
+                        "contiguous" => 1,
+                        _ => 0,
+                    }
+                }),
+                prefer("the widest workgroup", |v| v.int("wg")),
+            ],
+            ride: &[],
+        }
+    }
+}
+
+/// The selector's call for A + B of these shapes.
+pub fn call(dtype: DType, a: &[usize], b: &[usize]) -> Result<Call> {
+    let bc = Broadcast::new(OP, a, b)?;
+    Ok(Call {
+        dtype,
+        count: bc.shape.iter().product(),
+        same_shape: bc.is_same_shape(a, b),
+    })
 }
 
 /// Checks the call and prepares its launch.
@@ -71,7 +97,10 @@ pub fn plan(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<(
     let bc = Broadcast::new(OP, a.shape(), b.shape())?;
     check_out_shape(OP, c, &bc.shape)?;
     check_no_alias(OP, c, &[a, b])?;
-    let choice = choose(a, b, named)?;
+    let choice = a
+        .gpu()
+        .selector()
+        .choose(&call(a.dtype(), a.shape(), b.shape())?, named)?;
     let gpu = a.gpu();
     let lanes = if choice.variant.text("form") == "vec4" {
         4
@@ -82,19 +111,13 @@ pub fn plan(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<(
     let wg = choice.variant.int("wg").max(1) as u64;
     let groups = gpu.groups(OP, count.div_ceil(wg))?;
     let as_u32 = |x: [usize; 4]| x.map(|v| v as u32);
-    let params = gpu.uniform(&Params {
+    let params = Params {
         count: count as u32,
         _pad: [0; 3],
         shape: as_u32(bc.shape4),
         stride_a: as_u32(bc.stride_a),
         stride_b: as_u32(bc.stride_b),
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(
-        gpu,
-        pipeline,
-        &[a.buffer(), b.buffer(), c.buffer(), &params],
-        groups,
-    );
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[a, b, c], &params, groups)?;
     Ok((dispatch, choice))
 }

@@ -78,12 +78,10 @@ fn plan(
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
     check(op, x, y, per_invocation)?;
-    let choice = choose_widest(op, x, String::new(), named)?;
+    let choice = choose_widest(op, x, None, named)?;
     let gpu = x.gpu();
     let wg = choice.variant.int("wg").max(1) as u64;
     let groups = gpu.groups(op, ((x.numel() / per_invocation) as u64).div_ceil(wg))?;
-    let params = gpu.uniform(params);
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], params, groups)?;
     Ok((dispatch, choice))
 }

@@ -48,7 +48,7 @@ pub fn cross_entropy_into(
     named: Option<&str>,
 ) -> Result<Choice> {
     let (dispatch, choice) = plan(logits, targets, loss, dlogits, grad_scale, named)?;
-    logits.gpu().submit(&[&dispatch]);
+    logits.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -69,7 +69,7 @@ pub fn plan(
     for out in [loss, dlogits] {
         check_no_alias(OP, out, &[logits, targets])?;
     }
-    if loss.buffer() == dlogits.buffer() {
+    if loss.overlaps(dlogits) {
         return Err(Error::InvalidArgument {
             op: OP,
             detail: "loss and dlogits must be separate tensors".into(),
@@ -81,27 +81,21 @@ pub fn plan(
             detail: format!("grad_scale must be finite, got {grad_scale}"),
         });
     }
-    let choice = choose_rowwise(OP, logits, Vec::new(), named)?;
+    let choice = choose_rowwise(OP, logits, None, named)?;
     let gpu = logits.gpu();
     let groups = gpu.groups(OP, rows as u64)?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         rows: rows as u32,
         vocab: vocab as u32,
         grad_scale,
         nan_bits: f32::NAN.to_bits(),
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
+    };
     let dispatch = Dispatch::new(
         gpu,
-        pipeline,
-        &[
-            logits.buffer(),
-            targets.buffer(),
-            loss.buffer(),
-            dlogits.buffer(),
-            &params,
-        ],
+        &choice.variant,
+        &[logits, targets, loss, dlogits],
+        &params,
         groups,
-    );
+    )?;
     Ok((dispatch, choice))
 }

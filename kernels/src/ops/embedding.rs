@@ -38,7 +38,7 @@ pub fn embedding_into(
     named: Option<&str>,
 ) -> Result<Choice> {
     let (dispatch, choice) = plan(table, tokens, y, named)?;
-    table.gpu().submit(&[&dispatch]);
+    table.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -55,22 +55,16 @@ pub fn plan(
     let n = tokens.numel();
     check_out_shape(OP, y, &[n, cols])?;
     check_no_alias(OP, y, &[table, tokens])?;
-    let choice = choose_widest(OP, table, String::new(), named)?;
+    let choice = choose_widest(OP, table, None, named)?;
     let gpu = table.gpu();
     let wg = choice.variant.int("wg").max(1) as u64;
     let groups = gpu.groups(OP, (y.numel() as u64).div_ceil(wg))?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         n: n as u32,
         cols: cols as u32,
         vocab: vocab as u32,
         nan_bits: f32::NAN.to_bits(),
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(
-        gpu,
-        pipeline,
-        &[table.buffer(), tokens.buffer(), y.buffer(), &params],
-        groups,
-    );
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[table, tokens, y], &params, groups)?;
     Ok((dispatch, choice))
 }

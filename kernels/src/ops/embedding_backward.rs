@@ -45,7 +45,7 @@ pub fn embedding_backward_into(
     named: Option<&str>,
 ) -> Result<Choice> {
     let (dispatch, choice) = plan(dy, tokens, d_table, named)?;
-    dy.gpu().submit(&[&dispatch]);
+    dy.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -63,23 +63,23 @@ pub fn plan(
     let vocab = d_table.shape().first().copied().unwrap_or(0);
     check_out_shape(OP, d_table, &[vocab, cols])?;
     check_no_alias(OP, d_table, &[dy, tokens])?;
-    let choice = choose_widest(OP, dy, String::new(), named)?;
+    let choice = choose_widest(OP, dy, None, named)?;
     let gpu = dy.gpu();
     let wg = choice.variant.int("wg").max(1) as u64;
     let groups = gpu.groups(OP, (d_table.numel() as u64).div_ceil(wg))?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         n: n as u32,
         cols: cols as u32,
         vocab: vocab as u32,
         _pad: 0,
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
+    };
     let dispatch = Dispatch::new(
         gpu,
-        pipeline,
-        &[dy.buffer(), tokens.buffer(), d_table.buffer(), &params],
+        &choice.variant,
+        &[dy, tokens, d_table],
+        &params,
         groups,
-    );
+    )?;
     Ok((dispatch, choice))
 }
 

@@ -26,7 +26,7 @@ pub fn gelu(x: &Tensor) -> Result<Tensor> {
 /// Writes gelu(x) into `y`, with the named variant or the selector's choice.
 pub fn gelu_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
     let (dispatch, choice) = plan(x, y, named)?;
-    x.gpu().submit(&[&dispatch]);
+    x.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -35,15 +35,14 @@ pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Ch
     check_operands(OP, &[x, y])?;
     check_out_shape(OP, y, x.shape())?;
     check_no_alias(OP, y, &[x])?;
-    let choice = choose_widest(OP, x, String::new(), named)?;
+    let choice = choose_widest(OP, x, None, named)?;
     let gpu = x.gpu();
     let wg = choice.variant.int("wg").max(1) as u64;
     let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         n: x.numel() as u32,
         _pad: [0; 3],
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], &params, groups)?;
     Ok((dispatch, choice))
 }

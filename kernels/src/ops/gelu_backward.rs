@@ -31,7 +31,7 @@ pub fn gelu_backward_into(
     named: Option<&str>,
 ) -> Result<Choice> {
     let (dispatch, choice) = plan(x, dy, dx, named)?;
-    x.gpu().submit(&[&dispatch]);
+    x.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -46,20 +46,14 @@ pub fn plan(
     check_input_shape(OP, "dy", dy, x.shape())?;
     check_out_shape(OP, dx, x.shape())?;
     check_no_alias(OP, dx, &[x, dy])?;
-    let choice = choose_widest(OP, x, String::new(), named)?;
+    let choice = choose_widest(OP, x, None, named)?;
     let gpu = x.gpu();
     let wg = choice.variant.int("wg").max(1) as u64;
     let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         n: x.numel() as u32,
         _pad: [0; 3],
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(
-        gpu,
-        pipeline,
-        &[x.buffer(), dy.buffer(), dx.buffer(), &params],
-        groups,
-    );
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, dy, dx], &params, groups)?;
     Ok((dispatch, choice))
 }

@@ -1,12 +1,13 @@
-//! Layer normalisation over the last axis on the GPU.
+//! Layer normalisation over the last axis on the GPU, optionally of a residual sum (add and
+//! layernorm in one launch).
 
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::shape::rows_cols;
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 
-use super::{check_no_alias, check_operands, check_out_shape, choose_rowwise};
+use super::{Rowwise, check_no_alias, check_operands, check_out_shape, choose_rowwise};
 
 const OP: &str = "layernorm";
 
@@ -36,13 +37,33 @@ pub fn layernorm_into(
     named: Option<&str>,
 ) -> Result<Choice> {
     let (dispatch, choice) = plan(x, gamma, beta, y, eps, named)?;
-    x.gpu().submit(&[&dispatch]);
+    x.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
-/// The variant the selector picks for this shape on this device.
-pub fn choose(x: &Tensor, named: Option<&str>) -> Result<Choice> {
-    choose_rowwise(OP, x, Vec::new(), named)
+/// The selector's call for a layer norm over rows of `cols` (of x + r with `residual`).
+pub fn call(dtype: DType, cols: usize, residual: bool) -> Rowwise {
+    Rowwise {
+        family: OP,
+        dtype,
+        cols,
+        flag: Some(("residual", residual)),
+    }
+}
+
+/// S = x + r and Y = layernorm(S), in one launch: `(S, Y)`.
+pub fn add_layernorm(
+    x: &Tensor,
+    r: &Tensor,
+    gamma: &Tensor,
+    beta: &Tensor,
+    eps: f32,
+) -> Result<(Tensor, Tensor)> {
+    let sum = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
+    let y = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
+    let (dispatch, _) = plan_with(x, Some((r, &sum)), gamma, beta, &y, eps, None)?;
+    x.gpu().record_owned(dispatch)?;
+    Ok((sum, y))
 }
 
 /// Checks the call and prepares its launch.
@@ -54,9 +75,29 @@ pub fn plan(
     eps: f32,
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
+    plan_with(x, None, gamma, beta, y, eps, named)
+}
+
+/// [`plan`], with a residual `(r, sum)`: the row normalised is x + r, and it is written to sum.
+pub fn plan_with(
+    x: &Tensor,
+    residual: Option<(&Tensor, &Tensor)>,
+    gamma: &Tensor,
+    beta: &Tensor,
+    y: &Tensor,
+    eps: f32,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
     check_operands(OP, &[x, gamma, beta, y])?;
     check_out_shape(OP, y, x.shape())?;
     check_no_alias(OP, y, &[x, gamma, beta])?;
+    if let Some((r, sum)) = residual {
+        check_operands(OP, &[x, r, sum])?;
+        super::check_input_shape(OP, "r", r, x.shape())?;
+        check_out_shape(OP, sum, x.shape())?;
+        check_no_alias(OP, sum, &[x, r, gamma, beta, y])?;
+        check_no_alias(OP, y, &[r])?;
+    }
     let (rows, cols) = rows_cols(OP, x.shape())?;
     for (name, t) in [("gamma", gamma), ("beta", beta)] {
         if t.shape() != [cols] {
@@ -72,27 +113,20 @@ pub fn plan(
             detail: format!("eps must be finite and ≥ 0, got {eps}"),
         });
     }
-    let choice = choose(x, named)?;
+    let flag = Some(("residual", residual.is_some()));
+    let choice = choose_rowwise(OP, x, flag, named)?;
     let gpu = x.gpu();
     let groups = gpu.groups(OP, rows as u64)?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         rows: rows as u32,
         cols: cols as u32,
         eps,
         _pad: 0,
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(
-        gpu,
-        pipeline,
-        &[
-            x.buffer(),
-            gamma.buffer(),
-            beta.buffer(),
-            y.buffer(),
-            &params,
-        ],
-        groups,
-    );
+    };
+    let mut tensors = vec![x, gamma, beta, y];
+    if let Some((r, sum)) = residual {
+        tensors.extend([r, sum]);
+    }
+    let dispatch = Dispatch::new(gpu, &choice.variant, &tensors, &params, groups)?;
     Ok((dispatch, choice))
 }

@@ -82,8 +82,7 @@ pub fn layernorm_backward_into(
     named: BackwardVariants<'_>,
 ) -> Result<Vec<Choice>> {
     let plan = plan(x, gamma, dy, dx, dgamma, dbeta, eps, named)?;
-    let refs: Vec<&Dispatch> = plan.dispatches.iter().collect();
-    x.gpu().submit(&refs);
+    x.gpu().record_all(plan.dispatches)?;
     Ok(plan.choices)
 }
 
@@ -110,10 +109,7 @@ pub fn plan(
     for out in [dx, dgamma, dbeta] {
         check_no_alias(OP, out, &inputs)?;
     }
-    if dx.buffer() == dgamma.buffer()
-        || dx.buffer() == dbeta.buffer()
-        || dgamma.buffer() == dbeta.buffer()
-    {
+    if dx.overlaps(dgamma) || dx.overlaps(dbeta) || dgamma.overlaps(dbeta) {
         return Err(Error::InvalidArgument {
             op: OP,
             detail: "dx, dgamma and dbeta must be separate tensors".into(),
@@ -127,43 +123,31 @@ pub fn plan(
     }
     let gpu = x.gpu();
     let stats = Tensor::uninit(gpu, &[rows, 2], DType::F32)?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         rows: rows as u32,
         cols: cols as u32,
         eps,
         _pad: 0,
-    });
+    };
 
-    let row_choice = choose_rowwise(OP, x, Vec::new(), named.rows)?;
+    let row_choice = choose_rowwise(OP, x, None, named.rows)?;
     let row_dispatch = Dispatch::new(
         gpu,
-        gpu.pipeline(&row_choice.variant)?,
-        &[
-            x.buffer(),
-            gamma.buffer(),
-            dy.buffer(),
-            dx.buffer(),
-            stats.buffer(),
-            &params,
-        ],
+        &row_choice.variant,
+        &[x, gamma, dy, dx, &stats],
+        &params,
         gpu.groups(OP, rows as u64)?,
-    );
+    )?;
 
-    let col_choice = choose_widest(PARAMS_OP, x, String::new(), named.params)?;
+    let col_choice = choose_widest(PARAMS_OP, x, None, named.params)?;
     let wg = col_choice.variant.int("wg").max(1) as u64;
     let col_dispatch = Dispatch::new(
         gpu,
-        gpu.pipeline(&col_choice.variant)?,
-        &[
-            x.buffer(),
-            dy.buffer(),
-            stats.buffer(),
-            dgamma.buffer(),
-            dbeta.buffer(),
-            &params,
-        ],
+        &col_choice.variant,
+        &[x, dy, &stats, dgamma, dbeta],
+        &params,
         gpu.groups(PARAMS_OP, (cols as u64).div_ceil(wg))?,
-    );
+    )?;
     Ok(BackwardPlan {
         dispatches: vec![row_dispatch, col_dispatch],
         choices: vec![row_choice, col_choice],

@@ -25,16 +25,17 @@ pub mod transpose;
 pub use adamw::{adamw, adamw_into};
 pub use add::{add, add_into};
 pub use attention::{
-    flash_attention, flash_attention_backward, naive_attention, naive_attention_backward,
+    flash_attention, flash_attention_backward, flash_attention_backward_into, naive_attention,
+    naive_attention_backward,
 };
 pub use cross_entropy::{cross_entropy, cross_entropy_into};
 pub use embedding::{embedding, embedding_into};
 pub use embedding_backward::{embedding_backward, embedding_backward_into};
 pub use gelu::{gelu, gelu_into};
 pub use gelu_backward::{gelu_backward, gelu_backward_into};
-pub use layernorm::{layernorm, layernorm_into};
+pub use layernorm::{add_layernorm, layernorm, layernorm_into};
 pub use layernorm_backward::{layernorm_backward, layernorm_backward_into};
-pub use matmul::{matmul, matmul_bt, matmul_into};
+pub use matmul::{linear, linear_gelu, matmul, matmul_at, matmul_bt, matmul_into};
 pub use rgba8::{rgba8, rgba8_into};
 pub use sinusoid::{sinusoid, sinusoid_into};
 pub use softmax::{softmax, softmax_into};
@@ -43,10 +44,11 @@ pub use swap_axes::{swap_axes01, swap_axes01_into, swap_axes12, swap_axes12_into
 pub use transpose::{transpose, transpose_into};
 
 use crate::contract::Param;
+use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::registry::Variant;
-use crate::select::{self, Choice, Request};
+use crate::select::{self, Call, Choice, Key, Request, prefer};
 use crate::shape::rows_cols;
 use crate::tensor::{DType, Tensor};
 
@@ -82,7 +84,7 @@ fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
 
 /// An output may not share its buffer with an input: the kernels read inputs while writing.
 fn check_no_alias(op: &'static str, out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
-    if inputs.iter().any(|t| t.buffer() == out.buffer()) {
+    if inputs.iter().any(|t| t.overlaps(out)) {
         return Err(Error::InvalidArgument {
             op,
             detail: "the output shares its buffer with an input; give a separate tensor".into(),
@@ -149,24 +151,107 @@ fn grid(op: &'static str, gpu: &Gpu, counts: [usize; 3]) -> Result<[u32; 3]> {
     Ok(groups)
 }
 
-/// A simple request: the dtype fixed, every variant fits, the widest workgroup preferred.
+/// The call of a simple family (elementwise, per column): only the dtype is fixed, every
+/// variant takes it, the widest workgroup wins.
+#[derive(Clone, Copy, Debug)]
+pub struct Widest {
+    pub family: &'static str,
+    pub dtype: DType,
+    /// The element count, for the families whose tuned entries are bucketed by it.
+    pub count: Option<usize>,
+}
+
+impl Call for Widest {
+    fn key(&self) -> Key {
+        let count = self.count.map_or(0, select::bucket);
+        Key::new(self.family, self.dtype, &[count], 0)
+    }
+
+    fn request(&self, _: &DeviceProfile) -> Request<'_> {
+        Request {
+            op: self.family,
+            fixed: vec![dtype_value(self.dtype)],
+            bucket: self
+                .count
+                .map_or_else(String::new, |n| format!("n{}", select::bucket(n))),
+            filters: Vec::new(),
+            order: vec![prefer("the widest workgroup", |v| v.int("wg"))],
+            ride: &[],
+        }
+    }
+}
+
 fn choose_widest(
     op: &'static str,
     t: &Tensor,
-    bucket: String,
+    count: Option<usize>,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let score = |v: &Variant| v.int("wg");
-    let request = Request {
-        op,
-        fixed: vec![dtype_param(t)],
-        bucket,
-        fits: &|_| true,
-        score: &score,
-        rule: "256 threads per workgroup",
+    let call = Widest {
+        family: op,
+        dtype: t.dtype(),
+        count,
     };
-    let gpu = t.gpu();
-    select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
+    t.gpu().selector().choose(&call, named)
+}
+
+/// The call of a row-wise family (softmax, layernorm, …): one workgroup per row of `cols`.
+#[derive(Clone, Copy, Debug)]
+pub struct Rowwise {
+    pub family: &'static str,
+    pub dtype: DType,
+    pub cols: usize,
+    /// A boolean variable the call fixes: softmax's `causal`, layernorm's `residual`.
+    pub flag: Option<(&'static str, bool)>,
+}
+
+impl Call for Rowwise {
+    fn key(&self) -> Key {
+        let flag = self.flag.map_or(0, |(_, on)| 1 + u32::from(on));
+        Key::new(self.family, self.dtype, &[self.cols], flag)
+    }
+
+    /// Subgroup reductions where offered; about as many threads as the row is long (64 to 256).
+    fn request(&self, _: &DeviceProfile) -> Request<'_> {
+        let target = (self.cols.next_power_of_two() as i64).clamp(64, 256);
+        let mut fixed = vec![dtype_value(self.dtype)];
+        if let Some((name, on)) = self.flag {
+            fixed.push((name, Param::Bool(on)));
+        }
+        Request {
+            op: self.family,
+            fixed,
+            bucket: format!("c{}", select::bucket(self.cols)),
+            filters: Vec::new(),
+            order: vec![
+                prefer("subgroup reductions where offered", |v| {
+                    i64::from(v.text("reduce") == "subgroup")
+                }),
+                prefer(
+                    "threads per row nearest the row length within 64..256",
+                    move |v| -(v.int("wg") - target).abs(),
+                ),
+            ],
+            ride: &["residual"],
+        }
+    }
+}
+
+/// The row-wise choice for `x`'s last axis.
+fn choose_rowwise(
+    op: &'static str,
+    x: &Tensor,
+    flag: Option<(&'static str, bool)>,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let (_, cols) = rows_cols(op, x.shape())?;
+    let call = Rowwise {
+        family: op,
+        dtype: x.dtype(),
+        cols,
+        flag,
+    };
+    x.gpu().selector().choose(&call, named)
 }
 
 /// Whether every size is a multiple of the variant's derived `multiple` (1 when absent): routes
@@ -176,35 +261,18 @@ fn sizes_fit(variant: &Variant, sizes: &[usize]) -> bool {
     sizes.iter().all(|s| s.is_multiple_of(m))
 }
 
-fn dtype_param(t: &Tensor) -> (&'static str, Param) {
-    ("dtype", Param::Str(t.dtype().wgsl().to_string()))
+fn dtype_value(dtype: DType) -> (&'static str, Param) {
+    ("dtype", Param::Str(dtype.wgsl().to_string()))
 }
 
-/// The choice for the row-wise families (softmax, layernorm), one workgroup per row: subgroup
-/// reductions where offered, and about as many threads as the row is long (64 to 256).
-fn choose_rowwise(
-    op: &'static str,
-    x: &Tensor,
-    mut fixed: Vec<(&'static str, Param)>,
-    named: Option<&str>,
-) -> Result<Choice> {
-    let (_, cols) = rows_cols(op, x.shape())?;
-    let target = (cols.next_power_of_two() as i64).clamp(64, 256);
-    let score = |v: &Variant| {
-        let subgroup = i64::from(v.text("reduce") == "subgroup") * 1000;
-        subgroup - (v.int("wg") - target).abs()
-    };
-    fixed.insert(0, dtype_param(x));
-    let request = Request {
-        op,
-        fixed,
-        bucket: format!("c{}", select::bucket(cols)),
-        fits: &|_| true,
-        score: &score,
-        rule: "subgroup reductions where offered; threads per row ≈ row length within 64..256",
-    };
-    let gpu = x.gpu();
-    select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), &request, named)
+/// Whether the profile is a software adapter (a CPU rasterizer such as lavapipe).
+fn software(profile: &DeviceProfile) -> bool {
+    profile.is_software()
+}
+
+/// Tensors of one shape stacked along a new first axis (see [`Tensor::stack`]).
+pub fn stack(parts: &[&Tensor]) -> Result<Tensor> {
+    Tensor::stack(parts)
 }
 
 impl Tensor {

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
-use crate::select::{self, Choice};
+use crate::select::Choice;
 use crate::tensor::{DType, Tensor};
 
 use super::{check_no_alias, check_out_shape, check_same_device, choose_widest};
@@ -36,7 +36,7 @@ pub fn rgba8_into(
     named: Option<&str>,
 ) -> Result<Choice> {
     let (dispatch, choice) = plan(planes, pixels, scale, bias, named)?;
-    planes.gpu().submit(&[&dispatch]);
+    planes.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -72,22 +72,16 @@ pub fn plan(
         });
     }
     let count = h * w;
-    let choice = choose_widest(OP, planes, format!("n{}", select::bucket(count)), named)?;
+    let choice = choose_widest(OP, planes, Some(count), named)?;
     let gpu = planes.gpu();
     let wg = choice.variant.int("wg").max(1) as u64;
     let groups = gpu.groups(OP, (count as u64).div_ceil(wg))?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         count: count as u32,
         scale,
         bias,
         _pad: 0,
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(
-        gpu,
-        pipeline,
-        &[planes.buffer(), pixels.buffer(), &params],
-        groups,
-    );
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[planes, pixels], &params, groups)?;
     Ok((dispatch, choice))
 }

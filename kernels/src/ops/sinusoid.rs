@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::{Dispatch, fold_groups};
-use crate::select::{self, Choice};
+use crate::select::Choice;
 use crate::tensor::{DType, Tensor};
 
 use super::{check_no_alias, check_out_shape, check_same_device, choose_widest};
@@ -43,7 +43,7 @@ pub fn sinusoid_into(
     named: Option<&str>,
 ) -> Result<Choice> {
     let (dispatch, choice) = plan(freq, phase, out, start, step, named)?;
-    freq.gpu().submit(&[&dispatch]);
+    freq.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -89,7 +89,7 @@ pub fn plan(
     let n = out.shape().last().copied().unwrap_or(0);
     check_out_shape(OP, out, &[2 * rows, n])?;
     check_no_alias(OP, out, &[freq, phase])?;
-    let choice = choose_widest(OP, out, format!("n{}", select::bucket(n)), named)?;
+    let choice = choose_widest(OP, out, Some(n), named)?;
     let gpu = freq.gpu();
     let max = gpu.profile().limits.max_compute_workgroups_per_dimension;
     let wg = choice.variant.int("wg").max(1) as u64;
@@ -104,18 +104,18 @@ pub fn plan(
             allowed: u64::from(max),
         });
     }
-    let params = gpu.uniform(&Params {
+    let params = Params {
         rows: rows as u32,
         n: n as u32,
         start,
         step,
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
+    };
     let dispatch = Dispatch::new(
         gpu,
-        pipeline,
-        &[freq.buffer(), phase.buffer(), out.buffer(), &params],
+        &choice.variant,
+        &[freq, phase, out],
+        &params,
         [x, y, z],
-    );
+    )?;
     Ok((dispatch, choice))
 }

@@ -1,13 +1,12 @@
 //! Softmax over the last axis on the GPU.
 
-use crate::contract::Param;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::shape::rows_cols;
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 
-use super::{check_no_alias, check_operands, check_out_shape, choose_rowwise};
+use super::{Rowwise, check_no_alias, check_operands, check_out_shape, choose_rowwise};
 
 const OP: &str = "softmax";
 
@@ -37,13 +36,18 @@ pub fn softmax_into(
     named: Option<&str>,
 ) -> Result<Choice> {
     let (dispatch, choice) = plan(x, y, causal, scale, named)?;
-    x.gpu().submit(&[&dispatch]);
+    x.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
-/// The variant the selector picks for this shape on this device.
-pub fn choose(x: &Tensor, causal: bool, named: Option<&str>) -> Result<Choice> {
-    choose_rowwise(OP, x, vec![("causal", Param::Bool(causal))], named)
+/// The selector's call for a softmax over rows of `cols`.
+pub fn call(dtype: DType, cols: usize, causal: bool) -> Rowwise {
+    Rowwise {
+        family: OP,
+        dtype,
+        cols,
+        flag: Some(("causal", causal)),
+    }
 }
 
 /// Checks the call and prepares its launch.
@@ -68,16 +72,15 @@ pub fn plan(
             detail: format!("scale must be finite, got {scale}"),
         });
     }
-    let choice = choose(x, causal, named)?;
+    let choice = choose_rowwise(OP, x, Some(("causal", causal)), named)?;
     let gpu = x.gpu();
     let groups = gpu.groups(OP, rows as u64)?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         rows: rows as u32,
         cols: cols as u32,
         q: q as u32,
         scale,
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], &params, groups)?;
     Ok((dispatch, choice))
 }

@@ -36,7 +36,7 @@ pub fn softmax_backward_into(
     named: Option<&str>,
 ) -> Result<Choice> {
     let (dispatch, choice) = plan(p, dp, dx, scale, named)?;
-    p.gpu().submit(&[&dispatch]);
+    p.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -59,21 +59,15 @@ pub fn plan(
         });
     }
     let (rows, cols) = rows_cols(OP, p.shape())?;
-    let choice = choose_rowwise(OP, p, Vec::new(), named)?;
+    let choice = choose_rowwise(OP, p, None, named)?;
     let gpu = p.gpu();
     let groups = gpu.groups(OP, rows as u64)?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         rows: rows as u32,
         cols: cols as u32,
         scale,
         _pad: 0,
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(
-        gpu,
-        pipeline,
-        &[p.buffer(), dp.buffer(), dx.buffer(), &params],
-        groups,
-    );
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[p, dp, dx], &params, groups)?;
     Ok((dispatch, choice))
 }

@@ -31,7 +31,7 @@ pub fn swap_axes01(x: &Tensor) -> Result<Tensor> {
 /// Writes `x` with its first two axes swapped into `y`.
 pub fn swap_axes01_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
     let (dispatch, choice) = plan(x, y, named)?;
-    x.gpu().submit(&[&dispatch]);
+    x.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -45,7 +45,7 @@ pub fn swap_axes12(x: &Tensor) -> Result<Tensor> {
 /// Writes `x` with its middle two axes swapped into `y`.
 pub fn swap_axes12_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
     let (dispatch, choice) = plan12(x, y, named)?;
-    x.gpu().submit(&[&dispatch]);
+    x.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -94,17 +94,16 @@ fn launch(
     check_operands(OP, &[x, y])?;
     check_out_shape(OP, y, want)?;
     check_no_alias(OP, y, &[x])?;
-    let choice = choose_widest(OP, x, String::new(), named)?;
+    let choice = choose_widest(OP, x, None, named)?;
     let gpu = x.gpu();
     let wg = choice.variant.int("wg").max(1) as u64;
     let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         a: a as u32,
         b: b as u32,
         c: c as u32,
         outer: outer as u32,
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], &params, groups)?;
     Ok((dispatch, choice))
 }

@@ -26,7 +26,7 @@ pub fn transpose(x: &Tensor) -> Result<Tensor> {
 /// Writes the transpose of `x` into `y`, with the named variant or the selector's choice.
 pub fn transpose_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
     let (dispatch, choice) = plan(x, y, named)?;
-    x.gpu().submit(&[&dispatch]);
+    x.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -51,15 +51,14 @@ pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Ch
     check_no_alias(OP, y, &[x])?;
     let (rows, cols) = (want[want.len() - 1], want[want.len() - 2]);
     let batch = x.numel() / (rows * cols);
-    let choice = choose_widest(OP, x, String::new(), named)?;
+    let choice = choose_widest(OP, x, None, named)?;
     let gpu = x.gpu();
     let tile = choice.variant.int("tile").max(1) as usize;
     let groups = super::grid(OP, gpu, [cols.div_ceil(tile), rows.div_ceil(tile), batch])?;
-    let params = gpu.uniform(&Params {
+    let params = Params {
         rows: rows as u32,
         cols: cols as u32,
-    });
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let dispatch = Dispatch::new(gpu, pipeline, &[x.buffer(), y.buffer(), &params], groups);
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], &params, groups)?;
     Ok((dispatch, choice))
 }

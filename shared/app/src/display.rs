@@ -194,7 +194,7 @@ impl Display {
             entries: &[
                 wgpu::BindGroupEntry {
                     binding: 0,
-                    resource: pixels.raw_buffer().as_entire_binding(),
+                    resource: wgpu::BindingResource::Buffer(pixels.binding()),
                 },
                 wgpu::BindGroupEntry {
                     binding: 1,

@@ -361,19 +361,15 @@ impl<D: Demo> App<D> {
         let target = frame
             .texture
             .create_view(&wgpu::TextureViewDescriptor::default());
-        let mut encoder = state
-            .gpu
-            .device()
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        state.display.draw(
-            state.gpu.device(),
-            state.gpu.queue(),
-            &mut encoder,
-            &target,
-            state.layout(),
-            &pixels,
-        );
-        state.gpu.queue().submit([encoder.finish()]);
+        // The frame's recorded compute and the display pass go in one submission.
+        let layout = state.layout();
+        let (gpu, display) = (&state.gpu, &state.display);
+        let submitted = gpu.flush_with(Some(&mut |encoder: &mut wgpu::CommandEncoder| {
+            display.draw(gpu.device(), gpu.queue(), encoder, &target, layout, &pixels);
+        }));
+        if let Err(e) = submitted {
+            platform::fatal(&format!("{}: {e}", D::NAME));
+        }
         state.gpu.queue().present(frame);
 
         self.frames += 1;

@@ -546,7 +546,7 @@ async fn sweep_variants(
             };
             let chosen = is_selected(&v.name);
             let run = FlashRun::plan(x, args.causal, check.scale, args.backward, fwd, bwd)?;
-            gpu.submit(&run.refs());
+            gpu.submit(&run.refs())?;
             let err = error(&run.outputs(check.slices, dims).await?, check.want);
             if err.is_nan() || err > check.tol {
                 rows.push(

@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
 use kiln::registry::unsupported_reason;
-use kiln::{DType, DeviceProfile, Error, Gpu, GpuOptions, Registry, Result, Tensor, ops};
+use kiln::select::Selector;
+use kiln::{DeviceProfile, Error, Gpu, GpuOptions, Registry, Result, TunedTable};
 
 #[derive(Parser)]
 #[command(
@@ -184,6 +185,7 @@ fn print_profile(p: &DeviceProfile, json: bool) {
 
 async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
     let registry = Registry::builtin()?;
+    let tuned = TunedTable::builtin()?;
     let (gpu, profile) = match &args.profile {
         Some(name) => (None, load_profile(name)?),
         None => {
@@ -232,8 +234,13 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
                 valid += 1;
             }
             if args.json {
+                let values: serde_json::Map<String, serde_json::Value> = v
+                    .values
+                    .iter()
+                    .map(|(k, p)| (k.clone(), json!(p.to_string())))
+                    .collect();
                 listed.push(json!({
-                    "family": v.family, "variant": v.name,
+                    "family": v.family, "variant": v.name, "values": values,
                     "workgroup_size": v.workgroup_size,
                     "workgroup_storage": v.workgroup_storage,
                     "valid": status.is_ok(), "error": status.as_ref().err(),
@@ -257,9 +264,13 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
         "validated by naga"
     };
     if args.json {
-        let explained = match &gpu {
-            Some(g) if args.explain => explain(g)?,
-            _ => json!(null),
+        let explained = if args.explain {
+            match &gpu {
+                Some(g) => explain(&g.selector()),
+                None => explain(&Selector::new(&registry, &profile, &tuned)),
+            }
+        } else {
+            json!(null)
         };
         println!(
             "{}",
@@ -277,19 +288,15 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
             total
         );
         if args.explain {
-            match &gpu {
-                Some(g) => {
-                    for row in explain(g)?.as_array().into_iter().flatten() {
-                        println!(
-                            "choice  {:<10} {:<22} → {:<26} ({})",
-                            row["family"].as_str().unwrap_or(""),
-                            row["shape"].as_str().unwrap_or(""),
-                            row["variant"].as_str().unwrap_or(""),
-                            row["reason"].as_str().unwrap_or("")
-                        );
-                    }
+            let picks = match &gpu {
+                Some(g) => kiln::explain::sample_picks(&g.selector()),
+                None => kiln::explain::sample_picks(&Selector::new(&registry, &profile, &tuned)),
+            };
+            for p in picks {
+                println!("choice  {}", p.line());
+                if !p.reason.is_empty() {
+                    println!("        {}", p.reason);
                 }
-                None => println!("--explain needs the adapter in hand (no --profile)"),
             }
         }
     }
@@ -317,50 +324,17 @@ fn load_profile(name: &str) -> Result<DeviceProfile> {
     DeviceProfile::from_json(name, &text)
 }
 
-/// The selector's choices for a few sample calls on this device.
-fn explain(gpu: &Gpu) -> Result<serde_json::Value> {
-    let t = |shape: &[usize]| Tensor::full(gpu, shape, 1.0, DType::F32);
-    let mut rows = Vec::new();
-    for (m, n, k) in [(7, 33, 130), (256, 256, 256), (1024, 1024, 1024)] {
-        let c = ops::matmul::choose(&t(&[m, k])?, &t(&[k, n])?, None)?;
-        rows.push(("matmul", format!("{m}x{k} · {k}x{n}"), c));
-    }
-    let c = ops::add::choose(&t(&[64, 256])?, &t(&[256])?, None)?;
-    rows.push(("add", "[64,256] + [256]".into(), c));
-    for cols in [33, 1024] {
-        let x = t(&[8, cols])?;
-        rows.push((
-            "softmax",
-            format!("[8,{cols}]"),
-            ops::softmax::choose(&x, false, None)?,
-        ));
-        rows.push((
-            "layernorm",
-            format!("[8,{cols}]"),
-            ops::layernorm::choose(&x, None)?,
-        ));
-    }
-    for (n, d) in [(17, 64), (1024, 64), (4096, 128)] {
-        let x = t(&[1, 8, n, d])?;
-        let c = ops::attention::plan_forward(
-            &x,
-            &x,
-            &x,
-            &t(&[1, 8, n, d])?,
-            &t(&[1, 8, n])?,
-            true,
-            1.0,
-            None,
-        )?
-        .1;
-        rows.push(("flash_fwd", format!("[1,8,{n},{d}] causal"), c));
-    }
-    Ok(json!(
-        rows.into_iter()
-            .map(|(family, shape, c)| json!({
-                "family": family, "shape": shape,
-                "variant": c.variant.name, "reason": c.reason.to_string(),
+/// The selector's choices for the sample calls (`kiln::explain`), for the device in hand or a
+/// stored profile.
+fn explain(sel: &Selector<'_>) -> serde_json::Value {
+    json!(
+        kiln::explain::sample_picks(sel)
+            .into_iter()
+            .map(|p| json!({
+                "family": p.family, "call": p.call,
+                "variant": p.outcome.as_ref().ok(), "error": p.outcome.as_ref().err(),
+                "by": p.by, "reason": p.reason,
             }))
             .collect::<Vec<_>>()
-    ))
+    )
 }

@@ -21,14 +21,14 @@
 pub mod traffic;
 
 use crate::contract::Param;
+use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
-use crate::registry::Variant;
-use crate::select::{self, Choice, Request};
+use crate::select::{self, Choice, Key, Request, filter, prefer};
 use crate::shape::AttentionDims;
 use crate::tensor::{DType, Tensor};
 
-use super::{check_no_alias, check_operands, check_out_shape, dtype_param, grid};
+use super::{check_no_alias, check_operands, check_out_shape, dtype_value, grid, software};
 
 const OP: &str = "attention";
 
@@ -143,84 +143,110 @@ fn check_lse(lse: &Tensor, q: &Tensor) -> Result<()> {
     check_out_shape(OP, lse, &lse_shape(q))
 }
 
-/// The selector's request for one of the flash families. The rule: the largest block the
-/// device's workgroup storage allows that still gives enough workgroups to fill the device
-/// (128 on a GPU, 8 on a CPU adapter), the streamed block as large as the owned one, subgroup
-/// reductions where offered.
+/// A call of one of the flash families as the selector sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct FlashCall {
+    pub family: &'static str,
+    pub dtype: DType,
+    pub dims: AttentionDims,
+    pub causal: bool,
+}
+
+impl FlashCall {
+    /// The block variable a workgroup owns, and the length it splits; the one it walks.
+    fn blocks(&self) -> ((&'static str, usize), &'static str) {
+        match self.family {
+            "flash_fwd" | "flash_bwd_dq" => (("block_q", self.dims.q_len), "block_k"),
+            _ => (("block_k", self.dims.kv_len), "block_q"),
+        }
+    }
+}
+
+impl select::Call for FlashCall {
+    fn key(&self) -> Key {
+        let d = &self.dims;
+        Key::new(
+            self.family,
+            self.dtype,
+            &[d.batch_heads, d.q_len, d.kv_len, d.head_dim],
+            u32::from(self.causal),
+        )
+    }
+
+    /// Cooperative matrices first on a GPU where the lengths fit; then the largest owned block
+    /// that still leaves enough workgroups to fill the device (128 on a GPU, 8 on a software
+    /// adapter), the streamed block as large as it goes, the tiled route on GPUs (measured faster on the
+    /// H200, PERF.md), unrolled, subgroup reductions where the family has them. The outer and
+    /// stream routes are reached by name or the tuned table only.
+    fn request(&self, profile: &DeviceProfile) -> Request<'_> {
+        let d = self.dims;
+        let gpu_device = !software(profile);
+        let ((owned_var, owned_len), streamed_var) = self.blocks();
+        let enough = if gpu_device { 128 } else { 8 };
+        let groups = |b: usize| d.batch_heads * owned_len.div_ceil(b);
+        let target = [64, 32, 16, 8, 4]
+            .into_iter()
+            .find(|&b| groups(b) >= enough)
+            .unwrap_or(4) as i64;
+        Request {
+            op: self.family,
+            fixed: vec![
+                dtype_value(self.dtype),
+                ("head_dim", Param::Int(d.head_dim as i64)),
+                ("causal", Param::Bool(self.causal)),
+            ],
+            bucket: format!(
+                "d{}_q{}_k{}",
+                d.head_dim,
+                select::bucket(d.q_len),
+                select::bucket(d.kv_len)
+            ),
+            filters: vec![filter(
+                "routes that load whole cooperative fragments need lengths that are multiples of 16",
+                move |v| super::sizes_fit(v, &[d.q_len, d.kv_len]),
+            )],
+            order: vec![
+                prefer(
+                    "routes other than outer and stream (by name or tuned table only)",
+                    |v| -i64::from(matches!(v.text("route"), "outer" | "stream")),
+                ),
+                prefer("cooperative matrices on a GPU", move |v| {
+                    i64::from(gpu_device && v.text("route") == "coop")
+                }),
+                prefer(
+                    "an owned block no larger than the largest that leaves ≥ 128 workgroups (8 on a software adapter)",
+                    move |v| -i64::from(v.int(owned_var) > target),
+                ),
+                prefer("the largest owned block", move |v| v.int(owned_var)),
+                prefer("the largest streamed block", move |v| v.int(streamed_var)),
+                prefer("the tiled route on a GPU", move |v| {
+                    i64::from(gpu_device && v.text("route") == "tiled")
+                }),
+                prefer("unrolled", |v| i64::from(v.flag("unroll"))),
+                prefer("subgroup reductions", |v| {
+                    i64::from(v.get("reduce") == Some(&Param::Str("subgroup".into())))
+                }),
+            ],
+            ride: &[],
+        }
+    }
+}
+
+/// The choice for one flash family on this call.
 fn choose_flash(
     family: &'static str,
-    owned: (&'static str, usize),
-    streamed_var: &'static str,
     d: &AttentionDims,
     t: &Tensor,
     causal: bool,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let gpu = t.gpu();
-    with_flash_request(family, owned, streamed_var, d, t, causal, |request| {
-        select::choose(gpu.registry(), gpu.profile(), gpu.tuned(), request, named)
-    })
-}
-
-/// Calls `f` with the selector's request for a flash family on this call: its fixed values,
-/// shape bucket and rule.
-fn with_flash_request<T>(
-    family: &'static str,
-    (owned_var, owned_len): (&'static str, usize),
-    streamed_var: &'static str,
-    d: &AttentionDims,
-    t: &Tensor,
-    causal: bool,
-    f: impl FnOnce(&Request<'_>) -> T,
-) -> T {
-    let gpu = t.gpu();
-    let gpu_device = gpu.profile().device_type != "cpu";
-    let enough = if gpu_device { 128 } else { 8 };
-    let groups = |b: usize| d.batch_heads * owned_len.div_ceil(b);
-    let target = [64, 32, 16, 8, 4]
-        .into_iter()
-        .find(|&b| groups(b) >= enough)
-        .unwrap_or(4) as i64;
-    let score = |v: &Variant| {
-        let owned = v.int(owned_var);
-        let too_big = i64::from(owned > target) * 10_000;
-        let subgroup = i64::from(v.get("reduce") == Some(&Param::Str("subgroup".into())));
-        // The register-blocked route on GPUs (measured faster on the H200, see PERF.md), and
-        // cooperative matrices before it where the adapter has them and the lengths fit.
-        let tiled = i64::from(gpu_device && v.text("route") == "tiled") * 5;
-        let coop = i64::from(gpu_device && v.text("route") == "coop") * 5_000;
-        let unrolled = i64::from(v.flag("unroll")) * 2;
-        // The outer-product and stream routes (of every flash family) are reached by name or
-        // the tuned table only: the rule never picks them.
-        let outer = i64::from(matches!(v.text("route"), "outer" | "stream")) * 100_000;
-        -too_big - outer
-            + 100 * owned
-            + 10 * v.int(streamed_var)
-            + tiled
-            + coop
-            + unrolled
-            + subgroup
+    let call = FlashCall {
+        family,
+        dtype: t.dtype(),
+        dims: *d,
+        causal,
     };
-    // Routes that load whole cooperative fragments need lengths that are multiples of 16.
-    let fits = |v: &Variant| super::sizes_fit(v, &[d.q_len, d.kv_len]);
-    let request = Request {
-        op: family,
-        fixed: vec![
-            dtype_param(t),
-            ("head_dim", Param::Int(d.head_dim as i64)),
-            ("causal", Param::Bool(causal)),
-        ],
-        bucket: format!(
-            "d{}_q{}_k{}",
-            d.head_dim,
-            select::bucket(d.q_len),
-            select::bucket(d.kv_len)
-        ),
-        fits: &fits,
-        score: &score,
-        rule: "the largest block that fits workgroup storage and leaves ≥ 128 workgroups (8 on a CPU adapter); on GPUs the cooperative-matrix route where it fits, else the tiled route; subgroup reductions where the family has them",
-    };
-    f(&request)
+    t.gpu().selector().choose(&call, named)
 }
 
 /// Flash attention: O = softmax(scale · Q·Kᵀ, masked) · V, and the LSE [.., Nq] (f32).
@@ -250,7 +276,7 @@ pub fn flash_attention_into(
     named: Option<&str>,
 ) -> Result<Choice> {
     let (dispatch, choice) = plan_forward(q, k, v, o, lse, causal, scale, named)?;
-    q.gpu().submit(&[&dispatch]);
+    q.gpu().record_owned(dispatch)?;
     Ok(choice)
 }
 
@@ -272,29 +298,18 @@ pub fn plan_forward(
     check_lse(lse, q)?;
     check_no_alias(OP, o, &[q, k, v, lse])?;
     check_no_alias(OP, lse, &[q, k, v])?;
-    let choice = choose_flash(
-        "flash_fwd",
-        ("block_q", d.q_len),
-        "block_k",
-        &d,
-        q,
-        causal,
-        named,
-    )?;
+    let choice = choose_flash("flash_fwd", &d, q, causal, named)?;
     let gpu = q.gpu();
     let block = choice.variant.int("block_q").max(1) as usize;
     let groups = grid(OP, gpu, [d.q_len.div_ceil(block), d.batch_heads, 1])?;
-    let params = gpu.uniform(&params(&d, scale));
-    let pipeline = gpu.pipeline(&choice.variant)?;
-    let buffers = [
-        q.buffer(),
-        k.buffer(),
-        v.buffer(),
-        o.buffer(),
-        lse.buffer(),
-        &params,
-    ];
-    Ok((Dispatch::new(gpu, pipeline, &buffers, groups), choice))
+    let dispatch = Dispatch::new(
+        gpu,
+        &choice.variant,
+        &[q, k, v, o, lse],
+        &params(&d, scale),
+        groups,
+    )?;
+    Ok((dispatch, choice))
 }
 
 /// Variant names to force in the backward pass (`None`: the selector's choice).
@@ -346,9 +361,37 @@ pub fn flash_attention_backward(
         scale,
         BackwardVariants::default(),
     )?;
-    let refs: Vec<&Dispatch> = plan.dispatches.iter().collect();
-    q.gpu().submit(&refs);
+    q.gpu().record_all(plan.dispatches)?;
     Ok(grads)
+}
+
+/// Writes flash attention's backward pass into `grads` (views of one tensor may be given).
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attention_backward_into(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    d_o: &Tensor,
+    grads: &Grads,
+    causal: bool,
+    scale: f32,
+) -> Result<Vec<Choice>> {
+    let plan = plan_backward(
+        q,
+        k,
+        v,
+        o,
+        lse,
+        d_o,
+        grads,
+        causal,
+        scale,
+        BackwardVariants::default(),
+    )?;
+    q.gpu().record_all(plan.dispatches)?;
+    Ok(plan.choices)
 }
 
 /// Checks a flash backward call and prepares its three launches.
@@ -382,9 +425,7 @@ pub fn plan_backward(
     for out in [&grads.dq, &grads.dk, &grads.dv] {
         check_no_alias(OP, out, &inputs)?;
     }
-    if grads.dq.buffer() == grads.dk.buffer()
-        || grads.dq.buffer() == grads.dv.buffer()
-        || grads.dk.buffer() == grads.dv.buffer()
+    if grads.dq.overlaps(&grads.dk) || grads.dq.overlaps(&grads.dv) || grads.dk.overlaps(&grads.dv)
     {
         return Err(Error::InvalidArgument {
             op: OP,
@@ -395,45 +436,33 @@ pub fn plan_backward(
     let delta = Tensor::uninit(gpu, &lse_shape(q), DType::F32)?;
 
     let rows = d.batch_heads * d.q_len;
-    let delta_choice = super::choose_widest("attention_delta", q, String::new(), named.delta)?;
+    let delta_choice = super::choose_widest("attention_delta", q, None, named.delta)?;
     let wg = delta_choice.variant.int("wg").max(1) as u64;
     let delta_groups = gpu.groups(OP, (rows as u64).div_ceil(wg))?;
-    let delta_params = gpu.uniform(&DeltaParams {
+    let delta_params = DeltaParams {
         rows: rows as u32,
         vecs: (d.head_dim / 4) as u32,
-    });
+    };
     let pre = Dispatch::new(
         gpu,
-        gpu.pipeline(&delta_choice.variant)?,
-        &[d_o.buffer(), o.buffer(), delta.buffer(), &delta_params],
+        &delta_choice.variant,
+        &[d_o, o, &delta],
+        &delta_params,
         delta_groups,
-    );
+    )?;
 
-    let params = gpu.uniform(&params(&d, scale));
+    let params = params(&d, scale);
     // The backward kernels bind Q, K, V, dO, LSE, D, then their outputs; each owns blocks of
     // one sequence and walks the other.
     let launch = |choice: &Choice,
                   (owned_var, owned_len): (&str, usize),
-                  outputs: &[&wgpu::Buffer]|
+                  outputs: &[&Tensor]|
      -> Result<Dispatch> {
         let block = choice.variant.int(owned_var).max(1) as usize;
-        let mut buffers = vec![
-            q.buffer(),
-            k.buffer(),
-            v.buffer(),
-            d_o.buffer(),
-            lse.buffer(),
-            delta.buffer(),
-        ];
-        buffers.extend_from_slice(outputs);
-        buffers.push(&params);
+        let mut tensors = vec![q, k, v, d_o, lse, &delta];
+        tensors.extend_from_slice(outputs);
         let groups = grid(OP, gpu, [owned_len.div_ceil(block), d.batch_heads, 1])?;
-        Ok(Dispatch::new(
-            gpu,
-            gpu.pipeline(&choice.variant)?,
-            &buffers,
-            groups,
-        ))
+        Dispatch::new(gpu, &choice.variant, &tensors, &params, groups)
     };
     let keys = ("block_k", d.kv_len);
     let rows = ("block_q", d.q_len);
@@ -441,7 +470,7 @@ pub fn plan_backward(
         // dQ is added to by every key block: it starts from zeros copied in on the GPU.
         let zeros = Tensor::full(gpu, grads.dq.shape(), 0.0, DType::F32)?;
         let (clear, clear_choice) = super::ceiling::plan_copy(&zeros, &grads.dq, None)?;
-        let outputs = [grads.dk.buffer(), grads.dv.buffer(), grads.dq.buffer()];
+        let outputs = [&grads.dk, &grads.dv, &grads.dq];
         let fused = launch(&choice, keys, &outputs)?;
         return Ok(BackwardPlan {
             dispatches: vec![pre, clear, fused],
@@ -450,10 +479,10 @@ pub fn plan_backward(
             zeros: Some(zeros),
         });
     }
-    let dkdv_choice = choose_flash(DKDV, keys, "block_q", &d, q, causal, named.dkdv)?;
-    let dkdv = launch(&dkdv_choice, keys, &[grads.dk.buffer(), grads.dv.buffer()])?;
-    let dq_choice = choose_flash(DQ, rows, "block_k", &d, q, causal, named.dq)?;
-    let dq = launch(&dq_choice, rows, &[grads.dq.buffer()])?;
+    let dkdv_choice = choose_flash(DKDV, &d, q, causal, named.dkdv)?;
+    let dkdv = launch(&dkdv_choice, keys, &[&grads.dk, &grads.dv])?;
+    let dq_choice = choose_flash(DQ, &d, q, causal, named.dq)?;
+    let dq = launch(&dq_choice, rows, &[&grads.dq])?;
     Ok(BackwardPlan {
         dispatches: vec![pre, dkdv, dq],
         choices: vec![delta_choice, dkdv_choice, dq_choice],
@@ -471,18 +500,20 @@ fn choose_fused(
     causal: bool,
     named: BackwardVariants<'_>,
 ) -> Result<Option<Choice>> {
-    let keys = ("block_k", d.kv_len);
     if named.fused.is_some() {
-        return choose_flash(FUSED, keys, "block_q", d, q, causal, named.fused).map(Some);
+        return choose_flash(FUSED, d, q, causal, named.fused).map(Some);
     }
     if named.dq.is_some() || named.dkdv.is_some() {
         return Ok(None);
     }
     // No tuned entry here, or none the adapter offers (no f32 atomics, f16, a head dim it lacks).
-    let gpu = q.gpu();
-    with_flash_request(FUSED, keys, "block_q", d, q, causal, |request| {
-        select::choose_tuned(gpu.registry(), gpu.profile(), gpu.tuned(), request)
-    })
+    let call = FlashCall {
+        family: FUSED,
+        dtype: q.dtype(),
+        dims: *d,
+        causal,
+    };
+    q.gpu().selector().tuned_only(&call)
 }
 
 const FUSED: &str = "flash_bwd_fused";
@@ -508,8 +539,8 @@ pub fn naive_attention(
     scale: f32,
 ) -> Result<NaivePlan> {
     let plan = plan_naive_forward(q, k, v, causal, scale)?;
-    let refs: Vec<&Dispatch> = plan.dispatches.iter().collect();
-    q.gpu().submit(&refs);
+    q.gpu()
+        .record(&plan.dispatches.iter().collect::<Vec<_>>())?;
     Ok(plan)
 }
 
@@ -552,8 +583,7 @@ pub fn naive_attention_backward(
 ) -> Result<Grads> {
     let grads = Grads::like(q, k, v)?;
     let dispatches = plan_naive_backward(q, k, v, probs, d_o, &grads, scale)?;
-    let refs: Vec<&Dispatch> = dispatches.iter().collect();
-    q.gpu().submit(&refs);
+    q.gpu().record_all(dispatches)?;
     Ok(grads)
 }
 

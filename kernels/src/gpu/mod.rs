@@ -1,14 +1,35 @@
-//! The `Gpu` context: device, queue and profile, a pipeline cache keyed by (family, variant),
-//! buffer creation checked against the device limits, and wgpu errors turned into `Error`s.
+//! The `Gpu` context: device, queue and profile, the compiled kernels keyed by (family,
+//! variant), the buffer pool, the current recording, and wgpu errors turned into `Error`s.
+//!
+//! An op call records its launch into the device's current recording ([`record`]); the
+//! recording is submitted as one command buffer when a value is read back, when the caller
+//! flushes, or when it is full. Buffers come from a pool ([`memory`]) and bind groups from a
+//! cache, so work that repeats its shapes allocates nothing after its first run; [`Counters`]
+//! shows it.
+
+mod counters;
+mod kernel;
+pub(crate) mod memory;
+mod record;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+
+pub use counters::Counters;
+pub(crate) use kernel::Kernel;
+pub use record::{Dispatch, PassTime, PassTiming, Prepared};
 
 use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 use crate::platform;
 use crate::registry::{Registry, Variant};
-use crate::select::TunedTable;
+use crate::select::{Memo, Selector, TunedTable};
+use counters::Live;
+use memory::{Block, Kind, Pool, Slice, lock};
+
+/// Bytes of free buffers the pool keeps for reuse; past it the oldest are let go.
+const POOL_BYTES: u64 = 512 << 20;
 
 /// How to find and open the device.
 #[derive(Clone, Debug, Default)]
@@ -62,7 +83,18 @@ struct Inner {
     profile: DeviceProfile,
     registry: Registry,
     tuned: TunedTable,
-    pipelines: Mutex<HashMap<(String, String), wgpu::ComputePipeline>>,
+    /// Compiled kernels by family, then variant.
+    kernels: Mutex<HashMap<String, HashMap<String, Arc<Kernel>>>>,
+    /// The selector's choices for calls seen before.
+    memo: Memo,
+    pool: Arc<Pool>,
+    recorder: Mutex<record::Recorder>,
+    /// The current recording's number: a buffer it binds is marked with it, and a write to a
+    /// marked buffer submits the recording first, so the write lands after the work before it.
+    epoch: AtomicU64,
+    uniform_align: u32,
+    storage_align: u32,
+    counters: Live,
     /// Errors wgpu reported outside an error scope, and device loss; taken by `check`.
     errors: Arc<Mutex<Vec<Error>>>,
 }
@@ -105,6 +137,10 @@ impl Gpu {
             .await
             .map_err(|e| Error::NoAdapter(format!("request_device: {e}")))?;
         let profile = DeviceProfile::new(adapter, device.features(), &device.limits());
+        let (uniform_align, storage_align) = (
+            device.limits().min_uniform_buffer_offset_alignment,
+            device.limits().min_storage_buffer_offset_alignment,
+        );
 
         let errors: Arc<Mutex<Vec<Error>>> = Arc::default();
         let sink = errors.clone();
@@ -124,7 +160,14 @@ impl Gpu {
                 profile,
                 registry: Registry::builtin()?,
                 tuned: TunedTable::builtin()?,
-                pipelines: Mutex::default(),
+                kernels: Mutex::default(),
+                memo: Memo::default(),
+                pool: Arc::new(Pool::new(POOL_BYTES)),
+                recorder: Mutex::default(),
+                epoch: AtomicU64::new(1),
+                uniform_align,
+                storage_align,
+                counters: Live::default(),
                 errors,
             }),
         })
@@ -158,6 +201,7 @@ impl Gpu {
         match Arc::get_mut(&mut self.inner) {
             Some(inner) => {
                 inner.tuned = table;
+                inner.memo = Memo::default();
                 Ok(self)
             }
             None => Err(Error::InvalidArgument {
@@ -180,30 +224,59 @@ impl Gpu {
         }
     }
 
-    /// The compiled pipeline of a variant, rendered, validated and built on first use.
-    pub fn pipeline(&self, variant: &Variant) -> Result<wgpu::ComputePipeline> {
-        let key = (variant.family.clone(), variant.name.clone());
-        if let Some(p) = self.lock_pipelines().get(&key) {
-            return Ok(p.clone());
+    /// The selector for this device: its profile, tuned table and memo of choices.
+    pub fn selector(&self) -> Selector<'_> {
+        Selector {
+            registry: &self.inner.registry,
+            profile: &self.inner.profile,
+            tuned: &self.inner.tuned,
+            memo: Some(&self.inner.memo),
+        }
+    }
+
+    /// What the device has been asked to do so far (take two and subtract).
+    pub fn counters(&self) -> Counters {
+        self.inner.counters.snapshot()
+    }
+
+    /// The compiled kernel of a variant, rendered, validated and built on first use.
+    pub(crate) fn kernel(&self, variant: &Variant) -> Result<Arc<Kernel>> {
+        if let Some(k) = self.cached_kernel(&variant.family, &variant.name) {
+            return Ok(k);
         }
         let source = self
             .inner
             .registry
             .render_validated(variant, &self.inner.profile)?;
-        let pipeline = self.build_pipeline(&variant.family, &variant.name, &source)?;
-        self.lock_pipelines().insert(key, pipeline.clone());
-        Ok(pipeline)
+        let kernel = self.build_kernel(&variant.family, &variant.name, &source)?;
+        lock(&self.inner.kernels)
+            .entry(variant.family.clone())
+            .or_default()
+            .insert(variant.name.clone(), kernel.clone());
+        Ok(kernel)
+    }
+
+    fn cached_kernel(&self, family: &str, variant: &str) -> Option<Arc<Kernel>> {
+        lock(&self.inner.kernels).get(family)?.get(variant).cloned()
+    }
+
+    /// The compiled pipeline of a variant, rendered, validated and built on first use.
+    pub fn pipeline(&self, variant: &Variant) -> Result<wgpu::ComputePipeline> {
+        Ok(self.kernel(variant)?.pipeline.clone())
     }
 
     /// Whether this variant's pipeline has been built on this device already.
     pub fn has_pipeline(&self, family: &str, variant: &str) -> bool {
-        self.lock_pipelines()
-            .contains_key(&(family.to_string(), variant.to_string()))
+        self.cached_kernel(family, variant).is_some()
     }
 
     /// The (family, variant) pairs compiled so far on this device, sorted: what a program ran.
     pub fn compiled(&self) -> Vec<(String, String)> {
-        let mut keys: Vec<_> = self.lock_pipelines().keys().cloned().collect();
+        let kernels = lock(&self.inner.kernels);
+        let mut keys: Vec<_> = kernels
+            .iter()
+            .flat_map(|(f, vs)| vs.keys().map(move |v| (f.clone(), v.clone())))
+            .collect();
         keys.sort();
         keys
     }
@@ -216,28 +289,31 @@ impl Gpu {
         variant: &str,
         source: &str,
     ) -> Result<wgpu::ComputePipeline> {
-        crate::registry::validate_wgsl(family, variant, source, &self.inner.profile)?;
-        self.build_pipeline(family, variant, source)
+        Ok(self.build_kernel(family, variant, source)?.pipeline.clone())
     }
 
-    /// Builds a pipeline from WGSL that naga has already validated.
-    fn build_pipeline(
-        &self,
-        family: &str,
-        variant: &str,
-        source: &str,
-    ) -> Result<wgpu::ComputePipeline> {
+    /// Validates WGSL with naga, reads its bindings off the module, and builds the pipeline
+    /// with that layout (the parameter block at a dynamic offset).
+    fn build_kernel(&self, family: &str, variant: &str, source: &str) -> Result<Arc<Kernel>> {
+        let module = crate::registry::validate_wgsl(family, variant, source, &self.inner.profile)?;
+        let label = format!("{family}/{variant}");
+        let bindings = kernel::Bindings::of(&label, &module)?;
         let device = &self.inner.device;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let label = format!("{family}/{variant}");
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        let layout = bindings.layout(device, &label);
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(&label),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(&label),
             source: wgpu::ShaderSource::Wgsl(source.into()),
         });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(&label),
-            layout: None,
-            module: &module,
+            layout: Some(&pipeline_layout),
+            module: &shader,
             entry_point: Some("main"),
             compilation_options: Default::default(),
             cache: None,
@@ -251,29 +327,38 @@ impl Gpu {
                 detail: e.to_string(),
             });
         }
-        Ok(pipeline)
+        Live::bump(&self.inner.counters.pipelines_created, 1);
+        Ok(Arc::new(Kernel {
+            id: self.inner.pool.next_id(),
+            label,
+            pipeline,
+            layout,
+            storage: bindings.storage.iter().map(|(b, _)| *b).collect(),
+            uniform: bindings.uniform,
+        }))
     }
 
-    /// Creates a storage buffer of `bytes`, refusing sizes over the device limits before
-    /// asking wgpu. The size is rounded up to 4 bytes (the copy alignment).
-    pub(crate) fn storage_buffer(
+    /// A buffer of at least `bytes` for `what`, from the pool or new, refusing sizes over the
+    /// device limits before asking wgpu. Sizes are rounded up to 4 bytes (the copy alignment).
+    pub(crate) fn block(
         &self,
         op: &'static str,
         what: &str,
         bytes: u64,
-        usage: wgpu::BufferUsages,
-    ) -> Result<wgpu::Buffer> {
+        kind: Kind,
+    ) -> Result<Arc<Block>> {
         let limits = &self.inner.profile.limits;
         let size = bytes
             .checked_next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
             .unwrap_or(u64::MAX);
-        for (limit, allowed) in [
-            (
+        let mut checks = vec![("max_buffer_size", limits.max_buffer_size)];
+        if kind == Kind::Storage {
+            checks.push((
                 "max_storage_buffer_binding_size",
                 limits.max_storage_buffer_binding_size,
-            ),
-            ("max_buffer_size", limits.max_buffer_size),
-        ] {
+            ));
+        }
+        for (limit, allowed) in checks {
             if size > allowed {
                 return Err(Error::OverLimit {
                     op,
@@ -284,21 +369,54 @@ impl Gpu {
                 });
             }
         }
+        let class = memory::size_class(size);
+        let class = if class > limits.max_buffer_size {
+            size
+        } else {
+            class
+        };
+        if let Some(b) = self.inner.pool.take(class, kind) {
+            return Ok(b);
+        }
         let scope = self
             .inner
             .device
             .push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let buffer = self.inner.device.create_buffer(&wgpu::BufferDescriptor {
+        let raw = self.inner.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(op),
-            size,
-            usage: usage | wgpu::BufferUsages::STORAGE,
+            size: class,
+            usage: kind.usage(),
             mapped_at_creation: false,
         });
         let sink = self.inner.errors.clone();
         if let Some(e) = platform::scope_error(scope.pop(), move |e| push(&sink, convert(e))) {
             return Err(convert(e));
         }
-        Ok(buffer)
+        Live::bump(&self.inner.counters.buffers_created, 1);
+        Ok(self.inner.pool.wrap(self.inner.pool.next_id(), raw, kind))
+    }
+
+    /// Byte alignment of a view's offset into a buffer (a tensor slice bound on its own).
+    pub(crate) fn storage_align(&self) -> u64 {
+        u64::from(self.inner.storage_align).max(4)
+    }
+
+    /// Writes bytes into a slice. A slice the current recording binds is submitted first, so
+    /// the write lands after the work recorded before it, never under it.
+    pub(crate) fn write_bytes(&self, slice: &Slice, bytes: &[u8]) -> Result<()> {
+        if slice.block.used_in.load(Ordering::Relaxed) == self.inner.epoch.load(Ordering::Relaxed) {
+            self.flush()?;
+        }
+        self.inner
+            .queue
+            .write_buffer(&slice.block.raw, slice.offset, bytes);
+        Live::bump(&self.inner.counters.writes, 1);
+        Ok(())
+    }
+
+    /// Counts a copy back to the CPU.
+    pub(crate) fn count_readback(&self) {
+        Live::bump(&self.inner.counters.readbacks, 1);
     }
 
     /// Workgroup counts for `groups` workgroups in a row on this device, folded into y past
@@ -314,45 +432,18 @@ impl Gpu {
         )
     }
 
-    /// A uniform buffer holding `params`.
-    pub(crate) fn uniform<T: bytemuck::Pod>(&self, params: &T) -> wgpu::Buffer {
-        use wgpu::util::DeviceExt;
-        self.inner
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("kiln params"),
-                contents: bytemuck::bytes_of(params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            })
-    }
-
-    /// Records the dispatches into one command buffer and submits it.
-    pub fn submit(&self, dispatches: &[&Dispatch]) {
-        let mut encoder =
-            self.inner
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("kiln"),
-                });
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-            for d in dispatches {
-                d.record(&mut pass);
-            }
-        }
-        self.inner.queue.submit([encoder.finish()]);
-    }
-
-    /// Waits for all submitted work (natively; in the browser it returns at once), then reports
-    /// any error wgpu raised meanwhile.
+    /// Submits what is recorded and waits for all submitted work (natively; in the browser it
+    /// returns at once), then reports any error wgpu raised meanwhile.
     pub fn finish(&self) -> Result<()> {
+        self.flush()?;
         platform::drive(&self.inner.device)?;
         self.check()
     }
 
-    /// Waits until the GPU has finished everything submitted so far, without blocking the
-    /// browser's event loop; then reports any error wgpu raised meanwhile.
+    /// Submits what is recorded and waits until the GPU has finished everything submitted so
+    /// far, without blocking the browser's event loop; then reports any error wgpu raised.
     pub async fn idle(&self) -> Result<()> {
+        self.flush()?;
         let (tx, rx) = futures_channel::oneshot::channel();
         self.inner.queue.on_submitted_work_done(move || {
             let _ = tx.send(());
@@ -374,60 +465,6 @@ impl Gpu {
             Some(e) => Err(e),
             None => Ok(()),
         }
-    }
-
-    fn lock_pipelines(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(String, String), wgpu::ComputePipeline>> {
-        self.inner
-            .pipelines
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// One kernel launch, ready to record: pipeline, bindings and workgroup counts.
-#[derive(Debug)]
-pub struct Dispatch {
-    pub(crate) pipeline: wgpu::ComputePipeline,
-    pub(crate) bind_group: wgpu::BindGroup,
-    pub(crate) groups: [u32; 3],
-}
-
-impl Dispatch {
-    /// Binds `buffers` in order (bindings 0, 1, …) to the pipeline's group 0.
-    pub(crate) fn new(
-        gpu: &Gpu,
-        pipeline: wgpu::ComputePipeline,
-        buffers: &[&wgpu::Buffer],
-        groups: [u32; 3],
-    ) -> Dispatch {
-        let layout = pipeline.get_bind_group_layout(0);
-        let entries: Vec<wgpu::BindGroupEntry> = buffers
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: b.as_entire_binding(),
-            })
-            .collect();
-        let bind_group = gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &layout,
-            entries: &entries,
-        });
-        Dispatch {
-            pipeline,
-            bind_group,
-            groups,
-        }
-    }
-
-    pub(crate) fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind_group, &[]);
-        let [x, y, z] = self.groups;
-        pass.dispatch_workgroups(x, y, z);
     }
 }
 

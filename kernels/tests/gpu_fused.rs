@@ -1,0 +1,207 @@
+//! The fused forms against their CPU references (compositions of the plain references):
+//! matmul with a bias or bias + gelu epilogue and with A read transposed, layer norm of a
+//! residual sum, and tensor parts and stacks. Every offered variant, random inputs, NaN-poisoned
+//! outputs, shapes that are not tile multiples.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{assert_close, gpu, input, poisoned, read, tolerance, variants};
+use kiln::cpu;
+use kiln::ops::matmul::{Epilogue, Layout, fits};
+use kiln::shape::MatmulDims;
+use kiln::{DType, Tensor, ops};
+
+#[test]
+fn matmul_epilogues_every_variant() {
+    let (m, k, n) = (37, 70, 19);
+    for dtype in [DType::F32, DType::F16] {
+        let (a, a_cpu) = input(21, &[m, k], dtype);
+        let (b, b_cpu) = input(22, &[k, n], dtype);
+        let (bias, bias_cpu) = input(23, &[n], dtype);
+        let dims = MatmulDims::new(&[m, k], &[k, n]).unwrap();
+        for (epilogue, name) in [(Epilogue::Bias, "bias"), (Epilogue::BiasGelu, "bias_gelu")] {
+            let want = match epilogue {
+                Epilogue::Bias => cpu::linear(&a_cpu, &b_cpu, &bias_cpu).unwrap(),
+                _ => cpu::linear_gelu(&a_cpu, &b_cpu, &bias_cpu).unwrap(),
+            };
+            // The epilogue is one store line in every route: each route and register block is
+            // covered with K staged 16 deep (the other depths share the store code).
+            let vs: Vec<_> = variants("matmul", dtype)
+                .into_iter()
+                .filter(|v| v.text("epilogue") == name && fits(v, &dims) && v.int("tk") == 16)
+                .collect();
+            assert!(vs.len() >= 4, "only {} {name} variants", vs.len());
+            for v in &vs {
+                let c = poisoned(&[m, n], dtype);
+                let (d, _) = ops::matmul::plan_with(
+                    &a,
+                    &b,
+                    &c,
+                    Layout::default(),
+                    Some((&bias, epilogue)),
+                    Some(&v.name),
+                )
+                .unwrap();
+                gpu().submit(&[&d]).unwrap();
+                assert_close(&v.name, &read(&c), &want.data, tolerance(dtype));
+            }
+            println!(
+                "matmul {name}: {} {} variants checked",
+                vs.len(),
+                dtype.wgsl()
+            );
+        }
+    }
+    // The selector's choice, through the convenience functions, with leading extents.
+    let (x, x_cpu) = input(24, &[2, 5, 12], DType::F32);
+    let (w, w_cpu) = input(25, &[12, 9], DType::F32);
+    let (bias, bias_cpu) = input(26, &[9], DType::F32);
+    let y = ops::linear_gelu(&x, &w, &bias).unwrap();
+    assert_eq!(y.shape(), &[2, 5, 9]);
+    let want = cpu::linear_gelu(&x_cpu, &w_cpu, &bias_cpu).unwrap();
+    assert_close("linear_gelu", &read(&y), &want.data, 1e-5);
+    // A bias of the wrong length is refused.
+    let (short, _) = input(27, &[8], DType::F32);
+    assert!(ops::linear(&x, &w, &short).is_err());
+}
+
+#[test]
+fn matmul_at_every_variant_reads_a_transposed() {
+    // C = Aᵀ · B with A stored [K, M], batched, no tile dividing the sizes.
+    let (batch, m, k, n) = (2, 29, 41, 23);
+    for dtype in [DType::F32, DType::F16] {
+        let (a, a_cpu) = input(31, &[batch, k, m], dtype);
+        let (b, b_cpu) = input(32, &[batch, k, n], dtype);
+        let want = cpu::matmul(&cpu::transpose(&a_cpu).unwrap(), &b_cpu).unwrap();
+        let layout = Layout {
+            a_trans: true,
+            b_trans: false,
+        };
+        let dims = MatmulDims::transposed(a.shape(), b.shape(), true, false).unwrap();
+        // A's loads are one function in the staged routes: each route and register block with K
+        // staged 16 deep.
+        let vs: Vec<_> = variants("matmul", dtype)
+            .into_iter()
+            .filter(|v| v.text("epilogue") == "none" && fits(v, &dims) && v.int("tk") == 16)
+            .collect();
+        for v in &vs {
+            let c = poisoned(&[batch, m, n], dtype);
+            let (d, _) = ops::matmul::plan_with(&a, &b, &c, layout, None, Some(&v.name)).unwrap();
+            gpu().submit(&[&d]).unwrap();
+            assert_close(&v.name, &read(&c), &want.data, tolerance(dtype));
+        }
+        println!("matmul_at: {} {} variants checked", vs.len(), dtype.wgsl());
+    }
+    // Whole-fragment routes on multiples of 16 (the H200's coop_global), A transposed.
+    let (a, a_cpu) = input(33, &[64, 48], DType::F16);
+    let (b, b_cpu) = input(34, &[64, 80], DType::F16);
+    let want = cpu::matmul(&cpu::transpose(&a_cpu).unwrap(), &b_cpu).unwrap();
+    let whole: Vec<_> = variants("matmul", DType::F16)
+        .into_iter()
+        .filter(|v| v.int("multiple") > 1 && v.text("epilogue") == "none")
+        .collect();
+    for v in &whole {
+        let c = poisoned(&[48, 80], DType::F16);
+        let layout = Layout {
+            a_trans: true,
+            b_trans: false,
+        };
+        let (d, _) = ops::matmul::plan_with(&a, &b, &c, layout, None, Some(&v.name)).unwrap();
+        gpu().submit(&[&d]).unwrap();
+        assert_close(&v.name, &read(&c), &want.data, tolerance(DType::F16));
+    }
+    let c = ops::matmul_at(
+        &input(35, &[6, 4], DType::F32).0,
+        &input(36, &[6, 3], DType::F32).0,
+    );
+    assert_eq!(c.unwrap().shape(), &[4, 3]);
+}
+
+#[test]
+fn layernorm_of_a_residual_sum_every_variant() {
+    for dtype in [DType::F32, DType::F16] {
+        for (rows, cols) in [(3, 1), (7, 33), (5, 300)] {
+            let (x, x_cpu) = input(41, &[rows, cols], dtype);
+            let (r, r_cpu) = input(42, &[rows, cols], dtype);
+            let (g, g_cpu) = input(43, &[cols], dtype);
+            let (b, b_cpu) = input(44, &[cols], dtype);
+            let (sum_cpu, y_cpu) =
+                cpu::add_layernorm(&x_cpu, &r_cpu, &g_cpu, &b_cpu, 1e-5).unwrap();
+            let vs: Vec<_> = variants("layernorm", dtype)
+                .into_iter()
+                .filter(|v| v.flag("residual"))
+                .collect();
+            assert!(!vs.is_empty());
+            for v in &vs {
+                let (sum, y) = (
+                    poisoned(&[rows, cols], dtype),
+                    poisoned(&[rows, cols], dtype),
+                );
+                let (d, _) = ops::layernorm::plan_with(
+                    &x,
+                    Some((&r, &sum)),
+                    &g,
+                    &b,
+                    &y,
+                    1e-5,
+                    Some(&v.name),
+                )
+                .unwrap();
+                gpu().submit(&[&d]).unwrap();
+                let case = format!("{} {rows}x{cols}", v.name);
+                // f16: the fused sum is rounded once, where add then layernorm rounds it
+                // before normalising too; the tolerance is f16's either way.
+                assert_close(&case, &read(&sum), &sum_cpu.data, tolerance(dtype));
+                assert_close(&case, &read(&y), &y_cpu.data, 10.0 * tolerance(dtype));
+            }
+        }
+    }
+    // Shapes that do not match are refused.
+    let (x, _) = input(45, &[4, 8], DType::F32);
+    let (r, _) = input(46, &[4, 9], DType::F32);
+    let (g, _) = input(47, &[8], DType::F32);
+    assert!(ops::add_layernorm(&x, &r, &g, &g, 1e-5).is_err());
+}
+
+#[test]
+fn parts_and_stacks_round_trip() {
+    let (x, x_cpu) = input(51, &[3, 5, 7], DType::F32);
+    let per = 35;
+    for i in 0..3 {
+        let p = x.part(i).unwrap();
+        assert_eq!(p.shape(), &[5, 7]);
+        assert_eq!(read(&p), x_cpu.data[i * per..(i + 1) * per].to_vec());
+    }
+    let parts: Vec<Tensor> = (0..3).map(|i| x.part(i).unwrap()).collect();
+    let refs: Vec<&Tensor> = parts.iter().collect();
+    let back = ops::stack(&refs).unwrap();
+    assert_eq!(back.shape(), &[3, 5, 7]);
+    assert_eq!(read(&back), x_cpu.data);
+    // A view (when the device's alignment allows one here) is written through.
+    let aligned = Tensor::full(gpu(), &[2, 64], f32::NAN, DType::F32).unwrap();
+    if let Ok(second) = aligned.part_view(1) {
+        second.write(&[2.0; 64]).unwrap();
+        let all = read(&aligned);
+        assert!(all[..64].iter().all(|v| v.is_nan()) && all[64..].iter().all(|&v| v == 2.0));
+    }
+    assert!(x.part(3).is_err());
+    assert!(ops::stack(&[&x, &parts[0]]).is_err());
+}
+
+#[test]
+fn split_qkv_matches_three_projections() {
+    use kiln::TensorOps;
+    let (n, heads, d) = (9, 2, 8);
+    let (x, x_cpu) = input(61, &[n, 3 * heads * d], DType::F32);
+    let gpu_parts = x.split_qkv(heads).unwrap();
+    let cpu_parts = x_cpu.split_qkv(heads).unwrap();
+    for (g, c) in gpu_parts.iter().zip(&cpu_parts) {
+        assert_eq!(g.shape(), &[heads, n, d]);
+        assert_eq!(read(g), c.data);
+    }
+    // Part 1 is K: columns heads·d .. 2·heads·d of each row, head by head.
+    let k = &cpu_parts[1].data;
+    assert_eq!(k[0], x_cpu.data[heads * d]);
+    assert_eq!(k[d], x_cpu.data[3 * heads * d + heads * d]);
+}

@@ -1,0 +1,134 @@
+//! Recording: a chain of ops is one submission, read back where a value is asked for; work
+//! that repeats its shapes creates no buffers or bind groups; writes land in program order;
+//! timestamps per submission and per launch. On the test adapter (lavapipe in CI).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{assert_close, random, read};
+use kiln::cpu::{self, Array};
+use kiln::gpu::PassTiming;
+use kiln::{DType, Gpu, GpuOptions, Tensor, ops};
+
+/// A device of the test's own: the counters see only this test's work (tests run in parallel).
+fn fresh() -> Gpu {
+    common::gpu();
+    pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap()
+}
+
+fn input(gpu: &Gpu, seed: u64, shape: &[usize]) -> (Tensor, Array) {
+    let data = random(seed, shape.iter().product());
+    let t = Tensor::from_slice(gpu, shape, &data, DType::F32).unwrap();
+    (t, Array::new(shape, data).unwrap())
+}
+
+/// A small chain: (A · B + bias) → softmax, with its CPU reference.
+fn chain(a: &Tensor, b: &Tensor, bias: &Tensor) -> Tensor {
+    a.matmul(b)
+        .unwrap()
+        .add(bias)
+        .unwrap()
+        .softmax(false, 0.5)
+        .unwrap()
+}
+
+#[test]
+fn a_chain_of_ops_is_one_submission_and_repeats_allocate_nothing() {
+    let gpu = &fresh();
+    let (a, a_cpu) = input(gpu, 1, &[9, 20]);
+    let (b, b_cpu) = input(gpu, 2, &[20, 13]);
+    let (bias, bias_cpu) = input(gpu, 3, &[13]);
+    let want = cpu::softmax(
+        &cpu::add(&cpu::matmul(&a_cpu, &b_cpu).unwrap(), &bias_cpu).unwrap(),
+        false,
+        0.5,
+    )
+    .unwrap();
+    gpu.finish().unwrap();
+    // First run: pipelines, buffers and bind groups are made.
+    let y = chain(&a, &b, &bias);
+    assert_close("first run", &read(&y), &want.data, 1e-5);
+    drop(y);
+    // Second run of the same shapes: one submission (the readback's), three launches, nothing
+    // created.
+    let before = gpu.counters();
+    let y = chain(&a, &b, &bias);
+    let got = read(&y);
+    let used = gpu.counters() - before;
+    assert_close("second run", &got, &want.data, 1e-5);
+    assert_eq!(used.dispatches, 3, "{used:?}");
+    assert_eq!(used.submissions, 1, "{used:?}");
+    assert_eq!(used.buffers_created, 0, "{used:?}");
+    assert_eq!(used.bind_groups_created, 0, "{used:?}");
+    assert_eq!(used.pipelines_created, 0, "{used:?}");
+    assert_eq!(used.readbacks, 1, "{used:?}");
+}
+
+#[test]
+fn writes_land_after_the_work_recorded_before_them() {
+    let gpu = &fresh();
+    let x = Tensor::from_slice(gpu, &[4], &[1.0, 2.0, 3.0, 4.0], DType::F32).unwrap();
+    let one = Tensor::from_slice(gpu, &[4], &[1.0; 4], DType::F32).unwrap();
+    gpu.finish().unwrap();
+    // Recorded, not yet submitted, when x is overwritten: it must still see the old x.
+    let before = ops::add(&x, &one).unwrap();
+    x.write(&[10.0, 20.0, 30.0, 40.0]).unwrap();
+    let after = ops::add(&x, &one).unwrap();
+    assert_eq!(read(&before), vec![2.0, 3.0, 4.0, 5.0]);
+    assert_eq!(read(&after), vec![11.0, 21.0, 31.0, 41.0]);
+}
+
+#[test]
+fn a_buffer_given_back_is_reused_not_recreated() {
+    let gpu = &fresh();
+    let t = Tensor::uninit(gpu, &[1000], DType::F32).unwrap();
+    drop(t);
+    let before = gpu.counters();
+    let t = Tensor::full(gpu, &[1000], 3.0, DType::F32).unwrap();
+    assert_eq!((gpu.counters() - before).buffers_created, 0);
+    assert_eq!(read(&t), vec![3.0; 1000]);
+}
+
+#[test]
+fn a_long_chain_is_submitted_in_pieces_and_stays_right() {
+    let gpu = &fresh();
+    let (x, x_cpu) = input(gpu, 4, &[64]);
+    let mut acc = x.clone();
+    for _ in 0..5000 {
+        acc = ops::add(&acc, &x).unwrap();
+    }
+    // The same additions in the same order on the CPU: f32 rounding as the GPU rounds.
+    let mut want = x_cpu.data.clone();
+    for _ in 0..5000 {
+        for (w, x) in want.iter_mut().zip(&x_cpu.data) {
+            *w += x;
+        }
+    }
+    assert_close("5000 adds", &read(&acc), &want, 1e-7);
+}
+
+#[test]
+fn pass_timing_per_submission_and_per_launch() {
+    let gpu = &fresh();
+    if !gpu.profile().features.timestamp_query {
+        panic!("the test adapter has no timestamp queries (lavapipe and the H200 do)");
+    }
+    let (a, _) = input(gpu, 5, &[16, 16]);
+    let (b, _) = input(gpu, 6, &[16, 16]);
+    let (bias, _) = input(gpu, 7, &[16]);
+    gpu.set_pass_timing(PassTiming::PerSubmission).unwrap();
+    read(&chain(&a, &b, &bias));
+    read(&chain(&a, &b, &bias));
+    let whole = pollster::block_on(gpu.take_pass_times()).unwrap();
+    gpu.set_pass_timing(PassTiming::PerDispatch).unwrap();
+    read(&chain(&a, &b, &bias));
+    let each = pollster::block_on(gpu.take_pass_times()).unwrap();
+    gpu.set_pass_timing(PassTiming::Off).unwrap();
+    assert_eq!(whole.len(), 2, "{whole:?}");
+    assert!(whole.iter().all(|t| t.what == "submission" && t.ms >= 0.0));
+    let families: Vec<&str> = each
+        .iter()
+        .map(|t| t.what.split('/').next().unwrap_or(""))
+        .collect();
+    assert_eq!(families, ["matmul", "add", "softmax"], "{each:?}");
+}
