@@ -10,30 +10,27 @@ use crate::model::{Layer, Weights};
 /// intermediate up to the layer's output [N, D]. Every intermediate stays on the path.
 pub fn encoder_layer<T: TensorOps>(x: &T, w: &Layer<T>, heads: usize, eps: f32) -> Result<Acts<T>> {
     // talk:begin qkv
-    // Q, K, V projections, split into one [N, d] matrix per head.
-    let q = x.matmul(&w.wq)?.add(&w.bq)?.split_heads(heads)?;
-    let k = x.matmul(&w.wk)?.add(&w.bk)?.split_heads(heads)?;
-    let v = x.matmul(&w.wv)?.add(&w.bv)?.split_heads(heads)?;
+    // Q, K, V in one projection (x · W + b), split into one [N, d] matrix per head.
+    let [q, k, v] = x.linear(&w.wqkv, &w.bqkv)?.split_qkv(heads)?;
     // talk:end qkv
     // talk:begin scores
     // Scores Q·Kᵀ/√d per head; softmax over the keys gives the attention weights.
     let scale = 1.0 / (q.shape()[2] as f32).sqrt();
-    let scores = q.matmul(&k.t()?)?;
+    let scores = q.matmul_bt(&k)?;
     let probs = scores.softmax(false, scale)?;
     // talk:end scores
     // talk:begin values
     // Weighted values, heads side by side, output projection; residual and layernorm.
     let mixed = probs.matmul(&v)?;
-    let attn = mixed.merge_heads()?.matmul(&w.wo)?.add(&w.bo)?;
+    let attn = mixed.merge_heads()?.linear(&w.wo, &w.bo)?;
     // talk:end values
     // talk:begin residual
-    let sum = attn.add(x)?;
-    let normed = sum.layernorm(&w.ln1_g, &w.ln1_b, eps)?;
+    let (sum, normed) = attn.add_layernorm(x, &w.ln1_g, &w.ln1_b, eps)?;
     // talk:end residual
-    // Feed-forward: expand, gelu, project back; residual and layernorm.
-    let h = normed.matmul(&w.w1)?.add(&w.b1)?.gelu()?;
-    let ff = h.matmul(&w.w2)?.add(&w.b2)?;
-    let out = ff.add(&normed)?.layernorm(&w.ln2_g, &w.ln2_b, eps)?;
+    // Feed-forward: expand with gelu, project back; residual and layernorm.
+    let h = normed.linear_gelu(&w.w1, &w.b1)?;
+    let ff = h.linear(&w.w2, &w.b2)?;
+    let (_, out) = ff.add_layernorm(&normed, &w.ln2_g, &w.ln2_b, eps)?;
     let acts = [q, k, v, scores, probs, mixed, attn, sum, normed, out];
     Ok(Acts::from(acts))
 }

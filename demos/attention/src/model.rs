@@ -59,15 +59,13 @@ fn default_act() -> String {
 }
 
 /// One encoder layer's weights. Linear weights are stored [in, out] (the file's [out, in]
-/// transposed at load), so a layer is `x · W + b`.
+/// transposed at load), so a layer is `x · W + b`. The query, key and value projections are
+/// one [D, 3·D] matrix (their columns side by side) and one [3·D] bias: one product makes all
+/// three.
 #[derive(Clone, Debug)]
 pub struct Layer<T> {
-    pub wq: T,
-    pub bq: T,
-    pub wk: T,
-    pub bk: T,
-    pub wv: T,
-    pub bv: T,
+    pub wqkv: T,
+    pub bqkv: T,
     pub wo: T,
     pub bo: T,
     pub ln1_g: T,
@@ -84,12 +82,8 @@ impl<T> Layer<T> {
     /// The same layer with every tensor converted by `f` (CPU arrays → GPU tensors).
     pub fn try_map<U, E>(&self, mut f: impl FnMut(&T) -> Result<U, E>) -> Result<Layer<U>, E> {
         Ok(Layer {
-            wq: f(&self.wq)?,
-            bq: f(&self.bq)?,
-            wk: f(&self.wk)?,
-            bk: f(&self.bk)?,
-            wv: f(&self.wv)?,
-            bv: f(&self.bv)?,
+            wqkv: f(&self.wqkv)?,
+            bqkv: f(&self.bqkv)?,
             wo: f(&self.wo)?,
             bo: f(&self.bo)?,
             ln1_g: f(&self.ln1_g)?,
@@ -170,13 +164,18 @@ impl Model {
         let mut layers = Vec::with_capacity(c.num_hidden_layers);
         for l in 0..c.num_hidden_layers {
             let p = format!("encoder.layer.{l}");
+            let qkv = ["query", "key", "value"];
+            let w: Vec<Array> = qkv
+                .iter()
+                .map(|n| linear(&format!("{p}.attention.self.{n}"), d, d))
+                .collect::<Result<_, _>>()?;
+            let b: Vec<Array> = qkv
+                .iter()
+                .map(|n| get(&format!("{p}.attention.self.{n}.bias"), &[d]))
+                .collect::<Result<_, _>>()?;
             layers.push(Layer {
-                wq: linear(&format!("{p}.attention.self.query"), d, d)?,
-                bq: get(&format!("{p}.attention.self.query.bias"), &[d])?,
-                wk: linear(&format!("{p}.attention.self.key"), d, d)?,
-                bk: get(&format!("{p}.attention.self.key.bias"), &[d])?,
-                wv: linear(&format!("{p}.attention.self.value"), d, d)?,
-                bv: get(&format!("{p}.attention.self.value.bias"), &[d])?,
+                wqkv: side_by_side(&[&w[0], &w[1], &w[2]])?,
+                bqkv: side_by_side(&[&b[0], &b[1], &b[2]])?,
                 wo: linear(&format!("{p}.attention.output.dense"), d, d)?,
                 bo: get(&format!("{p}.attention.output.dense.bias"), &[d])?,
                 ln1_g: get(&format!("{p}.attention.output.LayerNorm.weight"), &[d])?,
@@ -236,13 +235,13 @@ impl Model {
         let ones = |n: usize| Array::new(&[n], vec![1.0; n]);
         let mut layers = Vec::new();
         for _ in 0..config.num_hidden_layers {
+            // Drawn in the order the separate projections always were: the same weights.
+            let (wq, bq) = (rand(&[d, d], 0.4)?, rand(&[d], 0.1)?);
+            let (wk, bk) = (rand(&[d, d], 0.4)?, rand(&[d], 0.1)?);
+            let (wv, bv) = (rand(&[d, d], 0.2)?, rand(&[d], 0.1)?);
             layers.push(Layer {
-                wq: rand(&[d, d], 0.4)?,
-                bq: rand(&[d], 0.1)?,
-                wk: rand(&[d, d], 0.4)?,
-                bk: rand(&[d], 0.1)?,
-                wv: rand(&[d, d], 0.2)?,
-                bv: rand(&[d], 0.1)?,
+                wqkv: side_by_side(&[&wq, &wk, &wv])?,
+                bqkv: side_by_side(&[&bq, &bk, &bv])?,
                 wo: rand(&[d, d], 0.2)?,
                 bo: rand(&[d], 0.1)?,
                 ln1_g: ones(d)?,
@@ -314,6 +313,58 @@ impl Model {
                 .collect::<kiln::Result<_>>()?,
         })
     }
+}
+
+/// Arrays of one row count (or vectors) with their columns side by side: [r, a], [r, b] →
+/// [r, a + b].
+fn side_by_side(parts: &[&Array]) -> kiln::Result<Array> {
+    let rows = |a: &Array| if a.shape.len() == 2 { a.shape[0] } else { 1 };
+    let r = rows(parts[0]);
+    let cols: Vec<usize> = parts.iter().map(|a| a.data.len() / r.max(1)).collect();
+    let mut data = Vec::with_capacity(parts.iter().map(|a| a.data.len()).sum());
+    for i in 0..r {
+        for (a, &c) in parts.iter().zip(&cols) {
+            data.extend_from_slice(&a.data[i * c..(i + 1) * c]);
+        }
+    }
+    let width: usize = cols.iter().sum();
+    if parts[0].shape.len() == 2 {
+        Array::new(&[r, width], data)
+    } else {
+        Array::new(&[width], data)
+    }
+}
+
+/// The inverse of the side-by-side layout: an array's columns cut into `parts` equal arrays
+/// (wqkv → wq, wk, wv; a [3·D] bias → three [D]).
+pub fn columns(a: &Array, parts: usize) -> kiln::Result<Vec<Array>> {
+    let (rows, width) = match *a.shape.as_slice() {
+        [r, w] => (r, w),
+        [w] => (1, w),
+        _ => (0, 0),
+    };
+    if parts == 0 || rows == 0 || !width.is_multiple_of(parts) {
+        return Err(kiln::Error::Shape {
+            op: "columns",
+            detail: format!(
+                "{:?} does not cut into {parts} equal column blocks",
+                a.shape
+            ),
+        });
+    }
+    let w = width / parts;
+    (0..parts)
+        .map(|p| {
+            let data: Vec<f32> = (0..rows)
+                .flat_map(|r| a.data[r * width + p * w..][..w].iter().copied())
+                .collect();
+            if a.shape.len() == 2 {
+                Array::new(&[rows, w], data)
+            } else {
+                Array::new(&[w], data)
+            }
+        })
+        .collect()
 }
 
 fn parse_vocab(bytes: &[u8]) -> Result<Vec<String>, ModelError> {

@@ -55,7 +55,23 @@ fn bench_json_on_the_built_in_weights() {
     assert_eq!(checks["synthetic_weights"], true);
     assert_eq!(checks["agree"], true);
     let kernels = checks["kernels"].as_array().unwrap();
-    for family in ["matmul", "softmax", "add", "layernorm", "gelu"] {
+    // The fused forms: a projection with its bias, the feed-forward's gelu in its product, and
+    // each residual sum in its layer norm.
+    for fused in ["_bias ", "_bias_gelu", "_residual"] {
+        assert!(
+            kernels.iter().any(|k| {
+                let k = k.as_str().unwrap();
+                k.ends_with(fused.trim()) || k.contains(fused)
+            }),
+            "no {fused} kernel in {kernels:?}"
+        );
+    }
+    // One submission per forward pass once the shapes have been seen, nothing created.
+    let per = &checks["per_forward"];
+    assert_eq!(per["submissions"], 1, "{per}");
+    assert_eq!(per["buffers_created"], 0, "{per}");
+    assert_eq!(per["bind_groups_created"], 0, "{per}");
+    for family in ["matmul", "softmax", "add", "layernorm", "swap_axes"] {
         assert!(
             kernels
                 .iter()

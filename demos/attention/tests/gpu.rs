@@ -35,12 +35,8 @@ fn one_layer_gpu_matches_cpu_with_random_weights() {
     let (d, i, heads) = (384, 1536, 12);
     let mut r = |s: &[usize], g: f32| random(&mut rng, s, g);
     let layer = Layer {
-        wq: r(&[d, d], 0.1),
-        bq: r(&[d], 0.1),
-        wk: r(&[d, d], 0.1),
-        bk: r(&[d], 0.1),
-        wv: r(&[d, d], 0.1),
-        bv: r(&[d], 0.1),
+        wqkv: r(&[d, 3 * d], 0.1),
+        bqkv: r(&[3 * d], 0.1),
         wo: r(&[d, d], 0.1),
         bo: r(&[d], 0.1),
         ln1_g: r(&[d], 1.0),

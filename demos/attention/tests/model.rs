@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use attention::model::{Model, ModelError};
+use attention::model::{Model, ModelError, columns};
 use attention::tokenizer::Tokenizer;
 use kiln_app::kiln::cpu::{self, Array};
 use safetensors::{Dtype, tensor::TensorView};
@@ -35,13 +35,15 @@ fn files(m: &Model, skip: Option<&str>, reshape: Option<&str>) -> (Vec<u8>, Vec<
     let t = |a: &Array| cpu::transpose(a).unwrap();
     for (l, w) in m.weights.layers.iter().enumerate() {
         let p = format!("encoder.layer.{l}");
+        let ws = columns(&w.wqkv, 3).unwrap();
+        let bs = columns(&w.bqkv, 3).unwrap();
         for (name, a) in [
-            ("attention.self.query.weight", t(&w.wq)),
-            ("attention.self.query.bias", w.bq.clone()),
-            ("attention.self.key.weight", t(&w.wk)),
-            ("attention.self.key.bias", w.bk.clone()),
-            ("attention.self.value.weight", t(&w.wv)),
-            ("attention.self.value.bias", w.bv.clone()),
+            ("attention.self.query.weight", t(&ws[0])),
+            ("attention.self.query.bias", bs[0].clone()),
+            ("attention.self.key.weight", t(&ws[1])),
+            ("attention.self.key.bias", bs[1].clone()),
+            ("attention.self.value.weight", t(&ws[2])),
+            ("attention.self.value.bias", bs[2].clone()),
             ("attention.output.dense.weight", t(&w.wo)),
             ("attention.output.dense.bias", w.bo.clone()),
             ("attention.output.LayerNorm.weight", w.ln1_g.clone()),
@@ -98,7 +100,8 @@ fn a_model_in_the_hugging_face_layout_loads_back_exactly() {
     let (c, w, v) = files(&m, None, None);
     let back = Model::load("test", &c, &w, &v).unwrap();
     assert_eq!(back.word, m.word);
-    assert_eq!(back.weights.layers[1].wq, m.weights.layers[1].wq);
+    assert_eq!(back.weights.layers[1].wqkv, m.weights.layers[1].wqkv);
+    assert_eq!(back.weights.layers[1].bqkv, m.weights.layers[1].bqkv);
     assert_eq!(back.weights.layers[0].w2, m.weights.layers[0].w2);
     assert_eq!(back.vocab, m.vocab);
     assert!(!back.synthetic);
