@@ -33,6 +33,17 @@ pub trait Backend {
     fn matmul_at(&self, a: &Self::T, b: &Self::T) -> Result<Self::T>;
     fn add(&self, a: &Self::T, b: &Self::T) -> Result<Self::T>;
     fn layernorm(&self, x: &Self::T, g: &Self::T, b: &Self::T, eps: f32) -> Result<Self::T>;
+    /// (x + r, layernorm(x + r)), in one op.
+    fn add_layernorm(
+        &self,
+        x: &Self::T,
+        r: &Self::T,
+        g: &Self::T,
+        b: &Self::T,
+        eps: f32,
+    ) -> Result<(Self::T, Self::T)>;
+    /// [B·T, 3·H·d] (Q, K and V side by side) → Q, K and V, each [B, H, T, d].
+    fn split_qkv(&self, qkv: &Self::T, dims: [usize; 4]) -> Result<(Self::T, Self::T, Self::T)>;
     /// (dx, dgamma, dbeta).
     fn layernorm_backward(
         &self,
@@ -53,7 +64,8 @@ pub trait Backend {
         v: &Self::T,
         scale: f32,
     ) -> Result<(Self::T, Self::T)>;
-    /// (dQ, dK, dV).
+    /// dQ, dK and dV side by side as [B·T, 3·H·d]: the gradient of the product that made
+    /// Q, K and V (the layout `split_qkv` takes apart).
     #[allow(clippy::too_many_arguments)]
     fn attention_backward(
         &self,
@@ -64,7 +76,7 @@ pub trait Backend {
         lse: &Self::T,
         d_o: &Self::T,
         scale: f32,
-    ) -> Result<(Self::T, Self::T, Self::T)>;
+    ) -> Result<Self::T>;
     fn embedding(&self, table: &Self::T, ids: &Self::Ids) -> Result<Self::T>;
     fn embedding_backward(&self, dy: &Self::T, ids: &Self::Ids, vocab: usize) -> Result<Self::T>;
     /// (loss per row, dlogits · grad_scale).
@@ -127,13 +139,39 @@ impl Backend for GpuBackend {
         Ok(ops::matmul_bt(a, b)?)
     }
     fn matmul_at(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        Ok(ops::matmul(&ops::transpose(a)?, b)?)
+        Ok(ops::matmul_at(a, b)?)
     }
     fn add(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         Ok(ops::add(a, b)?)
     }
     fn layernorm(&self, x: &Tensor, g: &Tensor, b: &Tensor, eps: f32) -> Result<Tensor> {
         Ok(ops::layernorm(x, g, b, eps)?)
+    }
+    fn add_layernorm(
+        &self,
+        x: &Tensor,
+        r: &Tensor,
+        g: &Tensor,
+        b: &Tensor,
+        eps: f32,
+    ) -> Result<(Tensor, Tensor)> {
+        Ok(ops::add_layernorm(x, r, g, b, eps)?)
+    }
+    fn split_qkv(
+        &self,
+        qkv: &Tensor,
+        [b, t, h, d]: [usize; 4],
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        // [B, T, 3H, d] → [B, 3H, T, d] = [B, 3, H·T·d] → [3, B, H·T·d]: three parts, each a
+        // view [B, H, T, d] where the offsets allow.
+        let heads = ops::swap_axes12(&qkv.reshape(&[b, t, 3 * h, d])?)?;
+        let stacked = if b == 1 {
+            heads
+        } else {
+            ops::swap_axes12(&heads.reshape(&[1, b, 3, h * t * d])?)?
+        };
+        let stacked = stacked.reshape(&[3, b, h, t, d])?;
+        Ok((stacked.part(0)?, stacked.part(1)?, stacked.part(2)?))
     }
     fn layernorm_backward(
         &self,
@@ -171,9 +209,45 @@ impl Backend for GpuBackend {
         lse: &Tensor,
         d_o: &Tensor,
         scale: f32,
-    ) -> Result<(Tensor, Tensor, Tensor)> {
-        let g = ops::flash_attention_backward(q, k, v, o, lse, d_o, true, scale)?;
-        Ok((g.dq, g.dk, g.dv))
+    ) -> Result<Tensor> {
+        // dQ, dK and dV written straight into the parts of one [3, B, H, T, d] tensor, then
+        // that stacked back into [B, T, 3H, d] — split_qkv's steps in reverse.
+        let [b, h, t, d] = match *q.shape() {
+            [b, h, t, d] => [b, h, t, d],
+            _ => {
+                return Err(kiln::Error::Shape {
+                    op: "attention_backward",
+                    detail: format!("Q has shape {:?}: expected [B, H, T, d]", q.shape()),
+                }
+                .into());
+            }
+        };
+        let stacked = Tensor::uninit(&self.gpu, &[3, b, h, t, d], q.dtype())?;
+        let views: kiln::Result<Vec<Tensor>> = (0..3).map(|i| stacked.part_view(i)).collect();
+        let stacked = match views {
+            Ok(g) => {
+                let grads = ops::attention::Grads {
+                    dq: g[0].clone(),
+                    dk: g[1].clone(),
+                    dv: g[2].clone(),
+                };
+                ops::flash_attention_backward_into(q, k, v, o, lse, d_o, &grads, true, scale)?;
+                stacked
+            }
+            // The device's offset alignment allows no views here: separate gradients, stacked.
+            Err(_) => {
+                let grads = ops::attention::Grads::like(q, k, v)?;
+                ops::flash_attention_backward_into(q, k, v, o, lse, d_o, &grads, true, scale)?;
+                ops::stack(&[&grads.dq, &grads.dk, &grads.dv])?
+            }
+        };
+        let heads = if b == 1 {
+            stacked
+        } else {
+            ops::swap_axes12(&stacked.reshape(&[1, 3, b, h * t * d])?)?
+        };
+        let rows = ops::swap_axes12(&heads.reshape(&[b, 3 * h, t, d])?)?;
+        Ok(rows.reshape(&[b * t, 3 * h * d])?)
     }
     fn embedding(&self, table: &Tensor, ids: &Tensor) -> Result<Tensor> {
         Ok(ops::embedding(table, ids)?)
@@ -349,6 +423,30 @@ impl Backend for CpuBackend {
     fn layernorm(&self, x: &Array, g: &Array, b: &Array, eps: f32) -> Result<Array> {
         Ok(cpu::layernorm(x, g, b, eps)?)
     }
+    fn add_layernorm(
+        &self,
+        x: &Array,
+        r: &Array,
+        g: &Array,
+        b: &Array,
+        eps: f32,
+    ) -> Result<(Array, Array)> {
+        Ok(cpu::add_layernorm(x, r, g, b, eps)?)
+    }
+    fn split_qkv(&self, qkv: &Array, [b, t, h, d]: [usize; 4]) -> Result<(Array, Array, Array)> {
+        // [B, T, 3, H, d] → [B, 3, T, H, d] (swap T and the three) → per part [B, T, H, d] →
+        // [B, H, T, d].
+        let x = array(&[b, t, 3, h * d], qkv.data.clone())?;
+        let parts = cpu::swap_axes12(&x)?;
+        let per = t * h * d;
+        let part = |i: usize| -> Result<Array> {
+            let rows: Vec<f32> = (0..b)
+                .flat_map(|bi| parts.data[(bi * 3 + i) * per..][..per].iter().copied())
+                .collect();
+            Ok(cpu::swap_axes12(&array(&[b, t, h, d], rows)?)?)
+        };
+        Ok((part(0)?, part(1)?, part(2)?))
+    }
     fn layernorm_backward(
         &self,
         x: &Array,
@@ -384,17 +482,35 @@ impl Backend for CpuBackend {
         _lse: &Array,
         d_o: &Array,
         scale: f32,
-    ) -> Result<(Array, Array, Array)> {
+    ) -> Result<Array> {
         // The plain backward recomputes the probabilities row by row from Q and K.
         let [dq, dk, dv] = self.per_heads(&[q, k, v, d_o], |s| {
             let g = cpu::attention_backward(&s[0], &s[1], &s[2], &s[3], true, scale)?;
             Ok([g.dq.data, g.dk.data, g.dv.data])
         })?;
-        Ok((
-            array(&q.shape, dq)?,
-            array(&k.shape, dk)?,
-            array(&v.shape, dv)?,
-        ))
+        // Each [B, H, T, d] → [B, T, H, d], then side by side per row: [B·T, 3·H·d].
+        let (b, h, t, d) = match *q.shape.as_slice() {
+            [b, h, t, d] => (b, h, t, d),
+            _ => {
+                return Err(kiln::Error::Shape {
+                    op: "attention_backward",
+                    detail: format!("Q has shape {:?}: expected [B, H, T, d]", q.shape),
+                }
+                .into());
+            }
+        };
+        let rows = [dq, dk, dv]
+            .into_iter()
+            .map(|g| cpu::swap_axes12(&array(&[b, h, t, d], g)?).map_err(Into::into))
+            .collect::<Result<Vec<Array>>>()?;
+        let width = h * d;
+        let mut out = Vec::with_capacity(3 * b * t * width);
+        for r in 0..b * t {
+            for g in &rows {
+                out.extend_from_slice(&g.data[r * width..(r + 1) * width]);
+            }
+        }
+        array(&[b * t, 3 * width], out)
     }
     fn embedding(&self, table: &Array, ids: &Vec<u32>) -> Result<Array> {
         Ok(cpu::embedding(table, ids)?)

@@ -12,13 +12,12 @@ use crate::preset::{Config, Hyper};
 
 const EPS: f32 = 1e-5;
 
-/// Parameters per block, in storage order.
-pub const BLOCK: [&str; 10] = [
+/// Parameters per block, in storage order. `wqkv` is the query, key and value projections
+/// side by side, [d, 3·d]: one product makes all three.
+pub const BLOCK: [&str; 8] = [
     "ln1.gamma",
     "ln1.beta",
-    "wq",
-    "wk",
-    "wv",
+    "wqkv",
     "wo",
     "ln2.gamma",
     "ln2.beta",
@@ -44,9 +43,7 @@ pub fn layout(c: &Config) -> Vec<(String, Vec<usize>)> {
         let shapes = [
             vec![d],
             vec![d],
-            vec![d, d],
-            vec![d, d],
-            vec![d, d],
+            vec![d, 3 * d],
             vec![d, d],
             vec![d],
             vec![d],
@@ -95,6 +92,19 @@ impl Params<Array> {
                 vec![1.0; n]
             } else if name.ends_with("beta") {
                 vec![0.0; n]
+            } else if name.ends_with("wqkv") {
+                // Three [d, d] draws, as the separate projections were drawn, side by side.
+                let d = shape[0];
+                let parts: Vec<Vec<f32>> = (0..3)
+                    .map(|_| (0..d * d).map(|_| 0.02 * normal(&mut rng)).collect())
+                    .collect();
+                (0..d)
+                    .flat_map(|r| {
+                        parts
+                            .iter()
+                            .flat_map(move |p| p[r * d..(r + 1) * d].to_vec())
+                    })
+                    .collect()
             } else {
                 let std = if name.ends_with("wo") || name.ends_with("w2") {
                     residual
@@ -232,6 +242,8 @@ struct Forward<T> {
 }
 
 /// The forward pass up to the logits [rows, vocab], keeping what the backward pass needs.
+/// Each residual sum and the layer norm after it are one op (`add_layernorm`): the block's
+/// output is normalised by the next block's first norm (or the final one) as it is added.
 fn forward<B: Backend>(
     b: &B,
     c: &Config,
@@ -242,27 +254,39 @@ fn forward<B: Backend>(
     let (t, h, d) = (c.seq, c.heads, c.head_dim());
     let rows = batch * t;
     let scale = 1.0 / (d as f32).sqrt();
-    let heads = |x: &B::T| b.swap12(&b.reshape(x, &[batch, t, h, d])?);
-    let mut x = b.add(
+    let (gf, bf, head) = p.lnf(c);
+    // The norm that follows block l's output: block l + 1's first, or the final one.
+    let next_norm = |l: usize| {
+        if l + 1 < c.layers {
+            (&p.tensors[at(l + 1, 0)], &p.tensors[at(l + 1, 1)])
+        } else {
+            (gf, bf)
+        }
+    };
+    let (first_g, first_b) = if c.layers > 0 {
+        (&p.tensors[at(0, 0)], &p.tensors[at(0, 1)])
+    } else {
+        (gf, bf)
+    };
+    let (mut x, mut h1) = b.add_layernorm(
         &b.embedding(&p.tensors[TOK], &inp.tokens)?,
         &b.embedding(&p.tensors[POS], &inp.positions)?,
+        first_g,
+        first_b,
+        EPS,
     )?;
     let mut saved = Vec::with_capacity(c.layers);
     for l in 0..c.layers {
         let w = |i| &p.tensors[at(l, i)];
-        let h1 = b.layernorm(&x, w(0), w(1), EPS)?;
-        let (q, k, v) = (
-            heads(&b.matmul(&h1, w(2))?)?,
-            heads(&b.matmul(&h1, w(3))?)?,
-            heads(&b.matmul(&h1, w(4))?)?,
-        );
+        let qkv = b.matmul(&h1, w(2))?;
+        let (q, k, v) = b.split_qkv(&qkv, [batch, t, h, d])?;
         let (o, lse) = b.attention(&q, &k, &v, scale)?;
         let o_rows = b.reshape(&b.swap12(&o)?, &[rows, c.d_model])?;
-        let x_mid = b.add(&x, &b.matmul(&o_rows, w(5))?)?;
-        let h2 = b.layernorm(&x_mid, w(6), w(7), EPS)?;
-        let u = b.matmul(&h2, w(8))?;
+        let (x_mid, h2) = b.add_layernorm(&x, &b.matmul(&o_rows, w(3))?, w(4), w(5), EPS)?;
+        let u = b.matmul(&h2, w(6))?;
         let g = b.gelu(&u)?;
-        let x_out = b.add(&x_mid, &b.matmul(&g, w(9))?)?;
+        let (ng, nb) = next_norm(l);
+        let (x_out, h_next) = b.add_layernorm(&x_mid, &b.matmul(&g, w(7))?, ng, nb, EPS)?;
         saved.push(Saved {
             x_in: x,
             h1,
@@ -278,14 +302,13 @@ fn forward<B: Backend>(
             g,
         });
         x = x_out;
+        h1 = h_next;
     }
-    let (gf, bf, head) = p.lnf(c);
-    let hf = b.layernorm(&x, gf, bf, EPS)?;
-    let logits = b.matmul(&hf, head)?;
+    let logits = b.matmul(&h1, head)?;
     Ok(Forward {
         saved,
         x_last: x,
-        hf,
+        hf: h1,
         logits,
     })
 }
@@ -327,31 +350,24 @@ pub fn loss_and_grads<B: Backend>(
     grads[lnf] = Some(dgf);
     grads[lnf + 1] = Some(dbf);
 
-    let rows_of = |x: &B::T| b.reshape(&b.swap12(x)?, &[rows, c.d_model]);
     for (l, s) in saved.iter().enumerate().rev() {
         let w = |i| &p.tensors[at(l, i)];
         // MLP: x_out = x_mid + gelu(h2·w1)·w2.
-        grads[at(l, 9)] = Some(b.matmul_at(&s.g, &dx)?);
-        let dg = b.matmul_bt(&dx, w(9))?;
+        grads[at(l, 7)] = Some(b.matmul_at(&s.g, &dx)?);
+        let dg = b.matmul_bt(&dx, w(7))?;
         let du = b.gelu_backward(&s.u, &dg)?;
-        grads[at(l, 8)] = Some(b.matmul_at(&s.h2, &du)?);
-        let dh2 = b.matmul_bt(&du, w(8))?;
-        let (dx2, dg2, db2) = b.layernorm_backward(&s.x_mid, w(6), &dh2, EPS)?;
-        grads[at(l, 6)] = Some(dg2);
-        grads[at(l, 7)] = Some(db2);
+        grads[at(l, 6)] = Some(b.matmul_at(&s.h2, &du)?);
+        let dh2 = b.matmul_bt(&du, w(6))?;
+        let (dx2, dg2, db2) = b.layernorm_backward(&s.x_mid, w(4), &dh2, EPS)?;
+        grads[at(l, 4)] = Some(dg2);
+        grads[at(l, 5)] = Some(db2);
         dx = b.add(&dx, &dx2)?;
-        // Attention: x_mid = x_in + attn(h1)·wo.
-        grads[at(l, 5)] = Some(b.matmul_at(&s.o_rows, &dx)?);
-        let d_o = b.swap12(&b.reshape(&b.matmul_bt(&dx, w(5))?, &[c.batch, t, h, d])?)?;
-        let (dq, dk, dv) = b.attention_backward(&s.q, &s.k, &s.v, &s.o, &s.lse, &d_o, scale)?;
-        let (dq, dk, dv) = (rows_of(&dq)?, rows_of(&dk)?, rows_of(&dv)?);
-        grads[at(l, 2)] = Some(b.matmul_at(&s.h1, &dq)?);
-        grads[at(l, 3)] = Some(b.matmul_at(&s.h1, &dk)?);
-        grads[at(l, 4)] = Some(b.matmul_at(&s.h1, &dv)?);
-        let dh1 = b.add(
-            &b.add(&b.matmul_bt(&dq, w(2))?, &b.matmul_bt(&dk, w(3))?)?,
-            &b.matmul_bt(&dv, w(4))?,
-        )?;
+        // Attention: x_mid = x_in + attn(h1)·wo, with Q, K and V one product h1·wqkv.
+        grads[at(l, 3)] = Some(b.matmul_at(&s.o_rows, &dx)?);
+        let d_o = b.swap12(&b.reshape(&b.matmul_bt(&dx, w(3))?, &[c.batch, t, h, d])?)?;
+        let dqkv = b.attention_backward(&s.q, &s.k, &s.v, &s.o, &s.lse, &d_o, scale)?;
+        grads[at(l, 2)] = Some(b.matmul_at(&s.h1, &dqkv)?);
+        let dh1 = b.matmul_bt(&dqkv, w(2))?;
         let (dx1, dg1, db1) = b.layernorm_backward(&s.x_in, w(0), &dh1, EPS)?;
         grads[at(l, 0)] = Some(dg1);
         grads[at(l, 1)] = Some(db1);

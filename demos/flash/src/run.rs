@@ -1,7 +1,7 @@
 //! Setting up a training comparison (corpus, preset, start state) and running it natively:
 //! `flash --bench` and `flash train`.
 
-use kiln_app::kiln::Gpu;
+use kiln_app::kiln::{Gpu, bench};
 
 use crate::backend::{CpuBackend, GpuBackend};
 use crate::checkpoint::{self, Header};
@@ -92,6 +92,22 @@ pub async fn compare(
     cpu: CpuBackend,
     save: Option<&str>,
 ) -> Result<Comparison> {
+    // A throwaway trainer brings the GPU's clocks up and shows what a step asks of the device
+    // (its buffers go back to the pool, where the real run finds them); the real run then
+    // starts warm, from the same start as the CPU path.
+    let profile = {
+        let mut warm = Trainer::new(
+            GpuBackend { gpu: gpu.clone() },
+            setup.config,
+            setup.hyper,
+            &setup.start,
+        )?;
+        let corpus = &setup.corpus;
+        let budget = bench::warm_up_budget_ms(gpu, 2000.0);
+        bench::warm_up(async || warm.step(corpus).await.map(|_| ()), budget).await?;
+        let runs = if gpu.profile().is_software() { 2 } else { 10 };
+        bench::profile_unit(gpu, async || warm.step(corpus).await.map(|_| ()), runs).await?
+    };
     let mut g = Trainer::new(
         GpuBackend { gpu: gpu.clone() },
         setup.config,
@@ -106,14 +122,16 @@ pub async fn compare(
     }
     let mut c = Trainer::new(cpu, setup.config, setup.hyper, &setup.start)?;
     train_steps(&mut c, &setup.corpus, steps).await?;
-    Ok(Comparison::new(
+    let mut comparison = Comparison::new(
         setup.preset.name(),
         setup.config,
         &setup.corpus.source,
         setup.start.step,
         g.run,
         c.run,
-    ))
+    );
+    comparison.gpu_step = Some(profile);
+    Ok(comparison)
 }
 
 /// `steps` steps on one path, a progress line on stderr every tenth of the run.

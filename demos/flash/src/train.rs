@@ -121,6 +121,9 @@ pub struct Comparison {
     /// model: what the flash kernels move, what the naive path would.
     pub attention_traffic: Traffic,
     pub clock: &'static str,
+    /// One GPU step as the device sees it (after warm-up): submissions, launches and objects
+    /// created, GPU time from timestamps, and that time by kernel family.
+    pub gpu_step: Option<kiln_app::kiln::bench::UnitProfile>,
 }
 
 /// Attention traffic of one layer per step, in MB.
@@ -186,6 +189,7 @@ impl Comparison {
             gpu,
             cpu,
             clock: "wall clock per step (upload, forward, backward, AdamW, loss read back)",
+            gpu_step: None,
         }
     }
 }
