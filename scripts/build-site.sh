@@ -32,42 +32,40 @@ out=site/dist
 [ ${#ONLY[@]} -eq 0 ] && rm -rf "$out"
 mkdir -p "$out"
 cp site/src/* "$out/"
-for demo in "${DEMOS[@]}"; do
-  echo "== building $demo for the browser"
-  cargo build --quiet --release --target wasm32-unknown-unknown -p "$demo"
-  wasm-bindgen --target web --no-typescript --out-dir "$out/$demo" \
-    "target/wasm32-unknown-unknown/release/$demo.wasm"
+# Every wasm module in one cargo invocation: the dependencies are built once, with one feature
+# set, and both cores stay busy. The fleet page's module is the campaign as a library (crate
+# fleet-web); the flash page's is the flash crate's library (its native binary is not for the
+# browser).
+packages=()
+for demo in "${DEMOS[@]}"; do packages+=(-p "$demo" --bin "$demo"); done
+wanted fleet && packages+=(-p fleet-web)
+wanted flash && packages+=(-p flash)
+if wanted fleet || wanted flash; then packages+=(--lib); fi
+if [ ${#packages[@]} -gt 0 ]; then
+  echo "== building the wasm modules (${DEMOS[*]}$(wanted fleet && echo " fleet")$(wanted flash && echo " flash"))"
+  cargo build --quiet --release --target wasm32-unknown-unknown "${packages[@]}"
+fi
+# wasm-bindgen, then wasm-opt (one per core at a time).
+bind() { # name wasm-file
+  wasm-bindgen --target web --no-typescript --out-dir "$out/$1" "target/wasm32-unknown-unknown/release/$2.wasm"
   site/node_modules/.bin/wasm-opt -O2 \
     --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
     --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
-    "$out/$demo/${demo}_bg.wasm" -o "$out/$demo/${demo}_bg.wasm"
-  echo "   $out/$demo/${demo}_bg.wasm: $(du -k "$out/$demo/${demo}_bg.wasm" | cut -f1) KiB"
+    "$out/$1/$2_bg.wasm" -o "$out/$1/$2_bg.wasm"
+  echo "   $out/$1/$2_bg.wasm: $(du -k "$out/$1/$2_bg.wasm" | cut -f1) KiB"
+}
+jobs=()
+for demo in "${DEMOS[@]}"; do jobs+=("$demo $demo"); done
+wanted fleet && jobs+=("fleet fleet_web")
+wanted flash && jobs+=("flash flash")
+pids=()
+for j in "${jobs[@]}"; do
+  # shellcheck disable=SC2086
+  bind $j &
+  pids+=($!)
+  if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
 done
-# The fleet page's module: the campaign as a library (crate fleet-web), no window.
-if wanted fleet; then
-echo "== building the fleet campaign for the browser"
-cargo build --quiet --release --target wasm32-unknown-unknown -p fleet-web
-wasm-bindgen --target web --no-typescript --out-dir "$out/fleet" \
-  target/wasm32-unknown-unknown/release/fleet_web.wasm
-site/node_modules/.bin/wasm-opt -O2 \
-  --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
-  --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
-  "$out/fleet/fleet_web_bg.wasm" -o "$out/fleet/fleet_web_bg.wasm"
-echo "   $out/fleet/fleet_web_bg.wasm: $(du -k "$out/fleet/fleet_web_bg.wasm" | cut -f1) KiB"
-fi
-# The flash page's module: the crate's library (its wasm exports in demos/flash/src/web.rs); the
-# native `flash` binary is not for the browser.
-if wanted flash; then
-echo "== building the flash page for the browser"
-cargo build --quiet --release --target wasm32-unknown-unknown -p flash --lib
-wasm-bindgen --target web --no-typescript --out-dir "$out/flash" \
-  target/wasm32-unknown-unknown/release/flash.wasm
-site/node_modules/.bin/wasm-opt -O2 \
-  --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
-  --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
-  "$out/flash/flash_bg.wasm" -o "$out/flash/flash_bg.wasm"
-echo "   $out/flash/flash_bg.wasm: $(du -k "$out/flash/flash_bg.wasm" | cut -f1) KiB"
-fi
+for p in "${pids[@]}"; do wait "$p"; done
 # The checked-in campaign reports, which the fleet page merges and shows.
 mkdir -p "$out/fleet/reports"
 cp fleet/reports/*.json "$out/fleet/reports/"

@@ -10,35 +10,52 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
 
+# Each stage's wall time, printed as it ends and summed up at the end.
+began=$(date +%s)
+stage_name="" stage_start=$began times=()
+stage() {
+  local now
+  now=$(date +%s)
+  if [ -n "$stage_name" ]; then
+    times+=("$(printf '%5d s  %s' $((now - stage_start)) "$stage_name")")
+    echo "== $stage_name: $((now - stage_start)) s"
+  fi
+  stage_name=$1 stage_start=$now
+  [ -n "$1" ] && echo "== $1"
+  return 0
+}
+
+stage "installing what is missing"
 ensure_lavapipe
 ensure_rust_parts
 ensure_browser
 ensure_window_tools
 ensure_wasm_bindgen
 
-echo "== cargo fmt --check"
+stage "cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "== cargo clippy (native, warnings denied)"
+stage "cargo clippy (native, warnings denied)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
-echo "== cargo clippy (wasm32-unknown-unknown: the kernel crate, the harness, the demos)"
+stage "cargo clippy (wasm32-unknown-unknown: the kernel crate, the harness, the demos)"
 cargo clippy -p kiln --lib -p kiln-app -p waves -p attention -p kiln-fleet -p fleet-web -p flash --target wasm32-unknown-unknown --quiet -- -D warnings
 
-echo "== building the site (wasm32, wasm-bindgen, wasm-opt)"
+stage "building the site (wasm32, wasm-bindgen, wasm-opt)"
 bash scripts/build-site.sh
 
-echo "== cargo test"
+stage "cargo test"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
 cargo test --workspace --no-fail-fast -- --nocapture 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-echo "== browser tests (headless Chromium, WebGPU on SwiftShader)"
+stage "browser tests (headless Chromium, WebGPU on SwiftShader)"
 cargo build --quiet --bin kiln \
   && KILN_BIN="$PWD/target/debug/kiln" node --test site/tests/*.test.mjs 2>&1 | tee -a "$log"
 browser_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$browser_status
+stage ""
 set -e
 
 # Sum cargo's per-binary "test result: ok. N passed; M failed; …" lines and node's
@@ -52,6 +69,9 @@ END { print p + 0, f + 0 }' "$log")
 adapter=$(grep -m1 '^GPU tests on adapter:' "$log" || echo "GPU tests on adapter: none found")
 echo "== $adapter"
 grep -E '^profile .* validated by naga' "$log" || true
+echo "== stage times"
+printf '%s\n' "${times[@]}"
+echo "== $(( $(date +%s) - began )) s in all"
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build failure counts
 echo "kiln: $passed passed, $failed failed"
 exit "$status"
