@@ -147,6 +147,8 @@ impl Pool {
 
     /// Wraps a buffer (new, or from the free lists) as a block of this pool.
     pub fn wrap(self: &Arc<Self>, id: u64, raw: wgpu::Buffer, kind: Kind) -> Arc<Block> {
+        // wgpu's buffers are Send + Sync natively; on wasm32 everything is one thread.
+        #[allow(clippy::arc_with_non_send_sync)]
         Arc::new(Block {
             id,
             raw,
