@@ -140,13 +140,13 @@ pub fn plan(
     )?;
 
     let col_choice = choose_widest(PARAMS_OP, x, None, named.params)?;
-    let wg = col_choice.variant.int("wg").max(1) as u64;
     let col_dispatch = Dispatch::new(
         gpu,
         &col_choice.variant,
         &[x, dy, &stats, dgamma, dbeta],
         &params,
-        gpu.groups(PARAMS_OP, (cols as u64).div_ceil(wg))?,
+        // A workgroup per 16 columns.
+        gpu.groups(PARAMS_OP, (cols as u64).div_ceil(16))?,
     )?;
     Ok(BackwardPlan {
         dispatches: vec![row_dispatch, col_dispatch],
