@@ -12,7 +12,7 @@ use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 
 /// The families built into Kiln: `(family, template, contract)`.
-const FAMILIES: [(&str, &str, &str); 24] = [
+const FAMILIES: [(&str, &str, &str); 25] = [
     (
         "copy",
         include_str!("../templates/copy.wgsl.jinja"),
@@ -27,6 +27,11 @@ const FAMILIES: [(&str, &str, &str); 24] = [
         "matmul",
         include_str!("../templates/matmul.wgsl.jinja"),
         include_str!("../templates/matmul.toml"),
+    ),
+    (
+        "matmul_reduce",
+        include_str!("../templates/matmul_reduce.wgsl.jinja"),
+        include_str!("../templates/matmul_reduce.toml"),
     ),
     (
         "add",

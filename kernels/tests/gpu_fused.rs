@@ -53,6 +53,40 @@ fn matmul_epilogues_every_variant() {
             );
         }
     }
+    // Whole-fragment routes (the H200's coop_global) on multiples of 16, both epilogues.
+    let (a, a_cpu) = input(28, &[48, 64], DType::F16);
+    let (b, b_cpu) = input(29, &[64, 80], DType::F16);
+    let (bias, bias_cpu) = input(30, &[80], DType::F16);
+    let whole: Vec<_> = variants("matmul", DType::F16)
+        .into_iter()
+        .filter(|v| v.int("multiple") > 1 && v.text("epilogue") != "none")
+        .collect();
+    for v in &whole {
+        let epilogue = match v.text("epilogue") {
+            "bias" => Epilogue::Bias,
+            _ => Epilogue::BiasGelu,
+        };
+        let want = match epilogue {
+            Epilogue::Bias => cpu::linear(&a_cpu, &b_cpu, &bias_cpu).unwrap(),
+            _ => cpu::linear_gelu(&a_cpu, &b_cpu, &bias_cpu).unwrap(),
+        };
+        let c = poisoned(&[48, 80], DType::F16);
+        let (d, _) = ops::matmul::plan_with(
+            &a,
+            &b,
+            &c,
+            Layout::default(),
+            Some((&bias, epilogue)),
+            Some(&v.name),
+        )
+        .unwrap();
+        gpu().submit(&[&d]).unwrap();
+        assert_close(&v.name, &read(&c), &want.data, tolerance(DType::F16));
+    }
+    println!(
+        "matmul epilogues: {} whole-fragment variants checked",
+        whole.len()
+    );
     // The selector's choice, through the convenience functions, with leading extents.
     let (x, x_cpu) = input(24, &[2, 5, 12], DType::F32);
     let (w, w_cpu) = input(25, &[12, 9], DType::F32);
@@ -204,4 +238,73 @@ fn split_qkv_matches_three_projections() {
     let k = &cpu_parts[1].data;
     assert_eq!(k[0], x_cpu.data[heads * d]);
     assert_eq!(k[d], x_cpu.data[3 * heads * d + heads * d]);
+}
+
+#[test]
+fn split_k_every_route_sums_its_slices() {
+    // K cut into slices on every staged f32 route (tiled and vec4), plain and with both
+    // epilogues, B plain and transposed, batched: the slices' sum is the product.
+    let (batch, m, k, n) = (2, 9, 300, 21);
+    let (a, a_cpu) = input(71, &[batch, m, k], DType::F32);
+    let (b, b_cpu) = input(72, &[batch, k, n], DType::F32);
+    let (bt, bt_cpu) = input(73, &[batch, n, k], DType::F32);
+    let (bias, bias_cpu) = input(74, &[n], DType::F32);
+    let plain = cpu::matmul(&a_cpu, &b_cpu).unwrap();
+    let plain_bt = cpu::matmul(&a_cpu, &cpu::transpose(&bt_cpu).unwrap()).unwrap();
+    let with = |c: &cpu::Array, e: Epilogue| match e {
+        Epilogue::None => c.clone(),
+        Epilogue::Bias => cpu::add(c, &bias_cpu).unwrap(),
+        Epilogue::BiasGelu => cpu::gelu(&cpu::add(c, &bias_cpu).unwrap()).unwrap(),
+    };
+    let routes: Vec<_> = variants("matmul", DType::F32)
+        .into_iter()
+        .filter(|v| {
+            v.text("epilogue") == "none"
+                && matches!(v.text("route"), "tiled" | "vec4")
+                && v.int("tk") == 16
+                && v.int("reg") >= 2
+        })
+        .collect();
+    assert!(!routes.is_empty());
+    let mut checked = 0;
+    for v in &routes {
+        for (e, name) in [
+            (Epilogue::None, "none"),
+            (Epilogue::Bias, "bias"),
+            (Epilogue::BiasGelu, "bias_gelu"),
+        ] {
+            let named = if name == "none" {
+                v.name.clone()
+            } else {
+                format!("{}_{name}", v.name)
+            };
+            for (b_in, want, b_trans) in [(&b, &plain, false), (&bt, &plain_bt, true)] {
+                let c = poisoned(&[batch, m, n], DType::F32);
+                let layout = Layout {
+                    a_trans: false,
+                    b_trans,
+                };
+                let epi = (e != Epilogue::None).then_some((&bias, e));
+                let plan =
+                    ops::matmul::plan_split_named(&a, b_in, &c, layout, epi, Some(4), Some(&named))
+                        .unwrap();
+                assert_eq!(plan.split.splits, 4, "{named}: {:?}", plan.split);
+                assert_eq!(plan.dispatches.len(), 2);
+                let refs: Vec<&kiln::Dispatch> = plan.dispatches.iter().collect();
+                gpu().submit(&refs).unwrap();
+                assert_close(
+                    &format!("{named} split 4 bt={b_trans}"),
+                    &read(&c),
+                    &with(want, e).data,
+                    1e-5,
+                );
+                checked += 1;
+            }
+        }
+    }
+    // A slice count K cannot take is clamped: 300 elements make at most 10 slices of 32.
+    let c = poisoned(&[batch, m, n], DType::F32);
+    let plan = ops::matmul::plan_split(&a, &b, &c, Layout::default(), None, Some(99)).unwrap();
+    assert!(plan.split.splits <= 10 && plan.split.splits * plan.split.k_split >= k);
+    println!("split K: {checked} cases over {} routes", routes.len());
 }

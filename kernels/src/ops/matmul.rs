@@ -3,7 +3,7 @@
 
 use crate::contract::Param;
 use crate::device::DeviceProfile;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::registry::Variant;
 use crate::select::{self, Choice, Key, Request, filter, prefer};
@@ -26,7 +26,22 @@ struct Params {
     stride_c: u32,
     b_trans: u32,
     a_trans: u32,
-    _pad: [u32; 3],
+    a_row: u32,
+    a_col: u32,
+    b_row: u32,
+    b_col: u32,
+    splits: u32,
+    k_split: u32,
+    _pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ReduceParams {
+    count: u32,
+    n: u32,
+    splits: u32,
+    _pad: u32,
 }
 
 /// What happens to C as it is stored.
@@ -217,9 +232,184 @@ fn product(
 ) -> Result<Tensor> {
     let d = MatmulDims::transposed(a.shape(), b.shape(), layout.a_trans, layout.b_trans)?;
     let c = Tensor::uninit(a.gpu(), &d.out_shape(a.shape(), b.shape()), a.dtype())?;
-    let (dispatch, _) = plan_with(a, b, &c, layout, epilogue, None)?;
-    a.gpu().record_owned(dispatch)?;
+    let plan = plan_split(a, b, &c, layout, epilogue, None)?;
+    a.gpu().record_all(plan.dispatches)?;
     Ok(c)
+}
+
+/// How a product's K is cut across workgroups (`splits` = 1: not at all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    pub splits: usize,
+    /// K elements per slice, a multiple of 32 (every K slice a tile stages divides it).
+    pub k_split: usize,
+}
+
+impl Split {
+    pub const NONE: Split = Split {
+        splits: 1,
+        k_split: usize::MAX,
+    };
+
+    /// `splits` slices of K (clamped to 1..=K/32), as equal as multiples of 32 allow.
+    pub fn into(k: usize, splits: usize) -> Split {
+        let splits = splits.clamp(1, k.div_ceil(32).max(1));
+        if splits == 1 {
+            return Split::NONE;
+        }
+        let k_split = k.div_ceil(splits).next_multiple_of(32);
+        Split {
+            splits: k.div_ceil(k_split),
+            k_split,
+        }
+    }
+}
+
+/// The rule for cutting K (measured on the H200, PERF.md: a product of few output tiles is
+/// bound by the length of its K loop, 26 µs for 17×384·384×1152 on 18 workgroups): on a hardware
+/// GPU, an f32 product on the tiled or vec4 route whose tiles make fewer than 128 workgroups is
+/// cut into enough K slices of at least 64 to make 128 (at most 16 slices); the slices go to a
+/// workspace that a second kernel adds in order, with the epilogue.
+pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Split {
+    let d = &call.dims;
+    let tile = variant.int("tile").max(1) as usize;
+    let base = d.batch * d.m.div_ceil(tile) * d.n.div_ceil(tile);
+    let routes = matches!(variant.text("route"), "tiled" | "vec4");
+    if profile.is_software() || call.dtype != DType::F32 || !routes || base >= 128 {
+        return Split::NONE;
+    }
+    let splits = 128usize.div_ceil(base).min(d.k / 64).min(16);
+    if splits < 2 {
+        return Split::NONE;
+    }
+    Split::into(d.k, splits)
+}
+
+/// A product's launches: the matmul alone, or its K slices into a workspace and their sum.
+#[derive(Debug)]
+pub struct SplitPlan {
+    pub dispatches: Vec<Dispatch>,
+    pub choice: Choice,
+    pub split: Split,
+    /// The [splits, batch · M · N] f32 slices, when K is cut.
+    pub workspace: Option<Tensor>,
+}
+
+/// [`plan_with`], cutting K as [`split_for`] says (or into `force` slices): the launches of a
+/// product as the ops run it.
+pub fn plan_split(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    layout: Layout,
+    epilogue: Option<(&Tensor, Epilogue)>,
+    force: Option<usize>,
+) -> Result<SplitPlan> {
+    plan_split_named(a, b, c, layout, epilogue, force, None)
+}
+
+/// [`plan_split`] with a named variant (for tests and benchmarks).
+pub fn plan_split_named(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    layout: Layout,
+    epilogue: Option<(&Tensor, Epilogue)>,
+    force: Option<usize>,
+    named: Option<&str>,
+) -> Result<SplitPlan> {
+    let (call, bias) = checked_call(a, b, c, layout, epilogue)?;
+    let gpu = a.gpu();
+    let choice = choose(&gpu.selector(), &call, named)?;
+    let split = match force {
+        Some(n) => Split::into(call.dims.k, n),
+        None => split_for(gpu.profile(), &choice.variant, &call),
+    };
+    if split.splits == 1 {
+        let dispatch = launch(a, b, c, bias, &call, &choice, Split::NONE)?;
+        return Ok(SplitPlan {
+            dispatches: vec![dispatch],
+            choice,
+            split,
+            workspace: None,
+        });
+    }
+    if call.dtype != DType::F32 {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: "K is cut only for f32 products (the slices are added in f32)".into(),
+        });
+    }
+    // The slices come from the plain form of the chosen variant; the epilogue goes to the sum.
+    let plain = plain_of(gpu.registry(), &choice.variant)?;
+    let plain = Choice {
+        variant: std::sync::Arc::new(plain),
+        ..choice.clone()
+    };
+    let d = &call.dims;
+    let count = d.batch * d.m * d.n;
+    let workspace = Tensor::uninit(gpu, &[split.splits, count], DType::F32)?;
+    let slices = launch(a, b, &workspace, None, &call, &plain, split)?;
+    let reduce_choice = gpu.selector().choose(&ReduceCall(call.epilogue), None)?;
+    let wg = reduce_choice.variant.int("wg").max(1) as u64;
+    let mut tensors = vec![&workspace, c];
+    tensors.extend(bias);
+    let params = ReduceParams {
+        count: count as u32,
+        n: d.n as u32,
+        splits: split.splits as u32,
+        _pad: 0,
+    };
+    let groups = gpu.groups(OP, (count as u64).div_ceil(wg))?;
+    let sum = Dispatch::new(gpu, &reduce_choice.variant, &tensors, &params, groups)?;
+    Ok(SplitPlan {
+        dispatches: vec![slices, sum],
+        choice,
+        split,
+        workspace: Some(workspace),
+    })
+}
+
+/// The variant with the same values and no epilogue.
+fn plain_of(registry: &crate::registry::Registry, v: &Variant) -> Result<Variant> {
+    let none = Param::Str("none".into());
+    registry
+        .variants(OP)?
+        .iter()
+        .find(|p| {
+            p.values.iter().all(|(name, value)| match name.as_str() {
+                "epilogue" => *value == none,
+                _ => v.get(name) == Some(value),
+            })
+        })
+        .cloned()
+        .ok_or_else(|| {
+            crate::error::Error::UnknownKernel(format!("{OP}/{} without epilogue", v.name))
+        })
+}
+
+/// The selector's call for the sum of a split product's slices.
+#[derive(Clone, Copy, Debug)]
+struct ReduceCall(Epilogue);
+
+impl select::Call for ReduceCall {
+    fn key(&self) -> Key {
+        Key::new("matmul_reduce", DType::F32, &[], self.0 as u32)
+    }
+
+    fn request(&self, _: &DeviceProfile) -> Request<'_> {
+        Request {
+            op: "matmul_reduce",
+            fixed: vec![
+                dtype_value(DType::F32),
+                ("epilogue", Param::Str(self.0.name().into())),
+            ],
+            bucket: String::new(),
+            filters: Vec::new(),
+            order: vec![prefer("the widest workgroup", |v| v.int("wg"))],
+            ride: &[],
+        }
+    }
 }
 
 /// Writes A · B into `c`, with the named variant or the selector's choice.
@@ -270,7 +460,8 @@ pub fn plan_bt(
     plan_with(a, b, c, layout, None, named)
 }
 
-/// [`plan`] with any layout and an optional epilogue (its bias [N] and kind).
+/// [`plan`] with any layout and an optional epilogue (its bias [N] and kind): one launch, K not
+/// cut.
 pub fn plan_with(
     a: &Tensor,
     b: &Tensor,
@@ -279,6 +470,20 @@ pub fn plan_with(
     epilogue: Option<(&Tensor, Epilogue)>,
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
+    let (call, bias) = checked_call(a, b, c, layout, epilogue)?;
+    let choice = choose(&a.gpu().selector(), &call, named)?;
+    let dispatch = launch(a, b, c, bias, &call, &choice, Split::NONE)?;
+    Ok((dispatch, choice))
+}
+
+/// Checks a call's operands and describes it to the selector; the epilogue's bias, if any.
+fn checked_call<'a>(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    layout: Layout,
+    epilogue: Option<(&'a Tensor, Epilogue)>,
+) -> Result<(Call, Option<&'a Tensor>)> {
     let d = MatmulDims::transposed(a.shape(), b.shape(), layout.a_trans, layout.b_trans)?;
     check_operands(OP, &[a, b, c])?;
     check_out_shape(OP, c, &d.out_shape(a.shape(), b.shape()))?;
@@ -292,16 +497,37 @@ pub fn plan_with(
         }
         _ => (None, Epilogue::None),
     };
-    let gpu = a.gpu();
     let call = Call {
         dtype: a.dtype(),
         dims: d,
         layout,
         epilogue: kind,
     };
-    let choice = choose(&gpu.selector(), &call, named)?;
+    Ok((call, bias))
+}
+
+/// The launch of `choice` for a checked call, writing `out` (C, or the slices of a cut K).
+fn launch(
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    bias: Option<&Tensor>,
+    call: &Call,
+    choice: &Choice,
+    split: Split,
+) -> Result<Dispatch> {
+    let (d, layout) = (&call.dims, call.layout);
+    let gpu = a.gpu();
     let tile = choice.variant.int("tile").max(1) as usize;
-    let groups = super::grid(OP, gpu, [d.n.div_ceil(tile), d.m.div_ceil(tile), d.batch])?;
+    let groups = super::grid(
+        OP,
+        gpu,
+        [
+            d.n.div_ceil(tile),
+            d.m.div_ceil(tile),
+            d.batch * split.splits,
+        ],
+    )?;
     let params = Params {
         m: d.m as u32,
         n: d.n as u32,
@@ -312,10 +538,16 @@ pub fn plan_with(
         stride_c: d.stride_c as u32,
         b_trans: u32::from(layout.b_trans),
         a_trans: u32::from(layout.a_trans),
-        _pad: [0; 3],
+        // A[r, kk] and B[kk, col]: row-major, or the stored transpose read in place.
+        a_row: if layout.a_trans { 1 } else { d.k as u32 },
+        a_col: if layout.a_trans { d.m as u32 } else { 1 },
+        b_row: if layout.b_trans { 1 } else { d.n as u32 },
+        b_col: if layout.b_trans { d.k as u32 } else { 1 },
+        splits: split.splits as u32,
+        k_split: split.k_split.min(d.k) as u32,
+        _pad: 0,
     };
-    let mut tensors = vec![a, b, c];
+    let mut tensors = vec![a, b, out];
     tensors.extend(bias);
-    let dispatch = Dispatch::new(gpu, &choice.variant, &tensors, &params, groups)?;
-    Ok((dispatch, choice))
+    Dispatch::new(gpu, &choice.variant, &tensors, &params, groups)
 }

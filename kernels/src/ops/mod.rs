@@ -1,7 +1,9 @@
 //! One module per op family: shape checks, variant choice, and the launch. Each op has
-//! - `<op>(…) -> Tensor`: allocate the output and run the chosen variant;
+//! - `<op>(…) -> Tensor`: an output from the pool, and the chosen variant's launch recorded into
+//!   the device's current recording (submitted at the next readback or flush);
 //! - `<op>_into(…, out, named)`: write into a given tensor, optionally with a named variant;
-//! - `plan(…)`: the prepared `Dispatch` and the `Choice`, for benchmarks that launch it often.
+//! - `plan(…)`: the `Dispatch` and the `Choice`, for benchmarks that launch it often;
+//! - a `select::Call` describing a call to the selector without tensors (`call(…)` or a struct).
 
 pub mod adamw;
 pub mod add;
