@@ -83,8 +83,8 @@ impl Tensor {
             return Err(gpu.unsupported("tensor", "f16 tensors need the SHADER_F16 feature"));
         }
         let bytes = byte_len(shape::numel(shape), dtype);
-        let what = format!("a {} tensor of shape {shape:?}", dtype.wgsl());
-        let block = gpu.block("tensor", &what, bytes, Kind::Storage)?;
+        let what = || format!("a {} tensor of shape {shape:?}", dtype.wgsl());
+        let block = gpu.block("tensor", what, bytes, Kind::Storage)?;
         Ok(Tensor {
             gpu: gpu.clone(),
             slice: Slice {
@@ -353,7 +353,12 @@ pub(crate) async fn read_raw(gpu: &Gpu, buffer: &wgpu::Buffer, bytes: u64) -> Re
 }
 
 fn staging(gpu: &Gpu, bytes: u64) -> Result<Slice> {
-    let block = gpu.block("readback", "a staging buffer", bytes, Kind::Readback)?;
+    let block = gpu.block(
+        "readback",
+        || "a staging buffer".into(),
+        bytes,
+        Kind::Readback,
+    )?;
     Ok(Slice {
         block,
         offset: 0,

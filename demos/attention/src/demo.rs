@@ -666,6 +666,51 @@ async fn gpu_forward_read(gpu: &Gpu, loaded: &Loaded, ids: &[u32]) -> kiln::Resu
     Ok(())
 }
 
+/// Where one forward's wall time goes (medians of `runs`, ms): `record`, the CPU recording
+/// every op (the token rows gathered and uploaded included); `submit`, encoding the recording
+/// into a command buffer and submitting it; `gpu`, the GPU's time for that submission (timestamps
+/// around the whole pass); `wait_read`, from the submission to the last hidden state on the CPU
+/// (the GPU's time, the readback's copy and map, and the round trip). Reading back after an
+/// explicit flush costs a second, one-copy submission that a plain forward does not have.
+async fn wall_breakdown(
+    gpu: &Gpu,
+    loaded: &Loaded,
+    ids: &[u32],
+    runs: usize,
+) -> kiln::Result<serde_json::Value> {
+    let timed = gpu.profile().features.timestamp_query;
+    if timed {
+        gpu.set_pass_timing(kiln::gpu::PassTiming::PerSubmission)?;
+    }
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let (mut record, mut submit, mut wait_read, mut pass) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..runs.max(1) {
+        let start = Instant::now();
+        let f = loaded.gpu_forward(gpu, ids).map_err(model_error)?;
+        record.push(ms(start));
+        let start = Instant::now();
+        gpu.flush()?;
+        submit.push(ms(start));
+        let start = Instant::now();
+        if let Some(h) = f.hidden.last() {
+            h.read().await?;
+        }
+        wait_read.push(ms(start));
+        if timed {
+            let times = gpu.take_pass_times().await?;
+            pass.push(times.first().map_or(0.0, |t| t.ms));
+        }
+    }
+    if timed {
+        gpu.set_pass_timing(kiln::gpu::PassTiming::Off)?;
+    }
+    Ok(serde_json::json!({
+        "record": bench::median(&record), "submit": bench::median(&submit),
+        "gpu": bench::median(&pass), "wait_read": bench::median(&wait_read),
+        "runs": runs.max(1),
+    }))
+}
+
 /// Times one forward pass on each path with the wall clock: the GPU from upload to the last
 /// hidden state read back (after `warm_ms` of warm-up, so the clocks are up), then the CPU path.
 async fn time_paths(
@@ -697,11 +742,15 @@ async fn bench_report(gpu: &Gpu, options: &Options) -> kiln::Result<BenchReport>
     let text = options.text.clone().unwrap_or_else(|| DEFAULT_TEXT.into());
     let max = loaded.model.config.max_position_embeddings;
     let tokens = loaded.tokenizer.encode(&text, max).map_err(model_error)?;
-    // The GPU first, warmed up, before the long CPU phase; then where its time goes.
-    let (g, c) = time_paths(gpu, &loaded, &tokens.ids, options.frames, 3000.0, 30.0).await?;
+    // The GPU first, its clocks brought up (a forward leaves it idle between submissions, so
+    // it can time steadily at low clocks), before the long CPU phase; then where its time goes.
+    bench::heat(gpu, 500.0).await?;
+    let warm = bench::warm_up_budget_ms(gpu, 3000.0);
+    let (g, c) = time_paths(gpu, &loaded, &tokens.ids, options.frames, warm, 30.0).await?;
+    bench::heat(gpu, 300.0).await?;
     bench::warm_up(
         async || gpu_forward_read(gpu, &loaded, &tokens.ids).await,
-        1000.0,
+        bench::warm_up_budget_ms(gpu, 1000.0),
     )
     .await?;
     let profile = bench::profile_unit(
@@ -710,6 +759,8 @@ async fn bench_report(gpu: &Gpu, options: &Options) -> kiln::Result<BenchReport>
         options.frames.clamp(1, 50),
     )
     .await?;
+
+    let breakdown = wall_breakdown(gpu, &loaded, &tokens.ids, options.frames.clamp(1, 50)).await?;
 
     let f = loaded.gpu_forward(gpu, &tokens.ids).map_err(model_error)?;
     let (hidden, probs) = read_forward(&f).await?;
@@ -759,6 +810,7 @@ async fn bench_report(gpu: &Gpu, options: &Options) -> kiln::Result<BenchReport>
             "per_forward": profile.counts,
             "gpu_timestamp_ms_per_forward": profile.gpu_ms,
             "gpu_ms_by_family": profile.by_family,
+            "wall_breakdown_ms_per_forward": breakdown,
             "tokens": tokens.tokens, "ids": tokens.ids,
             "synthetic_weights": loaded.model.synthetic, "weights": loaded.model.source,
             "kernels": kernels,

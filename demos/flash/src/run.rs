@@ -103,6 +103,7 @@ pub async fn compare(
             &setup.start,
         )?;
         let corpus = &setup.corpus;
+        bench::heat(gpu, 500.0).await?;
         let budget = bench::warm_up_budget_ms(gpu, 2000.0);
         bench::warm_up(async || warm.step(corpus).await.map(|_| ()), budget).await?;
         let runs = if gpu.profile().is_software() { 2 } else { 10 };
@@ -114,6 +115,7 @@ pub async fn compare(
         setup.hyper,
         &setup.start,
     )?;
+    bench::heat(gpu, 300.0).await?;
     train_steps(&mut g, &setup.corpus, steps).await?;
     if let Some(path) = save {
         let state = g.download().await?;

@@ -487,6 +487,7 @@ impl Demo for Waves {
             // window runs it — phases written, three launches recorded, one submission, waited
             // for — by the wall clock, and what it asks of the device.
             let gpu_t = bench::time_dispatches(&gpu, &w.gpu_frame.launches(), 3, frames).await?;
+            bench::heat(&gpu, 300.0).await?;
             let frame = async |t: f32| -> kiln::Result<()> {
                 w.gpu_frame.compute(&gpu, &w.model, t)?;
                 gpu.idle().await

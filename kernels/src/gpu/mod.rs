@@ -95,6 +95,8 @@ struct Inner {
     uniform_align: u32,
     storage_align: u32,
     counters: Live,
+    /// When a benchmark last kept the GPU busy (its clocks stay up for a while after).
+    busy_until: Mutex<Option<web_time::Instant>>,
     /// Errors wgpu reported outside an error scope, and device loss; taken by `check`.
     errors: Arc<Mutex<Vec<Error>>>,
 }
@@ -168,6 +170,7 @@ impl Gpu {
                 uniform_align,
                 storage_align,
                 counters: Live::default(),
+                busy_until: Mutex::default(),
                 errors,
             }),
         })
@@ -338,12 +341,13 @@ impl Gpu {
         }))
     }
 
-    /// A buffer of at least `bytes` for `what`, from the pool or new, refusing sizes over the
-    /// device limits before asking wgpu. Sizes are rounded up to 4 bytes (the copy alignment).
+    /// A buffer of at least `bytes` for `what` (said only in errors), from the pool or new,
+    /// refusing sizes over the device limits before asking wgpu. Sizes are rounded up to 4
+    /// bytes (the copy alignment).
     pub(crate) fn block(
         &self,
         op: &'static str,
-        what: &str,
+        what: impl FnOnce() -> String,
         bytes: u64,
         kind: Kind,
     ) -> Result<Arc<Block>> {
@@ -351,23 +355,22 @@ impl Gpu {
         let size = bytes
             .checked_next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
             .unwrap_or(u64::MAX);
-        let mut checks = vec![("max_buffer_size", limits.max_buffer_size)];
-        if kind == Kind::Storage {
-            checks.push((
-                "max_storage_buffer_binding_size",
-                limits.max_storage_buffer_binding_size,
-            ));
-        }
-        for (limit, allowed) in checks {
-            if size > allowed {
-                return Err(Error::OverLimit {
-                    op,
-                    what: what.to_string(),
-                    limit,
-                    needed: size,
-                    allowed,
-                });
-            }
+        let binding = match kind {
+            Kind::Storage => limits.max_storage_buffer_binding_size,
+            Kind::Readback => u64::MAX,
+        };
+        let checks = [
+            ("max_buffer_size", limits.max_buffer_size),
+            ("max_storage_buffer_binding_size", binding),
+        ];
+        if let Some(&(limit, allowed)) = checks.iter().find(|(_, allowed)| size > *allowed) {
+            return Err(Error::OverLimit {
+                op,
+                what: what(),
+                limit,
+                needed: size,
+                allowed,
+            });
         }
         let class = memory::size_class(size);
         let class = if class > limits.max_buffer_size {
@@ -412,6 +415,16 @@ impl Gpu {
             .write_buffer(&slice.block.raw, slice.offset, bytes);
         Live::bump(&self.inner.counters.writes, 1);
         Ok(())
+    }
+
+    /// Whether a benchmark kept the GPU busy within the last `ms` (so its clocks are still up).
+    pub(crate) fn busy_within(&self, ms: f64) -> bool {
+        lock(&self.inner.busy_until).is_some_and(|t| t.elapsed().as_secs_f64() * 1e3 < ms)
+    }
+
+    /// Notes that a benchmark has just kept the GPU busy.
+    pub(crate) fn mark_busy(&self) {
+        *lock(&self.inner.busy_until) = Some(web_time::Instant::now());
     }
 
     /// Counts a copy back to the CPU.
