@@ -14,7 +14,7 @@ use crate::model::{self, Params, State};
 use crate::preset::{Config, Hyper};
 
 const MAGIC: &[u8; 8] = b"KILNCKPT";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const MAX_HEADER: usize = 1 << 20;
 
 /// What a checkpoint says about itself.
