@@ -8,13 +8,19 @@
 # attention shapes (B1 H16 N4096 D64, B8 H12 N1024 D64; causal or not; forward and forward +
 # backward; f32 and f16), each checked against the CPU reference on one slice; PyTorch's cuBLAS
 # and SDPA in the same command; then one table (scripts/lib/gpu_table.py) in OUT_DIR/table.md.
-# STAGES="check matmul attention" (the default) picks the parts (check: compile and tests);
+# STAGES="check matmul attention models" (the default) picks the parts (check: compile and
+# tests). The models stage times whole models beside PyTorch in the same command: the attention
+# demo's forward pass on MiniLM-L6 (MODEL_DIR, f16 safetensors; scripts/model-f16.py) at about
+# 17 and 212 tokens and on the built-in weights, next to Hugging Face transformers eager
+# (scripts/hf-encoder-time.py); the flash demo's Medium training step next to the same model
+# in PyTorch eager (scripts/flash-torch-step.py); the waves frame. BIN_DIR holds the attention,
+# flash and waves binaries (default: KILN_BIN's folder).
 # SWEEP=1 also times every offered flash variant per attention shape (for the tuned table).
 # Exits non-zero when a step fails.
 set -uo pipefail
 kiln=$1; out=$2; anchors=${3:-}
 shift $(( $# < 3 ? $# : 3 ))
-stages=${STAGES:-check matmul attention}
+stages=${STAGES:-check matmul attention models}
 sweep=${SWEEP:+--sweep}
 here=$(cd "$(dirname "$0")" && pwd)
 failed=0
@@ -72,6 +78,26 @@ if [[ " $stages " == *" attention "* ]]; then
       done
     done
   } > "$out/attention.jsonl"
+fi
+
+if [[ " $stages " == *" models "* ]]; then
+  bin=${BIN_DIR:-$(dirname "$kiln")}
+  model=${MODEL_DIR:-models/all-minilm-l6-v2-f16}
+  short="The quick brown fox jumps over the lazy dog near the river bank today."
+  long=$(python3 -c 'print(("Kernels are the implementations that run an operator on specific hardware, and the fastest one differs from device to device, so templates are rendered for the adapter in hand. ") * 6)')
+  builtin="The cat sat on the mat because it was tired, and the dog that had chased it all morning lay down by the door, waiting for the rain to stop so they could both go out again."
+  {
+    for text in "$short" "$long"; do
+      "$bin/attention" --bench --json --frames 30 --model "$model" --text "$text" 2>>"$out/models.err" || failed=1
+    done
+    "$bin/attention" --bench --json --frames 30 --model synthetic --text "$builtin" 2>>"$out/models.err" || failed=1
+    "$bin/flash" --bench --json --preset medium --steps 40 --no-sweep --threads "$(nproc)" 2>>"$out/models.err" || failed=1
+    "$bin/waves" --bench --json --frames 200 2>>"$out/models.err" || failed=1
+  } > "$out/models.jsonl"
+  {
+    python3 "$here/hf-encoder-time.py" "$model" "$short" "$long" || failed=1
+    python3 "$here/flash-torch-step.py" --preset medium --steps 50 || failed=1
+  } > "$out/models-torch.jsonl" 2> "$out/models-torch.err"
 fi
 
 if [ -n "$anchors" ]; then

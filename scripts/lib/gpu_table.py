@@ -3,7 +3,9 @@
     python3 scripts/lib/gpu_table.py OUT_DIR
 
 Reads OUT_DIR/matmul.jsonl and OUT_DIR/attention.jsonl (`kiln bench ... --json` objects, one
-after another) and OUT_DIR/anchors.jsonl (torch_anchors.py lines); prints a Markdown table.
+after another) and OUT_DIR/anchors.jsonl (torch_anchors.py lines); prints a Markdown table. Then,
+from OUT_DIR/models.jsonl (the demos' `--bench --json`) and OUT_DIR/models-torch.jsonl
+(hf-encoder-time.py, flash-torch-step.py), the whole-model table.
 """
 import json
 import os
@@ -90,5 +92,68 @@ def main(out):
           f"CPU: kiln::cpu single-threaded, wall clock, sampled rows / slices scaled to the whole.")
 
 
+def models(out):
+    """The whole-model rows: each demo's unit of work beside PyTorch eager on the same GPU."""
+    kiln = objects(os.path.join(out, "models.jsonl"))
+    torch = [o for o in objects(os.path.join(out, "models-torch.jsonl")) if "what" in o]
+    if not kiln:
+        return
+    rows = []
+    for r in kiln:
+        c = r.get("checks") or r.get("comparison") or {}
+        if r.get("demo") == "attention":
+            n = len(c.get("ids", []))
+            per = c.get("per_forward", {})
+            synthetic = c.get("synthetic_weights")
+            what = f"attention forward, {n} tokens, " + ("built-in weights" if synthetic else "MiniLM-L6")
+            ref = None if synthetic else min(
+                (t for t in torch if t.get("what") == "hf eager forward" and t["device"] == "cuda"),
+                key=lambda t: abs(t["tokens"] - n), default=None)
+            cpu_ref = None if synthetic else min(
+                (t for t in torch if t.get("what") == "hf eager forward" and t["device"] == "cpu"),
+                key=lambda t: abs(t["tokens"] - n), default=None)
+            rows.append([what, f"{r['gpu']['median_ms']:.3f}", fmt(c.get("gpu_timestamp_ms_per_forward")),
+                         f"{per.get('dispatches', '?')} / {per.get('submissions', '?')} / {per.get('buffers_created', '?')} / {per.get('bind_groups_created', '?')}",
+                         f"HF transformers {ref['tokens']} tokens: {ref['wall_ms']:.3f}" if ref else "—",
+                         f"{ref['wall_ms'] / r['gpu']['median_ms']:.2f}×" if ref else "—",
+                         f"{r['cpu']['median_ms']:.2f} ({r["cpu"]["median_ms"] / r["gpu"]["median_ms"]:.3g}×)"
+                         + (f"; HF CPU {cpu_ref['threads']} threads {cpu_ref['wall_ms']:.2f}" if cpu_ref else "")])
+        elif "comparison" in r:
+            cmp_ = r["comparison"]
+            prof = cmp_.get("gpu_step") or {}
+            per = prof.get("counts", {})
+            ref = next((t for t in torch if t.get("what", "").startswith("pytorch eager training step")
+                        and t.get("preset") == cmp_["preset"] and t["device"] == "cuda"), None)
+            g = cmp_["gpu_median_ms_per_step"]
+            rows.append([f"flash {cmp_['preset']} training step (drift {cmp_['drift']:.1e})", f"{g:.3f}",
+                         fmt(prof.get("gpu_ms")),
+                         f"{per.get('dispatches', '?')} / {per.get('submissions', '?')} / {per.get('buffers_created', '?')} / {per.get('bind_groups_created', '?')}",
+                         f"PyTorch eager: {ref['ms']:.3f}" if ref else "—",
+                         f"{ref['ms'] / g:.2f}×" if ref else "—",
+                         f"{cmp_['cpu_median_ms_per_step']:.1f} ({cmp_['speedup']:.1f}×), {cmp_['cpu']['path']}"])
+        elif r.get("demo") == "waves":
+            per = c.get("per_frame", {})
+            wall = c.get("wall_ms_per_frame")
+            rows.append([f"waves frame ({r['settings']})", fmt(wall), f"{r['gpu']['median_ms']:.4f} ({1e3 / r['gpu']['median_ms']:,.0f} frames/s)",
+                         f"{per.get('dispatches', '?')} / {per.get('submissions', '?')} / {per.get('buffers_created', '?')} / {per.get('bind_groups_created', '?')}",
+                         "—", "—", f"{r['cpu']['median_ms']:.1f} ({r['cpu']['median_ms'] / r['gpu']['median_ms']:,.0f}×)"])
+    head = ["work", "Kiln wall ms", "Kiln GPU ms (timestamps)", "launches / submissions / buffers / bind groups made",
+            "PyTorch eager ms (same GPU)", "PyTorch / Kiln time", "Kiln CPU path ms (GPU/CPU)"]
+    print()
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+    print("Whole models: Kiln wall clock from the inputs uploaded to the result read back, median "
+          "after warm-up; counts per unit after its first run. PyTorch eager f32, TF32 off, wall "
+          "clock on the same terms (hf-encoder-time.py, flash-torch-step.py).")
+
+
+def fmt(x):
+    return f"{x:.3f}" if isinstance(x, (int, float)) else "—"
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
+    models(sys.argv[1])
