@@ -154,7 +154,7 @@ const SOFTWARE: Sizes = Sizes {
 /// seconds), in a fixed order, with f16 cases where the adapter has SHADER_F16.
 pub(crate) fn all(gpu: &Gpu, wanted: &dyn Fn(&str) -> bool) -> kiln::Result<Vec<Case>> {
     let f16 = gpu.profile().features.shader_f16;
-    let z = if gpu.profile().device_type == "cpu" {
+    let z = if gpu.profile().is_software() {
         &SOFTWARE
     } else {
         &HARDWARE
@@ -325,6 +325,48 @@ pub(crate) fn all(gpu: &Gpu, wanted: &dyn Fn(&str) -> bool) -> kiln::Result<Vec<
                 )?))
             }),
         });
+    }
+
+    // The second pass of a split-K product, with each epilogue.
+    if wanted("matmul_reduce") {
+        let mut inputs = Inputs::for_family("matmul_reduce");
+        let (splits, rows, n) = (4, z.rows, 256);
+        let (partials, pa) = inputs.pair(gpu, &[splits, rows * n], DType::F32)?;
+        let pa = Array::new(&[splits, rows, n], pa.data)?;
+        let (bias, ba) = inputs.pair(gpu, &[n], DType::F32)?;
+        for epilogue in [
+            ops::matmul::Epilogue::None,
+            ops::matmul::Epilogue::Bias,
+            ops::matmul::Epilogue::BiasGelu,
+        ] {
+            let with_bias = epilogue != ops::matmul::Epilogue::None;
+            let gelu = epilogue == ops::matmul::Epilogue::BiasGelu;
+            let want = cpu::matmul_reduce(&pa, with_bias.then_some(&ba), gelu)?.data;
+            let (o, c) = out(gpu, &[rows, n], DType::F32, want)?;
+            let (partials, bias) = (partials.clone(), bias.clone());
+            cases.push(Case {
+                family: "matmul_reduce",
+                fixed: vec![
+                    dtype_is(DType::F32),
+                    ("epilogue", Param::Str(epilogue.name().into())),
+                ],
+                name: format!("matmul_reduce {splits}x{rows}x{n} {} f32", epilogue.name()),
+                tolerance: 1e-6,
+                flops: (splits * rows * n) as f64,
+                bytes: ((splits + 1) * rows * n) as f64 * f32b,
+                outputs: vec![o],
+                plan: Box::new(move |v| {
+                    let e = with_bias.then_some((&bias, epilogue));
+                    Ok(single(ops::matmul::plan_reduce(
+                        &partials,
+                        &c,
+                        n,
+                        e,
+                        Some(v),
+                    )?))
+                }),
+            });
+        }
     }
 
     // Elementwise and layout.

@@ -28,7 +28,7 @@ pub use cross_entropy::cross_entropy;
 pub use embedding::{embedding, embedding_backward};
 pub use gelu::{gelu, gelu_backward};
 pub use layernorm::{add_layernorm, layernorm, layernorm_backward};
-pub use matmul::{linear, linear_gelu, matmul};
+pub use matmul::{linear, linear_gelu, matmul, matmul_reduce};
 pub use rgba8::rgba8;
 pub use sinusoid::sinusoid;
 pub use softmax::{softmax, softmax_backward};

@@ -350,24 +350,70 @@ pub fn plan_split_named(
     let count = d.batch * d.m * d.n;
     let workspace = Tensor::uninit(gpu, &[split.splits, count], DType::F32)?;
     let slices = launch(a, b, &workspace, None, &call, &plain, split)?;
-    let reduce_choice = gpu.selector().choose(&ReduceCall(call.epilogue), None)?;
-    let wg = reduce_choice.variant.int("wg").max(1) as u64;
-    let mut tensors = vec![&workspace, c];
-    tensors.extend(bias);
-    let params = ReduceParams {
-        count: count as u32,
-        n: d.n as u32,
-        splits: split.splits as u32,
-        _pad: 0,
-    };
-    let groups = gpu.groups(OP, (count as u64).div_ceil(wg))?;
-    let sum = Dispatch::new(gpu, &reduce_choice.variant, &tensors, &params, groups)?;
+    let epilogue = bias.map(|b| (b, call.epilogue));
+    let (sum, _) = plan_reduce(&workspace, c, d.n, epilogue, None)?;
     Ok(SplitPlan {
         dispatches: vec![slices, sum],
         choice,
         split,
         workspace: Some(workspace),
     })
+}
+
+/// The sum of a split product's slices, `partials` [splits, count] (f32) into `c` (f32, count
+/// elements, rows of `n`), with the epilogue's bias [n]: the second launch of a cut K, with the
+/// named `matmul_reduce` variant or the selector's choice.
+pub fn plan_reduce(
+    partials: &Tensor,
+    c: &Tensor,
+    n: usize,
+    epilogue: Option<(&Tensor, Epilogue)>,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    const REDUCE: &str = "matmul_reduce";
+    let gpu = partials.gpu();
+    check_operands(REDUCE, &[partials, c])?;
+    let count = c.numel();
+    let bad = |detail: String| Error::InvalidArgument { op: REDUCE, detail };
+    if partials.dtype() != DType::F32 || c.dtype() != DType::F32 {
+        return Err(bad(
+            "the slices and C are f32 (K is cut only for f32 products)".into(),
+        ));
+    }
+    if n == 0 || count == 0 || !count.is_multiple_of(n) {
+        return Err(bad(format!("C has {count} elements: not rows of {n}")));
+    }
+    let splits = match partials.shape() {
+        [s, rest] if *rest == count && *s > 0 => *s,
+        other => {
+            return Err(bad(format!(
+                "the slices are {other:?}: expected [splits, {count}]"
+            )));
+        }
+    };
+    check_no_alias(REDUCE, c, &[partials])?;
+    let (bias, kind) = match epilogue {
+        Some((bias, kind)) if kind != Epilogue::None => {
+            check_operands(REDUCE, &[partials, bias])?;
+            super::check_input_shape(REDUCE, "bias", bias, &[n])?;
+            check_no_alias(REDUCE, c, &[bias])?;
+            (Some(bias), kind)
+        }
+        _ => (None, Epilogue::None),
+    };
+    let choice = gpu.selector().choose(&ReduceCall(kind), named)?;
+    let wg = choice.variant.int("wg").max(1) as u64;
+    let mut tensors = vec![partials, c];
+    tensors.extend(bias);
+    let params = ReduceParams {
+        count: count as u32,
+        n: n as u32,
+        splits: splits as u32,
+        _pad: 0,
+    };
+    let groups = gpu.groups(REDUCE, (count as u64).div_ceil(wg))?;
+    let dispatch = Dispatch::new(gpu, &choice.variant, &tensors, &params, groups)?;
+    Ok((dispatch, choice))
 }
 
 /// The variant with the same values and no epilogue.
