@@ -241,6 +241,10 @@ impl Attention {
         };
         Ok(vec![
             (
+                "embeddings",
+                sel.choose(&ops::add::call(f32, &[n, d], &[n, d])?, None)?,
+            ),
+            (
                 "layernorm",
                 sel.choose(&ops::layernorm::call(f32, d, false), None)?,
             ),
