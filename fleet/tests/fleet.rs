@@ -1,4 +1,5 @@
-//! The fleet: a campaign on the test adapter (lavapipe in CI) produces a report that validates;
+//! The fleet: a campaign on the test adapter (lavapipe in CI) produces a report that validates
+//! and holds no wrong or failed variant;
 //! corrupted reports are refused with the reason; merge picks the fastest variant that was
 //! correct everywhere in a class; the selector uses the merged table.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -56,6 +57,18 @@ fn campaign_report_validates_and_covers_every_family() {
             "no result for {f}: {families:?}"
         );
     }
+    // Every variant the campaign ran matched its CPU reference and built: a wrong or failed
+    // one is a defect of that variant, not a measurement.
+    let bad: Vec<String> = report
+        .results
+        .iter()
+        .filter(|r| r.outcome != Outcome::Ok)
+        .map(|r| {
+            let why = r.error.as_deref().unwrap_or("no error recorded");
+            format!("{} {} ({:?}): {why}", r.family, r.variant, r.outcome)
+        })
+        .collect();
+    assert!(bad.is_empty(), "wrong or failed variants: {bad:#?}");
     let ok = report
         .results
         .iter()

@@ -26,12 +26,30 @@ fn matmul_2x3_by_3x2() {
 
 #[test]
 fn matmul_batched_with_broadcast_b() {
-    // Two A matrices share one B = identity·2: C[b] = 2·A[b].
+    // Two A matrices share one B = [1 2; 3 -1], not symmetric, so B read transposed would
+    // show: [1 2]·B = [7 0], [3 4]·B = [15 2], [5 6]·B = [23 4], [7 8]·B = [31 6].
     let a = arr(&[2, 2, 2], &[1., 2., 3., 4., 5., 6., 7., 8.]);
-    let b = arr(&[2, 2], &[2., 0., 0., 2.]);
+    let b = arr(&[2, 2], &[1., 2., 3., -1.]);
     let c = cpu::matmul(&a, &b).unwrap();
     assert_eq!(c.shape, vec![2, 2, 2]);
-    close(&c.data, &[2., 4., 6., 8., 10., 12., 14., 16.]);
+    close(&c.data, &[7., 0., 15., 2., 23., 4., 31., 6.]);
+}
+
+#[test]
+fn matmul_reduce_sums_slices_then_adds_the_bias() {
+    // Two slices of a [1, 2] product: [1 2] + [3 4] = [4 6]; + bias [0.5 -1] = [4.5 5].
+    let partials = arr(&[2, 1, 2], &[1., 2., 3., 4.]);
+    close(
+        &cpu::matmul_reduce(&partials, None, false).unwrap().data,
+        &[4., 6.],
+    );
+    let bias = arr(&[2], &[0.5, -1.]);
+    let c = cpu::matmul_reduce(&partials, Some(&bias), false).unwrap();
+    assert_eq!(c.shape, vec![1, 2]);
+    close(&c.data, &[4.5, 5.]);
+    let g = cpu::matmul_reduce(&partials, Some(&bias), true).unwrap();
+    close(&g.data, &cpu::gelu(&c).unwrap().data);
+    assert!(cpu::matmul_reduce(&partials, None, true).is_err());
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! a diff to review. `KILN_UPDATE_SNAPSHOTS=1` rewrites the file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use kiln::Registry;
 use kiln::device::stored_profiles;
 use kiln::select::{Selector, TunedTable};
@@ -24,27 +26,8 @@ fn current() -> String {
 
 #[test]
 fn the_picks_for_sample_calls_on_every_stored_profile_are_as_pinned() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/picks.txt");
     let now = current();
-    if std::env::var_os("KILN_UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(path, &now).unwrap();
-        return;
-    }
-    let pinned = std::fs::read_to_string(path).unwrap_or_default();
-    let changed: Vec<String> = now
-        .lines()
-        .zip(pinned.lines())
-        .filter(|(a, b)| a != b)
-        .map(|(a, b)| format!("  pinned: {b}\n  now:    {a}"))
-        .collect();
-    assert!(
-        changed.is_empty() && now.lines().count() == pinned.lines().count(),
-        "{} picks changed ({} lines now, {} pinned); review, then KILN_UPDATE_SNAPSHOTS=1:\n{}",
-        changed.len(),
-        now.lines().count(),
-        pinned.lines().count(),
-        changed.join("\n")
-    );
+    common::check_snapshot("picks.txt", &now);
     // Every stored profile gets a variant for the plain f32 calls.
     for section in now.split("## ").skip(1) {
         let name = section.lines().next().unwrap_or("");

@@ -15,6 +15,8 @@ const site = useSite('flash/flash_bg.wasm');
 
 // SwiftShader runs the kernels on the CPU: the sweep and the training take minutes.
 const SLOW = 300000;
+// The sweep's GPU paths against the CPU path: at most 10× what SwiftShader measured.
+const SWEEP_TOLERANCE = 4e-6;
 
 async function settled(page, key) {
   await page.waitForFunction((k) => ['done', 'error'].includes(document.body.dataset[k]),
@@ -109,6 +111,11 @@ test('the sweep draws its charts, then a short training run compares both paths'
   assert.deepEqual(sweep.points.map((p) => p.seq), [64, 128, 256]);
   for (const p of sweep.points) {
     assert.ok(p.flash_ms > 0 && p.naive_ms > 0 && p.cpu_ms > 0, JSON.stringify(p));
+    // Both GPU paths' O, dQ, dK and dV against the CPU path.
+    console.log(`sweep N ${p.seq}: rel. L2 flash ${p.flash_rel_l2}, naive ${p.naive_rel_l2}`);
+    for (const e of [p.flash_rel_l2, p.naive_rel_l2]) {
+      assert.ok(Number.isFinite(e) && e <= SWEEP_TOLERANCE, JSON.stringify(p));
+    }
     assert.ok(p.flash_mb > 0 && p.naive_mb > p.flash_mb, JSON.stringify(p));
     assert.match(p.gpu_clock, /^(gpu_timestamps|wall_clock)$/);
   }

@@ -208,6 +208,11 @@ fn tokenizer_of_a_real_bert_vocabulary_when_fetched() {
             );
         }
         Err(_) => {
+            eprintln!(
+                "tokenizer_of_a_real_bert_vocabulary_when_fetched: no MiniLM vocabulary at {} \
+                 (scripts/fetch-model.sh fetches it); checked a hand-made vocabulary instead",
+                dir.display()
+            );
             let vocab: Vec<String> = [
                 "[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able", "!",
             ]

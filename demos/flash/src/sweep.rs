@@ -32,6 +32,10 @@ pub struct Point {
     /// What the naive path writes and reads of the N×N matrices alone.
     pub score_matrix_mb: f64,
     pub gpu_clock: bench::Clock,
+    /// The worst relative L2 error of O, dQ, dK and dV against the CPU path, per GPU path
+    /// (`None` where the CPU path was left out for time).
+    pub flash_rel_l2: Option<f64>,
+    pub naive_rel_l2: Option<f64>,
 }
 
 /// The whole sweep.
@@ -76,8 +80,8 @@ struct FlashPath {
     forward: Dispatch,
     forward_choice: Choice,
     backward: attention::BackwardPlan,
-    // Written by the launches: kept alive with them.
-    _outputs: (Tensor, Tensor, Grads),
+    // Written by the launches: O, the log-sum-exp, the gradients.
+    outputs: (Tensor, Tensor, Grads),
 }
 
 impl FlashPath {
@@ -105,7 +109,7 @@ impl FlashPath {
             forward,
             forward_choice,
             backward,
-            _outputs: (o, lse, grads),
+            outputs: (o, lse, grads),
         })
     }
 }
@@ -189,6 +193,20 @@ pub fn run_cpu(shape: Shape, n: usize) -> Result<CpuPoint> {
     })
 }
 
+/// The largest relative L2 error of the tensors against the CPU path's arrays.
+async fn worst_error(got: [&Tensor; 4], want: [&Vec<f32>; 4]) -> Result<f64> {
+    let mut worst = 0.0f64;
+    for (g, w) in got.into_iter().zip(want) {
+        let e = cpu::rel_l2(&g.read().await?, w);
+        // NaN is worse than any number (f64::max would drop it).
+        worst = if e.is_nan() { f64::NAN } else { worst.max(e) };
+        if worst.is_nan() {
+            break;
+        }
+    }
+    Ok(worst)
+}
+
 fn random(gpu: &Gpu, shape: &[usize], rng: &mut StdRng) -> Result<(Tensor, Array)> {
     let n = shape.iter().product();
     let data: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
@@ -243,17 +261,27 @@ pub async fn run(
         naive_d.extend(nb.iter());
         let naive_t = bench::time_dispatches(gpu, &naive_d, 2, repeats).await?;
 
-        // The CPU path, while it stays affordable.
+        // The CPU path, while it stays affordable; both GPU paths checked against it.
         let estimate = last_cpu.map(|(m, ms)| ms * (n * n) as f64 / (m * m) as f64);
-        let cpu_ms = if estimate.is_none_or(|e| e <= cpu_limit_ms) {
+        let (mut cpu_ms, mut flash_rel_l2, mut naive_rel_l2) = (None, None, None);
+        if estimate.is_none_or(|e| e <= cpu_limit_ms) {
+            let mut want = None;
             let t = bench::time_cpu(0, 1, 0.0, || {
-                let _ = cpu::attention_forward_backward(&qa, &ka, &va, &doa, true, scale);
+                want = Some(cpu::attention_forward_backward(
+                    &qa, &ka, &va, &doa, true, scale,
+                ));
             })?;
             last_cpu = Some((n, t.median_ms));
-            Some(t.median_ms)
-        } else {
-            None
-        };
+            cpu_ms = Some(t.median_ms);
+            if let Some(want) = want {
+                let (f, g) = want?;
+                let want = [&f.out.data, &g.dq.data, &g.dk.data, &g.dv.data];
+                let (o, _, fg) = &plan.outputs;
+                flash_rel_l2 = Some(worst_error([o, &fg.dq, &fg.dk, &fg.dv], want).await?);
+                let got = [&naive.out, &ngrads.dq, &ngrads.dk, &ngrads.dv];
+                naive_rel_l2 = Some(worst_error(got, want).await?);
+            }
+        }
 
         let bytes = Bytes::of(shape, n)?;
         points.push(Point {
@@ -265,6 +293,8 @@ pub async fn run(
             naive_mb: bytes.naive_mb,
             score_matrix_mb: bytes.score_matrix_mb,
             gpu_clock: flash_t.clock,
+            flash_rel_l2,
+            naive_rel_l2,
         });
     }
     Ok(Sweep {

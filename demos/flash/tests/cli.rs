@@ -1,5 +1,6 @@
 //! `flash` as a user runs it on the adapter in hand (lavapipe in CI): the 20-step Small run on
-//! both paths with the drift under 5 %, checkpoints saved, resumed, sampled from, and refused
+//! both paths with the drift within 10× what was measured, the sweep's GPU paths checked against
+//! the CPU path, checkpoints saved, resumed, sampled from, and refused
 //! when corrupt or mismatched; bad data files refused with a clear error.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -49,7 +50,8 @@ fn small_preset_trains_on_both_paths_with_low_drift_and_checkpoints() {
         c["gpu"]["losses"][0],
         c["gpu"]["losses"][19]
     );
-    assert!(drift < 0.05, "drift {drift}");
+    // Measured 8.8e-8 on lavapipe (2026-12-01, the same on every run): at most 10× that.
+    assert!(drift <= 8e-7, "drift {drift}");
     for path in ["gpu", "cpu"] {
         let losses: Vec<f64> = c[path]["losses"]
             .as_array()
@@ -75,6 +77,12 @@ fn small_preset_trains_on_both_paths_with_low_drift_and_checkpoints() {
     for p in points {
         for key in ["flash_ms", "naive_ms", "cpu_ms"] {
             assert!(p[key].as_f64().unwrap() > 0.0, "{key} in {p}");
+        }
+        // O, dQ, dK and dV of both GPU paths against the CPU path: measured at most 4.0e-7 on
+        // lavapipe (flash; 2.6e-7 naive), allowed 10× that.
+        for key in ["flash_rel_l2", "naive_rel_l2"] {
+            let e = p[key].as_f64().unwrap_or(f64::NAN);
+            assert!(e <= 4e-6, "{key} {e} in {p}");
         }
         assert!(p["flash_mb"].as_f64().unwrap() < p["naive_mb"].as_f64().unwrap());
     }

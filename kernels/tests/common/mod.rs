@@ -95,3 +95,28 @@ pub fn variants(family: &str, dtype: DType) -> Vec<kiln::Variant> {
     );
     vs
 }
+
+/// Compares `now` with the pinned text in `tests/snapshots/<file>`, line by line, failing with
+/// the changed lines; `KILN_UPDATE_SNAPSHOTS=1` rewrites the file instead (review the diff).
+pub fn check_snapshot(file: &str, now: &str) {
+    let path = format!("{}/tests/snapshots/{file}", env!("CARGO_MANIFEST_DIR"));
+    if std::env::var_os("KILN_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, now).unwrap();
+        return;
+    }
+    let pinned = std::fs::read_to_string(&path).unwrap_or_default();
+    let changed: Vec<String> = now
+        .lines()
+        .zip(pinned.lines())
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("  pinned: {b}\n  now:    {a}"))
+        .collect();
+    assert!(
+        changed.is_empty() && now.lines().count() == pinned.lines().count(),
+        "{file}: {} lines changed ({} lines now, {} pinned); review, then KILN_UPDATE_SNAPSHOTS=1:\n{}",
+        changed.len(),
+        now.lines().count(),
+        pinned.lines().count(),
+        changed.join("\n")
+    );
+}
