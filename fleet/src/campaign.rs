@@ -174,7 +174,7 @@ pub(crate) struct CeilingKernels {
 
 impl CeilingKernels {
     pub fn new(gpu: &Gpu) -> Result<CeilingKernels> {
-        let software = gpu.profile().device_type == "cpu";
+        let software = gpu.profile().is_software();
         let (copy_n, fma_n, iters) = if software {
             (1 << 20, 1 << 16, 256)
         } else {

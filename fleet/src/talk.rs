@@ -26,7 +26,7 @@ const MOST_RUNS: usize = 512;
 
 /// Whether the adapter is a CPU running the GPU's work (lavapipe, SwiftShader): sizes shrink.
 fn software(gpu: &Gpu) -> bool {
-    gpu.profile().device_type == "cpu"
+    gpu.profile().is_software()
 }
 
 /// Timed samples of one piece of work on the wall clock: `runs` runs in one submission, waited

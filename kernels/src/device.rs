@@ -217,14 +217,14 @@ impl DeviceProfile {
         )
     }
 
-    /// Whether WGSL for this device must say `enable subgroups;` (browsers require it,
-    /// naga rejects it).
     /// Whether the adapter is a software rasterizer running on the CPU (lavapipe, SwiftShader):
     /// no GPU clocks to bring up, and compiles that take seconds.
     pub fn is_software(&self) -> bool {
         self.device_type == "cpu"
     }
 
+    /// Whether WGSL for this device must say `enable subgroups;` (browsers require it,
+    /// naga rejects it).
     pub fn wgsl_needs_subgroup_enable(&self) -> bool {
         self.backend == "webgpu"
     }

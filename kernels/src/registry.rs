@@ -490,7 +490,7 @@ pub fn unsupported_reason(variant: &Variant, profile: &DeviceProfile) -> Option<
         }
     }
     // Bodies unrolled for hardware GPUs: a software adapter's compiler takes minutes on them.
-    if variant.flag("hardware_only") && profile.device_type == "cpu" {
+    if variant.flag("hardware_only") && profile.is_software() {
         return Some("is unrolled for hardware GPUs, not offered on a software adapter".into());
     }
     // Kernels that lay their work out by subgroup need that exact size.

@@ -35,7 +35,7 @@ pub const SHAPE: Shape = Shape {
 
 /// The sequence lengths swept: shorter on a software adapter.
 pub fn sweep_lengths(gpu: &Gpu) -> Vec<usize> {
-    if gpu.profile().device_type == "cpu" {
+    if gpu.profile().is_software() {
         vec![64, 128, 256]
     } else {
         vec![128, 256, 512, 1024, 2048]
@@ -46,7 +46,7 @@ pub fn sweep_lengths(gpu: &Gpu) -> Vec<usize> {
 /// point holds the window's frames while it runs.
 fn talk_lengths(gpu: &Gpu) -> Vec<usize> {
     let mut lengths = sweep_lengths(gpu);
-    if gpu.profile().device_type == "cpu" {
+    if gpu.profile().is_software() {
         lengths.truncate(2);
     }
     lengths

@@ -306,7 +306,7 @@ impl Demo for Waves {
     /// 1024×1024 on a GPU; 256×256 on a software adapter, where a 1024² frame takes seconds
     /// (`r` raises it).
     fn new(gpu: &Gpu, _options: &Options) -> kiln::Result<Self> {
-        let res = if gpu.profile().device_type == "cpu" {
+        let res = if gpu.profile().is_software() {
             256
         } else {
             1024
