@@ -4,8 +4,7 @@
 //! times the raced matmul against the CPU reference. Screenshots from ImageMagick.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../shared/testing/x11.rs"]
-mod x11;
+use kiln_testing::x11;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -3,8 +3,7 @@
 //! ImageMagick's `import`, keys from xdotool.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../../shared/testing/x11.rs"]
-mod x11;
+use kiln_testing::x11;
 
 use std::process::Command;
 use std::thread::sleep;

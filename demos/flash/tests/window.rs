@@ -5,8 +5,7 @@
 //! `--stage 3` opens at the third.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../../shared/testing/x11.rs"]
-mod x11;
+use kiln_testing::x11;
 
 use std::path::{Path, PathBuf};
 use std::thread::sleep;

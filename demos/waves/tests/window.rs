@@ -3,8 +3,7 @@
 //! the X screen come from ImageMagick's `import`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../../shared/testing/x11.rs"]
-mod x11;
+use kiln_testing::x11;
 
 use std::path::PathBuf;
 use std::thread::sleep;

@@ -1,8 +1,7 @@
-//! Helpers for the demos' window tests, included by each with
-//! `#[path = "../../../shared/testing/x11.rs"] mod x11;`: an Xvfb server and a child process
+//! Helpers for the window tests (`use kiln_testing::x11;`): an Xvfb server and a child process
 //! killed when dropped, screenshots of the X screen (ImageMagick `import`), their statistics
 //! and their differences.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -11,6 +10,7 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 /// A child process killed (and reaped) when dropped.
+#[derive(Debug)]
 pub struct Killed(pub Child);
 
 impl Drop for Killed {

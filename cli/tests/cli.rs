@@ -1,0 +1,123 @@
+//! The `kiln` command as a user runs it on the adapter in hand (lavapipe in CI): bad input exits
+//! non-zero with a message naming the problem; the kernel listing and a benchmark that agrees
+//! with the CPU path.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+fn kiln(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(args)
+        .env("NODEVICE_SELECT", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_bad_input_exits_non_zero_with_a_message() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["bench", "matmul", "--m", "0", "--n", "4", "--k", "4"],
+            "is empty",
+        ),
+        (
+            &[
+                "bench", "matmul", "--m", "4", "--n", "4", "--k", "4", "--dtype", "f64",
+            ],
+            "`f64` is not a dtype",
+        ),
+        (
+            &[
+                "--without",
+                "f16",
+                "bench",
+                "matmul",
+                "--m",
+                "4",
+                "--n",
+                "4",
+                "--k",
+                "4",
+                "--dtype",
+                "f16",
+            ],
+            "SHADER_F16",
+        ),
+        (
+            &[
+                "bench",
+                "matmul",
+                "--m",
+                "4",
+                "--n",
+                "4",
+                "--k",
+                "4",
+                "--variant",
+                "nope",
+            ],
+            "unknown kernel matmul/nope",
+        ),
+        (
+            &["kernels", "--render", "matmul", "nope"],
+            "unknown kernel matmul/nope",
+        ),
+        (
+            &["kernels", "--profile", "/nonexistent.json"],
+            "not a stored profile name",
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, _, err) = kiln(args);
+        assert_ne!(code, 0, "{args:?} should fail");
+        assert!(err.contains(expected), "{args:?}: stderr {err}");
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    }
+    // Over the adapter's storage-binding limit (as `kiln info` reports it): refused before any
+    // allocation.
+    let (code, info, err) = kiln(&["info", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    let limit = info["limits"]["max_storage_buffer_binding_size"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no storage-binding limit in {info}"));
+    let side = ((limit / 4) as f64).sqrt() as usize + 1;
+    let s = side.to_string();
+    let (code, _, err) = kiln(&["bench", "matmul", "--m", &s, "--n", &s, "--k", &s]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("over the device limit max_storage_buffer_binding_size"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cli_lists_kernels_and_benchmarks_within_tolerance() {
+    let (code, out, err) = kiln(&["kernels"]);
+    assert_eq!(code, 0, "{err}");
+    println!("{}", out.lines().last().unwrap_or(""));
+    let (code, out, err) = kiln(&[
+        "bench",
+        "matmul",
+        "--m",
+        "33",
+        "--n",
+        "7",
+        "--k",
+        "130",
+        "--repeats",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["rel_l2_error"].as_f64().unwrap() < 1e-5, "{out}");
+    assert!(v["gpu"]["median_ms"].as_f64().unwrap() > 0.0);
+    assert!(v["cpu"]["median_ms"].as_f64().unwrap() > 0.0);
+    assert!(["gpu_timestamps", "wall_clock"].contains(&v["gpu"]["clock"].as_str().unwrap()));
+}
