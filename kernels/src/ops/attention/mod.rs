@@ -349,19 +349,7 @@ pub fn flash_attention_backward(
     scale: f32,
 ) -> Result<Grads> {
     let grads = Grads::like(q, k, v)?;
-    let plan = plan_backward(
-        q,
-        k,
-        v,
-        o,
-        lse,
-        d_o,
-        &grads,
-        causal,
-        scale,
-        BackwardVariants::default(),
-    )?;
-    q.gpu().record_all(plan.dispatches)?;
+    flash_attention_backward_into(q, k, v, o, lse, d_o, &grads, causal, scale)?;
     Ok(grads)
 }
 
