@@ -11,206 +11,8 @@ use crate::contract::{Contract, Param};
 use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 
-/// The families built into Kiln: `(family, template, contract)`.
-const FAMILIES: [(&str, &str, &str); 25] = [
-    (
-        "copy",
-        include_str!("../templates/copy.wgsl.jinja"),
-        include_str!("../templates/copy.toml"),
-    ),
-    (
-        "fma_chain",
-        include_str!("../templates/fma_chain.wgsl.jinja"),
-        include_str!("../templates/fma_chain.toml"),
-    ),
-    (
-        "matmul",
-        include_str!("../templates/matmul.wgsl.jinja"),
-        include_str!("../templates/matmul.toml"),
-    ),
-    (
-        "matmul_reduce",
-        include_str!("../templates/matmul_reduce.wgsl.jinja"),
-        include_str!("../templates/matmul_reduce.toml"),
-    ),
-    (
-        "add",
-        include_str!("../templates/add.wgsl.jinja"),
-        include_str!("../templates/add.toml"),
-    ),
-    (
-        "softmax",
-        include_str!("../templates/softmax.wgsl.jinja"),
-        include_str!("../templates/softmax.toml"),
-    ),
-    (
-        "layernorm",
-        include_str!("../templates/layernorm.wgsl.jinja"),
-        include_str!("../templates/layernorm.toml"),
-    ),
-    (
-        "sinusoid",
-        include_str!("../templates/sinusoid.wgsl.jinja"),
-        include_str!("../templates/sinusoid.toml"),
-    ),
-    (
-        "rgba8",
-        include_str!("../templates/rgba8.wgsl.jinja"),
-        include_str!("../templates/rgba8.toml"),
-    ),
-    (
-        "flash_fwd",
-        include_str!("../templates/flash_fwd.wgsl.jinja"),
-        include_str!("../templates/flash_fwd.toml"),
-    ),
-    (
-        "flash_bwd_dq",
-        include_str!("../templates/flash_bwd_dq.wgsl.jinja"),
-        include_str!("../templates/flash_bwd_dq.toml"),
-    ),
-    (
-        "flash_bwd_dkdv",
-        include_str!("../templates/flash_bwd_dkdv.wgsl.jinja"),
-        include_str!("../templates/flash_bwd_dkdv.toml"),
-    ),
-    (
-        "flash_bwd_fused",
-        include_str!("../templates/flash_bwd_fused.wgsl.jinja"),
-        include_str!("../templates/flash_bwd_fused.toml"),
-    ),
-    (
-        "attention_delta",
-        include_str!("../templates/attention_delta.wgsl.jinja"),
-        include_str!("../templates/attention_delta.toml"),
-    ),
-    (
-        "transpose",
-        include_str!("../templates/transpose.wgsl.jinja"),
-        include_str!("../templates/transpose.toml"),
-    ),
-    (
-        "softmax_backward",
-        include_str!("../templates/softmax_backward.wgsl.jinja"),
-        include_str!("../templates/softmax_backward.toml"),
-    ),
-    (
-        "gelu",
-        include_str!("../templates/gelu.wgsl.jinja"),
-        include_str!("../templates/gelu.toml"),
-    ),
-    (
-        "swap_axes",
-        include_str!("../templates/swap_axes.wgsl.jinja"),
-        include_str!("../templates/swap_axes.toml"),
-    ),
-    (
-        "gelu_backward",
-        include_str!("../templates/gelu_backward.wgsl.jinja"),
-        include_str!("../templates/gelu_backward.toml"),
-    ),
-    (
-        "layernorm_backward",
-        include_str!("../templates/layernorm_backward.wgsl.jinja"),
-        include_str!("../templates/layernorm_backward.toml"),
-    ),
-    (
-        "layernorm_params_backward",
-        include_str!("../templates/layernorm_params_backward.wgsl.jinja"),
-        include_str!("../templates/layernorm_params_backward.toml"),
-    ),
-    (
-        "cross_entropy",
-        include_str!("../templates/cross_entropy.wgsl.jinja"),
-        include_str!("../templates/cross_entropy.toml"),
-    ),
-    (
-        "adamw",
-        include_str!("../templates/adamw.wgsl.jinja"),
-        include_str!("../templates/adamw.toml"),
-    ),
-    (
-        "embedding",
-        include_str!("../templates/embedding.wgsl.jinja"),
-        include_str!("../templates/embedding.toml"),
-    ),
-    (
-        "embedding_backward",
-        include_str!("../templates/embedding_backward.wgsl.jinja"),
-        include_str!("../templates/embedding_backward.toml"),
-    ),
-];
-
-/// Pieces shared by several templates, imported with `{% import %}`.
-const PARTIALS: [(&str, &str); 17] = [
-    (
-        "_gelu.wgsl.jinja",
-        include_str!("../templates/_gelu.wgsl.jinja"),
-    ),
-    (
-        "_flash_fwd_coop.wgsl.jinja",
-        include_str!("../templates/_flash_fwd_coop.wgsl.jinja"),
-    ),
-    (
-        "_matmul_coop_global.wgsl.jinja",
-        include_str!("../templates/_matmul_coop_global.wgsl.jinja"),
-    ),
-    (
-        "_matmul_tiled.wgsl.jinja",
-        include_str!("../templates/_matmul_tiled.wgsl.jinja"),
-    ),
-    (
-        "_matmul_vec4.wgsl.jinja",
-        include_str!("../templates/_matmul_vec4.wgsl.jinja"),
-    ),
-    (
-        "_matmul_coop.wgsl.jinja",
-        include_str!("../templates/_matmul_coop.wgsl.jinja"),
-    ),
-    (
-        "_reduce.wgsl.jinja",
-        include_str!("../templates/_reduce.wgsl.jinja"),
-    ),
-    (
-        "_attention.wgsl.jinja",
-        include_str!("../templates/_attention.wgsl.jinja"),
-    ),
-    (
-        "_flash_fwd_tiled.wgsl.jinja",
-        include_str!("../templates/_flash_fwd_tiled.wgsl.jinja"),
-    ),
-    (
-        "_flash_fwd_outer.wgsl.jinja",
-        include_str!("../templates/_flash_fwd_outer.wgsl.jinja"),
-    ),
-    (
-        "_flash_fwd_stream.wgsl.jinja",
-        include_str!("../templates/_flash_fwd_stream.wgsl.jinja"),
-    ),
-    (
-        "_flash_bwd_dq_tiled.wgsl.jinja",
-        include_str!("../templates/_flash_bwd_dq_tiled.wgsl.jinja"),
-    ),
-    (
-        "_flash_bwd_dq_outer.wgsl.jinja",
-        include_str!("../templates/_flash_bwd_dq_outer.wgsl.jinja"),
-    ),
-    (
-        "_flash_bwd_dq_stream.wgsl.jinja",
-        include_str!("../templates/_flash_bwd_dq_stream.wgsl.jinja"),
-    ),
-    (
-        "_flash_bwd_dkdv_tiled.wgsl.jinja",
-        include_str!("../templates/_flash_bwd_dkdv_tiled.wgsl.jinja"),
-    ),
-    (
-        "_flash_bwd_dkdv_outer.wgsl.jinja",
-        include_str!("../templates/_flash_bwd_dkdv_outer.wgsl.jinja"),
-    ),
-    (
-        "_flash_bwd_dkdv_stream.wgsl.jinja",
-        include_str!("../templates/_flash_bwd_dkdv_stream.wgsl.jinja"),
-    ),
-];
+// `FAMILIES` and `PARTIALS`, discovered under `families/` by the build script.
+include!(concat!(env!("OUT_DIR"), "/families.rs"));
 
 /// One assignment of a family's variables: a kernel that can be rendered.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -362,7 +164,7 @@ pub struct Registry {
 impl Registry {
     /// The families built into Kiln.
     pub fn builtin() -> Result<Self> {
-        Self::from_sources(&FAMILIES, &PARTIALS)
+        Self::from_sources(FAMILIES, PARTIALS)
     }
 
     /// A registry of the given families `(name, template, contract)` and partials
@@ -467,9 +269,63 @@ impl Registry {
             });
         }
         let source = self.render(variant, profile)?;
-        validate_wgsl(&variant.family, &variant.name, &source, profile)?;
+        let module = validate_wgsl(&variant.family, &variant.name, &source, profile)?;
+        check_shape(variant, &module)?;
         Ok(source)
     }
+}
+
+/// Checks what the contract says of a variant against naga's module of its WGSL: one compute
+/// entry point `main` with the variant's workgroup size, and workgroup memory (as naga lays it
+/// out) no larger than the bytes the contract declares (the device limit is checked against the
+/// declared bytes before anything is rendered).
+pub fn check_shape(variant: &Variant, module: &naga::Module) -> Result<()> {
+    let fail = |detail: String| Error::ShaderValidation {
+        family: variant.family.clone(),
+        variant: variant.name.clone(),
+        line: None,
+        detail,
+    };
+    let entry = match module.entry_points.as_slice() {
+        [e] if e.name == "main" && e.stage == naga::ShaderStage::Compute => e,
+        other => {
+            let names: Vec<&str> = other.iter().map(|e| e.name.as_str()).collect();
+            return Err(fail(format!(
+                "expected one compute entry point `main`, found {names:?}"
+            )));
+        }
+    };
+    if entry.workgroup_size != variant.workgroup_size {
+        return Err(fail(format!(
+            "the shader's workgroup is {:?}, the contract says {:?}",
+            entry.workgroup_size, variant.workgroup_size
+        )));
+    }
+    let used = workgroup_bytes(module).map_err(fail)?;
+    if used > u64::from(variant.workgroup_storage) {
+        return Err(fail(format!(
+            "the shader declares {used} B of workgroup memory, the contract {} B",
+            variant.workgroup_storage
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes of workgroup memory a module declares, as naga lays its variables out.
+pub fn workgroup_bytes(module: &naga::Module) -> std::result::Result<u64, String> {
+    let mut layouter = naga::proc::Layouter::default();
+    layouter
+        .update(module.to_ctx())
+        .map_err(|e| format!("naga cannot lay out the types: {e}"))?;
+    let mut total = 0u64;
+    for (_, var) in module.global_variables.iter() {
+        if var.space == naga::AddressSpace::WorkGroup {
+            let layout = layouter[var.ty];
+            total = total.next_multiple_of(u64::from(layout.alignment.round_up(1)));
+            total += u64::from(layout.size);
+        }
+    }
+    Ok(total)
 }
 
 /// Why `profile` cannot run `variant`, or `None` when it can.
