@@ -2,7 +2,8 @@
 # Runs on the GPU machine over binaries built beforehand (no Rust toolchain there):
 #   scripts/bench-gpu.sh KILN_BIN OUT_DIR [TORCH_ANCHORS_PY] [GPU_TEST_BIN...]
 # In one command: the adapter profile; every variant compiled by the driver; the GPU test
-# binaries given (every variant against the CPU reference); the matmul shapes (1024³, 4096³,
+# binaries given (kernels/tests/every_variant.rs among them: every offered variant against the
+# CPU reference on its proof cases); the matmul shapes (1024³, 4096³,
 # 8192³ in f32 and f16, the waves frame), each timed for the selector's choice and the candidate
 # variants and checked against the CPU reference on sampled rows before its time counts; the
 # attention shapes (B1 H16 N4096 D64, B8 H12 N1024 D64; causal or not; forward and forward +
@@ -33,7 +34,7 @@ if [[ " $stages " == *" check "* ]]; then
   tail -n 1 "$out/kernels.txt"
   for t in "$@"; do
     "$t" > "$out/tests-$(basename "$t").txt" 2>&1 || { failed=1; echo "FAILED: $t"; }
-    grep -E "^test result|FAILED|panicked" "$out/tests-$(basename "$t").txt" | head -n 5
+    grep -E "^test result|FAILED|panicked|offered variants of .* proven on" "$out/tests-$(basename "$t").txt" | head -n 12
   done
 fi
 

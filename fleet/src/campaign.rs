@@ -2,10 +2,10 @@
 //! [`LEFT_OUT_FAMILIES`]) on the fixed cases —
 //! each checked against the CPU reference before it is timed — within a time budget.
 
-use kiln::{Choice, Dispatch, Gpu, Tensor, bench, cpu};
+use kiln::cases::{self, Case, Scale};
+use kiln::{Choice, Dispatch, Gpu, Tensor, bench};
 use web_time::Instant;
 
-use crate::cases::{self, Case, Output};
 use crate::error::{FleetError, Result};
 use crate::report::{
     Ceilings, Outcome, Platform, Report, SCHEMA, Skipped, Timing, VERSION, VariantResult,
@@ -67,9 +67,11 @@ pub async fn run(
     progress(&p);
     let mut ceilings = ceilings(gpu).await?;
 
-    let cases: Vec<Case> = cases::all(gpu, &|family| {
-        options.families.is_empty() || options.families.iter().any(|f| f == family)
-    })?;
+    let wanted = |family: &str| {
+        !LEFT_OUT_FAMILIES.contains(&family)
+            && (options.families.is_empty() || options.families.iter().any(|f| f == family))
+    };
+    let cases: Vec<Case> = cases::all(gpu, Scale::campaign(gpu), &wanted)?;
     if cases.is_empty() {
         return Err(FleetError::Usage(format!(
             "no case of the families {:?}",
@@ -278,39 +280,14 @@ async fn run_one(
     result.compile_ms = (!built).then(|| t0.elapsed().as_secs_f64() * 1e3);
     result.bucket = planned.choice.bucket.clone();
 
-    // Poison, run everything once, and check.
-    for o in &case.outputs {
-        match o {
-            Output::Values { t, .. } => t.write(&vec![f32::NAN; t.numel()])?,
-            Output::Pixels { t, .. } => t.write_u32(&vec![0xdead_beef; t.numel()])?,
+    // Poison, run everything once, and check against the CPU reference.
+    let err = match case.check(gpu, &planned).await {
+        Ok(err) => err,
+        Err(e) => {
+            result.error = Some(e.to_string());
+            return Ok(Some(result));
         }
-    }
-    let all: Vec<_> = planned.all.iter().collect();
-    gpu.submit(&all)?;
-    if let Err(e) = gpu.check() {
-        result.error = Some(e.to_string());
-        return Ok(Some(result));
-    }
-    let (mut got, mut want) = (Vec::new(), Vec::new());
-    for o in &case.outputs {
-        match o {
-            Output::Values { t, want: w } => {
-                got.extend(t.read().await?);
-                want.extend_from_slice(w);
-            }
-            Output::Pixels { t, want: w } => {
-                let channels = |px: &[u32]| -> Vec<f32> {
-                    px.iter()
-                        .flat_map(|p| p.to_le_bytes())
-                        .map(f32::from)
-                        .collect()
-                };
-                got.extend(channels(&t.read_u32().await?));
-                want.extend(channels(w));
-            }
-        }
-    }
-    let err = cpu::rel_l2(&got, &want);
+    };
     result.rel_l2 = err.is_finite().then_some(err);
     if err.is_nan() || err > case.tolerance {
         result.outcome = Outcome::Wrong;

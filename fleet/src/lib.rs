@@ -3,7 +3,6 @@
 //! the tuned table `kiln`'s selector loads; and the walkthrough of all that for presenter mode.
 
 pub mod campaign;
-mod cases;
 pub mod error;
 pub mod merge;
 pub mod report;

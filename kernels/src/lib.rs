@@ -13,6 +13,7 @@
 //! ```
 
 pub mod bench;
+pub mod cases;
 pub mod contract;
 pub mod cpu;
 pub mod device;

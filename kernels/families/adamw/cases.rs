@@ -1,0 +1,50 @@
+//! adamw's cases: one optimiser step in place. Each run first copies the starting parameters
+//! and moments back in, then steps; only the step is timed.
+use super::*;
+
+pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    use crate::ops::ceiling::plan_copy;
+    let mut inputs = Inputs::for_family("adamw");
+    // Whole vec4s: the resets are copies.
+    let n = z.elementwise.next_multiple_of(4);
+    let (p0, mut pa) = inputs.pair(gpu, &[n], DType::F32)?;
+    let (g, ga) = inputs.pair(gpu, &[n], DType::F32)?;
+    let (m0, mut ma) = inputs.pair(gpu, &[n], DType::F32)?;
+    let v_start: Vec<f32> = inputs.data(n, DType::F32).iter().map(|x| x.abs()).collect();
+    let v0 = Tensor::from_slice(gpu, &[n], &v_start, DType::F32)?;
+    let mut va = Array::new(&[n], v_start)?;
+    let h = crate::optim::AdamW {
+        lr: 1e-3,
+        beta1: 0.9,
+        beta2: 0.999,
+        eps: 1e-8,
+        weight_decay: 0.01,
+        step: 10,
+    };
+    cpu::adamw(&mut pa, &ga, &mut ma, &mut va, &h)?;
+    let (o_p, p) = out(gpu, &[n], DType::F32, pa.data)?;
+    let (o_m, m) = out(gpu, &[n], DType::F32, ma.data)?;
+    let (o_v, v) = out(gpu, &[n], DType::F32, va.data)?;
+    Ok(vec![Case {
+        family: "adamw",
+        fixed: vec![dtype_is(DType::F32)],
+        name: format!("adamw {n} f32"),
+        tolerance: tolerance(z, DType::F32, 1e-5, 1e-6),
+        flops: 16.0 * n as f64,
+        bytes: 7.0 * n as f64 * 4.0,
+        outputs: vec![o_p, o_m, o_v],
+        plan: Box::new(move |name| {
+            let (step, choice) = crate::ops::adamw::plan(&p, &g, &m, &v, &h, Some(name))?;
+            Ok(Planned {
+                all: vec![
+                    plan_copy(&p0, &p, None)?.0,
+                    plan_copy(&m0, &m, None)?.0,
+                    plan_copy(&v0, &v, None)?.0,
+                    step,
+                ],
+                timed: vec![3],
+                choice,
+            })
+        }),
+    }])
+}

@@ -1,0 +1,27 @@
+//! add's cases: equal shapes (the contiguous and vec4 forms) and a broadcast row.
+use super::*;
+
+pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    let mut inputs = Inputs::for_family("add");
+    let (r, c) = z.rows;
+    let mut cases = Vec::new();
+    for dtype in dtypes(gpu, z) {
+        for (b_shape, what) in [(vec![r, c], "same shape"), (vec![c], "broadcast")] {
+            let (a, aa) = inputs.pair(gpu, &[r, c], dtype)?;
+            let (b, ba) = inputs.pair(gpu, &b_shape, dtype)?;
+            let (o, y) = out(gpu, &[r, c], dtype, cpu::add(&aa, &ba)?.data)?;
+            let nb = b_shape.iter().product::<usize>();
+            cases.push(Case {
+                family: "add",
+                fixed: vec![dtype_is(dtype)],
+                name: format!("add {r}x{c} + {b_shape:?} ({what}) {}", dtype.wgsl()),
+                tolerance: tolerance(z, dtype, 1e-6, 1e-7),
+                flops: (r * c) as f64,
+                bytes: (2 * r * c + nb) as f64 * dtype.size() as f64,
+                outputs: vec![o],
+                plan: Box::new(move |v| Ok(single(crate::ops::add::plan(&a, &b, &y, Some(v))?))),
+            });
+        }
+    }
+    Ok(cases)
+}

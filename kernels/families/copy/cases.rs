@@ -1,0 +1,19 @@
+//! copy's cases: a buffer copied, the memory-bandwidth ceiling.
+use super::*;
+
+pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    let mut inputs = Inputs::for_family("copy");
+    let n = z.copy;
+    let (x, xa) = inputs.pair(gpu, &[n], DType::F32)?;
+    let (o, y) = out(gpu, &[n], DType::F32, xa.data.clone())?;
+    Ok(vec![Case {
+        family: "copy",
+        fixed: vec![dtype_is(DType::F32)],
+        name: format!("copy {n} f32"),
+        tolerance: tolerance(z, DType::F32, 1e-7, 0.0),
+        flops: 0.0,
+        bytes: 2.0 * n as f64 * 4.0,
+        outputs: vec![o],
+        plan: Box::new(move |v| Ok(single(crate::ops::ceiling::plan_copy(&x, &y, Some(v))?))),
+    }])
+}

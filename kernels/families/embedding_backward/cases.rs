@@ -1,0 +1,29 @@
+//! embedding_backward's cases: each token's gradient row added into the table's gradient.
+use super::*;
+
+pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    let mut inputs = Inputs::for_family("embedding_backward");
+    let ((vocab, width), rows) = (z.vocab, z.rows.0);
+    let (dy, dya) = inputs.pair(gpu, &[rows, width], DType::F32)?;
+    let tokens = inputs.ids(rows, vocab);
+    let t = Tensor::from_u32(gpu, &[rows], &tokens)?;
+    let want = cpu::embedding_backward(&dya, &tokens, vocab)?.data;
+    let (o, d) = out(gpu, &[vocab, width], DType::F32, want)?;
+    Ok(vec![Case {
+        family: "embedding_backward",
+        fixed: vec![dtype_is(DType::F32)],
+        name: format!("embedding_backward {rows} into {vocab}x{width} f32"),
+        tolerance: tolerance(z, DType::F32, 1e-6, 1e-6),
+        flops: (rows * width) as f64,
+        bytes: ((rows + vocab) * width) as f64 * 4.0,
+        outputs: vec![o],
+        plan: Box::new(move |v| {
+            Ok(single(crate::ops::embedding_backward::plan(
+                &dy,
+                &t,
+                &d,
+                Some(v),
+            )?))
+        }),
+    }])
+}

@@ -1,0 +1,34 @@
+//! flash_fwd's cases: O and the LSE of attention, per dtype, mask and head dim.
+use super::*;
+
+pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    let mut cases = Vec::new();
+    for p in Attention::problems(gpu, z, "attention", false)? {
+        let (o, o_t) = out(gpu, &p.shape, p.dtype, p.fwd.out.data.clone())?;
+        let (lse, lse_t) = out(gpu, &p.rows(), DType::F32, p.fwd.lse.clone())?;
+        let (q, k, v) = (p.q.0.clone(), p.k.0.clone(), p.v.0.clone());
+        let (causal, scale) = (p.causal, p.scale);
+        cases.push(Case {
+            family: "flash_fwd",
+            fixed: p.fixed(),
+            name: format!("flash_fwd {}", p.suffix),
+            tolerance: tolerance(z, p.dtype, 1e-4, 2e-6),
+            flops: p.flops,
+            bytes: 4.0 * p.tensor_bytes,
+            outputs: vec![o, lse],
+            plan: Box::new(move |name| {
+                Ok(single(crate::ops::attention::plan_forward(
+                    &q,
+                    &k,
+                    &v,
+                    &o_t,
+                    &lse_t,
+                    causal,
+                    scale,
+                    Some(name),
+                )?))
+            }),
+        });
+    }
+    Ok(cases)
+}

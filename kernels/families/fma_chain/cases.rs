@@ -1,0 +1,29 @@
+//! fma_chain's cases: a chain of fused multiply-adds per element, the arithmetic ceiling.
+use super::*;
+
+pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    let mut inputs = Inputs::for_family("fma_chain");
+    let ((n, iters), a, b) = (z.fma, 0.999f32, 0.001f32);
+    let (x, xa) = inputs.pair(gpu, &[n], DType::F32)?;
+    let want = cpu::fma_chain(&xa, iters, a, b)?.data;
+    let (o, y) = out(gpu, &[n], DType::F32, want)?;
+    Ok(vec![Case {
+        family: "fma_chain",
+        fixed: vec![dtype_is(DType::F32)],
+        name: format!("fma_chain {n}×{iters} f32"),
+        tolerance: tolerance(z, DType::F32, 1e-5, 4e-6),
+        flops: 2.0 * n as f64 * f64::from(iters),
+        bytes: 2.0 * n as f64 * 4.0,
+        outputs: vec![o],
+        plan: Box::new(move |v| {
+            Ok(single(crate::ops::ceiling::plan_fma_chain(
+                &x,
+                &y,
+                iters,
+                a,
+                b,
+                Some(v),
+            )?))
+        }),
+    }])
+}

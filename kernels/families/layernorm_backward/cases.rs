@@ -1,0 +1,67 @@
+//! layernorm_backward's cases: dX and the row statistics (the first dispatch of the layer
+//! norm's backward plan, which is timed).
+use super::*;
+
+pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    backward_cases(gpu, z, 0)
+}
+
+/// The layer norm's backward on one input set, checking and timing dispatch `index` of its plan
+/// (0: dX and the row statistics, 1: dgamma and dbeta). `layernorm_params_backward` shares it.
+pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, index: usize) -> Result<Vec<Case>> {
+    let mut inputs = Inputs::for_family("layernorm_backward");
+    let (rows, cols) = z.rows;
+    let rc = (rows * cols) as f64;
+    let (x, xa) = inputs.pair(gpu, &[rows, cols], DType::F32)?;
+    let (g, ga) = inputs.pair(gpu, &[cols], DType::F32)?;
+    let (dy, dya) = inputs.pair(gpu, &[rows, cols], DType::F32)?;
+    let (want_dx, want_dg, want_db) = cpu::layernorm_backward(&xa, &ga, &dya, 1e-5)?;
+    let (dx, dg, db) = (
+        Tensor::uninit(gpu, &[rows, cols], DType::F32)?,
+        Tensor::uninit(gpu, &[cols], DType::F32)?,
+        Tensor::uninit(gpu, &[cols], DType::F32)?,
+    );
+    let (family, outputs, bytes) = if index == 0 {
+        (
+            "layernorm_backward",
+            vec![values(&dx, &want_dx.data)],
+            4.0 * rc * 4.0,
+        )
+    } else {
+        (
+            "layernorm_params_backward",
+            vec![values(&dg, &want_dg.data), values(&db, &want_db.data)],
+            2.0 * rc * 4.0,
+        )
+    };
+    Ok(vec![Case {
+        family,
+        fixed: vec![dtype_is(DType::F32)],
+        name: format!("{family} {rows}x{cols} f32"),
+        tolerance: tolerance(z, DType::F32, 1e-5, 2e-6),
+        flops: 12.0 * rc,
+        bytes,
+        outputs,
+        plan: Box::new(move |v| {
+            use crate::ops::layernorm_backward::{BackwardVariants, plan};
+            let named = if index == 0 {
+                BackwardVariants {
+                    rows: Some(v),
+                    params: None,
+                }
+            } else {
+                BackwardVariants {
+                    rows: None,
+                    params: Some(v),
+                }
+            };
+            let plan = plan(&x, &g, &dy, &dx, &dg, &db, 1e-5, named)?;
+            let choice = plan.choices[index].clone();
+            Ok(Planned {
+                all: plan.dispatches,
+                timed: vec![index],
+                choice,
+            })
+        }),
+    }])
+}

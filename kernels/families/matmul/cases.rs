@@ -1,0 +1,68 @@
+//! matmul's cases: square products in a campaign; in a proof, shapes that are not tile
+//! multiples (the last with sides multiples of 16, for whole cooperative fragments), in every
+//! dtype and with every epilogue.
+use super::*;
+use crate::ops::matmul::{Epilogue, Layout};
+
+pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    let mut inputs = Inputs::for_family("matmul");
+    let f16 = gpu.profile().features.shader_f16;
+    let mut calls: Vec<((usize, usize, usize), DType)> =
+        z.matmul.iter().map(|&s| (s, DType::F32)).collect();
+    if f16 {
+        if z.full {
+            calls.extend(z.matmul.iter().map(|&s| (s, DType::F16)));
+        } else if let Some(&last) = z.matmul.last() {
+            calls.push((last, DType::F16));
+        }
+    }
+    let epilogues: &[Epilogue] = if z.full {
+        &[Epilogue::None, Epilogue::Bias, Epilogue::BiasGelu]
+    } else {
+        &[Epilogue::None]
+    };
+    let mut cases = Vec::new();
+    for ((m, k, n), dtype) in calls {
+        let (a, aa) = inputs.pair(gpu, &[m, k], dtype)?;
+        let (b, ba) = inputs.pair(gpu, &[k, n], dtype)?;
+        let (bias, biasa) = inputs.pair(gpu, &[n], dtype)?;
+        for &epilogue in epilogues {
+            let want = match epilogue {
+                Epilogue::None => cpu::matmul(&aa, &ba)?,
+                Epilogue::Bias => cpu::linear(&aa, &ba, &biasa)?,
+                Epilogue::BiasGelu => cpu::linear_gelu(&aa, &ba, &biasa)?,
+            };
+            let (o, c) = out(gpu, &[m, n], dtype, want.data)?;
+            let e = dtype.size() as f64;
+            let (a, b, bias) = (a.clone(), b.clone(), bias.clone());
+            let suffix = match epilogue {
+                Epilogue::None => String::new(),
+                other => format!(" {}", other.name()),
+            };
+            cases.push(Case {
+                family: "matmul",
+                fixed: vec![
+                    dtype_is(dtype),
+                    ("epilogue", Param::Str(epilogue.name().into())),
+                ],
+                name: format!("matmul {m}x{k}x{n}{suffix} {}", dtype.wgsl()),
+                tolerance: tolerance(z, dtype, 1e-4, 1e-6),
+                flops: 2.0 * (m * k * n) as f64,
+                bytes: (m * k + k * n + m * n) as f64 * e,
+                outputs: vec![o],
+                plan: Box::new(move |v| {
+                    let e = (epilogue != Epilogue::None).then_some((&bias, epilogue));
+                    Ok(single(crate::ops::matmul::plan_with(
+                        &a,
+                        &b,
+                        &c,
+                        Layout::default(),
+                        e,
+                        Some(v),
+                    )?))
+                }),
+            });
+        }
+    }
+    Ok(cases)
+}

@@ -1,0 +1,33 @@
+//! rgba8's cases: four planes scaled, biased and packed into RGBA8 pixels.
+use super::*;
+
+pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    let mut inputs = Inputs::for_family("rgba8");
+    let (h, w) = z.pixels;
+    let mut cases = Vec::new();
+    for dtype in dtypes(gpu, z) {
+        let (planes, pa) = inputs.pair(gpu, &[4, h, w], dtype)?;
+        let want = cpu::rgba8(&pa, 100.0, 128.0)?;
+        let pixels = Tensor::uninit(gpu, &[h, w], DType::U32)?;
+        let px = pixels.clone();
+        cases.push(Case {
+            family: "rgba8",
+            fixed: vec![dtype_is(dtype)],
+            name: format!("rgba8 4x{h}x{w} {}", dtype.wgsl()),
+            tolerance: tolerance(z, dtype, 5e-3, 1e-6),
+            flops: 0.0,
+            bytes: (4 * h * w) as f64 * dtype.size() as f64 + (h * w) as f64 * 4.0,
+            outputs: vec![Output::Pixels { t: pixels, want }],
+            plan: Box::new(move |v| {
+                Ok(single(crate::ops::rgba8::plan(
+                    &planes,
+                    &px,
+                    100.0,
+                    128.0,
+                    Some(v),
+                )?))
+            }),
+        });
+    }
+    Ok(cases)
+}

@@ -1,0 +1,39 @@
+//! sinusoid's cases: rows of sin and cos waves sampled along a line.
+use super::*;
+
+pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    let mut inputs = Inputs::for_family("sinusoid");
+    let (waves, n) = z.sinusoid;
+    let freq = inputs.data(waves, DType::F32);
+    let phase = inputs.data(waves, DType::F32);
+    let want = cpu::sinusoid(&freq, &phase, n, 0.0, 0.01)?.data;
+    let f = Tensor::from_slice(gpu, &[waves], &freq, DType::F32)?;
+    let ph = Tensor::from_slice(gpu, &[waves], &phase, DType::F32)?;
+    let mut cases = Vec::new();
+    for dtype in dtypes(gpu, z) {
+        let (o, y) = out(gpu, &[2 * waves, n], dtype, want.clone())?;
+        let (f, ph) = (f.clone(), ph.clone());
+        cases.push(Case {
+            family: "sinusoid",
+            fixed: vec![dtype_is(dtype)],
+            name: format!("sinusoid {waves}x{n} {}", dtype.wgsl()),
+            // WGSL lets sin and cos be off by 2⁻¹¹ absolute; SwiftShader's campaign uses that
+            // room.
+            tolerance: tolerance(z, dtype, 1e-3, 3e-7),
+            flops: 2.0 * (2 * waves * n) as f64,
+            bytes: (2 * waves * n) as f64 * dtype.size() as f64,
+            outputs: vec![o],
+            plan: Box::new(move |v| {
+                Ok(single(crate::ops::sinusoid::plan(
+                    &f,
+                    &ph,
+                    &y,
+                    0.0,
+                    0.01,
+                    Some(v),
+                )?))
+            }),
+        });
+    }
+    Ok(cases)
+}

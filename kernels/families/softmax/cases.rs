@@ -1,0 +1,33 @@
+//! softmax's cases: rows of scaled scores, plain and with a causal mask.
+use super::*;
+
+pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    let mut inputs = Inputs::for_family("softmax");
+    let (rows, cols) = z.rows;
+    let rc = (rows * cols) as f64;
+    let mut cases = Vec::new();
+    for dtype in dtypes(gpu, z) {
+        for causal in [false, true] {
+            let (x, xa) = inputs.pair(gpu, &[rows, cols], dtype)?;
+            let want = cpu::softmax(&xa, causal, 0.5)?.data;
+            let (o, y) = out(gpu, &[rows, cols], dtype, want)?;
+            cases.push(Case {
+                family: "softmax",
+                fixed: vec![dtype_is(dtype), ("causal", Param::Bool(causal))],
+                name: format!(
+                    "softmax {rows}x{cols}{} {}",
+                    if causal { " causal" } else { "" },
+                    dtype.wgsl()
+                ),
+                tolerance: tolerance(z, dtype, 1e-5, 3e-6),
+                flops: 5.0 * rc,
+                bytes: 2.0 * rc * dtype.size() as f64,
+                outputs: vec![o],
+                plan: Box::new(move |v| {
+                    Ok(single(crate::ops::softmax::plan(&x, &y, causal, 0.5, Some(v))?))
+                }),
+            });
+        }
+    }
+    Ok(cases)
+}
