@@ -57,8 +57,6 @@ pub struct Variable {
 pub struct Contract {
     pub family: String,
     pub summary: String,
-    #[serde(default = "default_entry_point")]
-    pub entry_point: String,
     /// Pattern the variant names are rendered from.
     pub name: String,
     /// Shape rules of a call, in words.
@@ -72,10 +70,6 @@ pub struct Contract {
     /// Boolean expressions every variant must satisfy.
     #[serde(default)]
     pub rules: Vec<String>,
-}
-
-fn default_entry_point() -> String {
-    "main".to_string()
 }
 
 impl Contract {

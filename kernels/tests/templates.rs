@@ -55,22 +55,34 @@ fn every_variant_renders_and_validates_on_every_stored_profile() {
 #[test]
 fn offered_counts_per_profile_are_as_pinned() {
     let registry = Registry::builtin().unwrap();
+    let profiles = stored_profiles().unwrap();
     let mut now = String::new();
-    for (name, profile) in stored_profiles().unwrap() {
+    // The same counts as kernels/README.md's table: family rows, profile columns.
+    let mut table = format!(
+        "| family | {} | variants |\n|---|{}---|\n",
+        profiles
+            .iter()
+            .map(|(name, _)| name.to_string())
+            .collect::<Vec<_>>()
+            .join(" | "),
+        "---|".repeat(profiles.len())
+    );
+    let offered = |family: &str, profile: &DeviceProfile| {
+        registry
+            .variants(family)
+            .unwrap()
+            .iter()
+            .filter(|v| unsupported_reason(v, profile).is_none())
+            .count()
+    };
+    for (name, profile) in &profiles {
         let mut total = 0;
         let mut lines = Vec::new();
         for contract in registry.contracts() {
-            let variants = registry.variants(&contract.family).unwrap();
-            let offered = variants
-                .iter()
-                .filter(|v| unsupported_reason(v, &profile).is_none())
-                .count();
-            lines.push(format!(
-                "{} {offered} of {}",
-                contract.family,
-                variants.len()
-            ));
-            total += offered;
+            let n = offered(&contract.family, profile);
+            let all = registry.variants(&contract.family).unwrap().len();
+            lines.push(format!("{} {n} of {all}", contract.family));
+            total += n;
         }
         now.push_str(&format!("## {name}: {total} offered\n"));
         for l in lines {
@@ -78,7 +90,28 @@ fn offered_counts_per_profile_are_as_pinned() {
             now.push('\n');
         }
     }
+    let mut totals = vec![0; profiles.len() + 1];
+    for contract in registry.contracts() {
+        let all = registry.variants(&contract.family).unwrap().len();
+        let counts: Vec<usize> = profiles
+            .iter()
+            .map(|(_, p)| offered(&contract.family, p))
+            .chain([all])
+            .collect();
+        for (t, c) in totals.iter_mut().zip(&counts) {
+            *t += c;
+        }
+        let cells: Vec<String> = counts.iter().map(usize::to_string).collect();
+        table.push_str(&format!(
+            "| `{}` | {} |\n",
+            contract.family,
+            cells.join(" | ")
+        ));
+    }
+    let cells: Vec<String> = totals.iter().map(|t| format!("**{t}**")).collect();
+    table.push_str(&format!("| all | {} |\n", cells.join(" | ")));
     common::check_snapshot("offered.txt", &now);
+    common::check_generated_block("README.md", "offered", &table);
 }
 
 #[test]
@@ -166,17 +199,6 @@ fn every_head_dim_has_flash_kernels_that_fit_every_stored_profile() {
 }
 
 /// The bytes of the module's `var<workgroup>` declarations, as naga lays them out.
-fn workgroup_bytes(module: &naga::Module) -> u32 {
-    let mut layouter = naga::proc::Layouter::default();
-    layouter.update(module.to_ctx()).unwrap();
-    module
-        .global_variables
-        .iter()
-        .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
-        .map(|(_, g)| layouter[g.ty].size)
-        .sum()
-}
-
 #[test]
 fn outer_and_stream_routes_declare_their_workgroup_storage_exactly() {
     // The selector refuses a variant whose declared storage exceeds the adapter's limit, so the
@@ -199,8 +221,8 @@ fn outer_and_stream_routes_declare_their_workgroup_storage_exactly() {
                 let module =
                     kiln::registry::validate_wgsl(&v.family, &v.name, &wgsl, &profile).unwrap();
                 assert_eq!(
-                    workgroup_bytes(&module),
-                    v.workgroup_storage,
+                    kiln::registry::workgroup_bytes(&module).unwrap(),
+                    u64::from(v.workgroup_storage),
                     "{name}: {}",
                     v.name
                 );

@@ -317,6 +317,7 @@ impl Gpu {
             label: Some(&label),
             layout: Some(&pipeline_layout),
             module: &shader,
+            // Every template's entry point is `main` (templates.rs checks it with naga).
             entry_point: Some("main"),
             compilation_options: Default::default(),
             cache: None,

@@ -120,3 +120,31 @@ pub fn check_snapshot(file: &str, now: &str) {
         changed.join("\n")
     );
 }
+
+/// Compares the text between `<!-- name:begin -->` and `<!-- name:end -->` in the crate's `file`
+/// with `now`, the text a test generates; `KILN_UPDATE_SNAPSHOTS=1` rewrites the block instead.
+pub fn check_generated_block(file: &str, name: &str, now: &str) {
+    let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = (
+        format!("<!-- {name}:begin -->\n"),
+        format!("<!-- {name}:end -->"),
+    );
+    let start = text
+        .find(&begin)
+        .unwrap_or_else(|| panic!("{file} has no {begin:?} marker"))
+        + begin.len();
+    let stop = start
+        + text[start..]
+            .find(&end)
+            .unwrap_or_else(|| panic!("{file} has no {end:?} marker"));
+    if std::env::var_os("KILN_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, format!("{}{now}{}", &text[..start], &text[stop..])).unwrap();
+        return;
+    }
+    assert_eq!(
+        &text[start..stop],
+        now,
+        "{file}'s {name} block is stale: KILN_UPDATE_SNAPSHOTS=1 regenerates it (review the diff)"
+    );
+}
