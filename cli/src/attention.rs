@@ -6,6 +6,7 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde_json::{Value, json};
 
 use kiln::bench::{self, Timing};
+use kiln::contract::Param;
 use kiln::cpu::{self, Array};
 use kiln::ops::attention::{self, BackwardVariants, Grads, traffic};
 use kiln::shape::AttentionDims;
@@ -438,9 +439,11 @@ fn offered(
         .registry()
         .supported(family, gpu.profile())?
         .filter(|v| {
-            v.text("dtype") == dtype.wgsl()
-                && v.int("head_dim") == dims.head_dim as i64
-                && v.flag("causal") == args.causal
+            v.takes(&[
+                ("dtype", Param::Str(dtype.wgsl().into())),
+                ("head_dim", Param::Int(dims.head_dim as i64)),
+                ("causal", Param::Bool(args.causal)),
+            ])
         })
         .cloned()
         .collect())

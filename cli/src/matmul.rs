@@ -7,6 +7,7 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde_json::{Value, json};
 
 use kiln::bench::{self, Timing};
+use kiln::contract::Param;
 use kiln::cpu::{self, Array};
 use kiln::shape::MatmulDims;
 use kiln::tensor::round_to_f16;
@@ -110,11 +111,12 @@ pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> 
     let mut names: Vec<Option<String>> = vec![None];
     names.extend(args.variant.iter().cloned().map(Some));
     if args.sweep {
-        let all = gpu.registry().supported("matmul", gpu.profile())?;
-        names.extend(
-            all.filter(|v| v.text("dtype") == dtype.wgsl() && ops::matmul::fits(v, &dims))
-                .map(|v| Some(v.name.clone())),
-        );
+        let dtype_is = [("dtype", Param::Str(dtype.wgsl().into()))];
+        for v in gpu.registry().supported("matmul", gpu.profile())? {
+            if v.takes(&dtype_is) && ops::matmul::fits(v, &dims)? {
+                names.push(Some(v.name.clone()));
+            }
+        }
     }
     let mut runs: Vec<Run> = Vec::new();
     for name in names {

@@ -40,19 +40,40 @@ impl Variant {
             .map(|(_, v)| v)
     }
 
-    /// An integer variable or derived value (0 when absent: contracts are tested to have them).
-    pub fn int(&self, name: &str) -> i64 {
+    /// An integer variable or derived value; absent or of another type is an error (a name the
+    /// code asks for that the contract does not have).
+    pub fn int(&self, name: &str) -> Result<i64> {
         match self.get(name) {
-            Some(Param::Int(i)) => *i,
-            _ => 0,
+            Some(Param::Int(i)) => Ok(*i),
+            other => Err(self.missing(name, "an integer", other)),
         }
     }
 
-    /// A text variable (empty when absent).
-    pub fn text(&self, name: &str) -> &str {
+    /// A text variable or derived value; absent or of another type is an error.
+    pub fn text(&self, name: &str) -> Result<&str> {
         match self.get(name) {
-            Some(Param::Str(s)) => s,
-            _ => "",
+            Some(Param::Str(s)) => Ok(s),
+            other => Err(self.missing(name, "a text", other)),
+        }
+    }
+
+    /// A boolean variable or derived value; absent or of another type is an error.
+    pub fn flag(&self, name: &str) -> Result<bool> {
+        match self.get(name) {
+            Some(Param::Bool(b)) => Ok(*b),
+            other => Err(self.missing(name, "a boolean", other)),
+        }
+    }
+
+    fn missing(&self, name: &str, what: &str, found: Option<&Param>) -> Error {
+        Error::Template {
+            family: self.family.clone(),
+            variant: self.name.clone(),
+            line: None,
+            detail: match found {
+                None => format!("no value `{name}` (the code asks for {what})"),
+                Some(p) => format!("`{name}` is {p}, the code asks for {what}"),
+            },
         }
     }
 
@@ -61,11 +82,6 @@ impl Variant {
         fixed
             .iter()
             .all(|(name, value)| self.get(name) == Some(value))
-    }
-
-    /// A boolean variable (false when absent).
-    pub fn flag(&self, name: &str) -> bool {
-        matches!(self.get(name), Some(Param::Bool(true)))
     }
 
     fn context(&self, profile: &DeviceProfile) -> Value {
@@ -336,7 +352,12 @@ pub fn unsupported_reason(variant: &Variant, profile: &DeviceProfile) -> Option<
         }
     }
     // A contract may ask for a smallest subgroup size (kernels that shuffle across N lanes).
-    let lanes = variant.int("min_subgroup_size");
+    // These names are optional: a contract without them has no such need.
+    let optional_int = |name: &str| match variant.get(name) {
+        Some(Param::Int(i)) => *i,
+        _ => 0,
+    };
+    let lanes = optional_int("min_subgroup_size");
     if lanes > 0 && i64::from(profile.subgroup_min_size) < lanes {
         {
             return Some(format!(
@@ -346,11 +367,12 @@ pub fn unsupported_reason(variant: &Variant, profile: &DeviceProfile) -> Option<
         }
     }
     // Bodies unrolled for hardware GPUs: a software adapter's compiler takes minutes on them.
-    if variant.flag("hardware_only") && profile.is_software() {
+    let hardware_only = variant.get("hardware_only") == Some(&Param::Bool(true));
+    if hardware_only && profile.is_software() {
         return Some("is unrolled for hardware GPUs, not offered on a software adapter".into());
     }
     // Kernels that lay their work out by subgroup need that exact size.
-    let size = variant.int("subgroup_size");
+    let size = optional_int("subgroup_size");
     if size > 0
         && (i64::from(profile.subgroup_min_size) != size
             || i64::from(profile.subgroup_max_size) != size)
@@ -361,7 +383,10 @@ pub fn unsupported_reason(variant: &Variant, profile: &DeviceProfile) -> Option<
         ));
     }
     // Cooperative-matrix kernels need their shape and types among the adapter's configurations.
-    let coop = variant.text("coop_config");
+    let coop = match variant.get("coop_config") {
+        Some(Param::Str(s)) => s.as_str(),
+        _ => "",
+    };
     if !coop.is_empty() && !profile.cooperative_matrix.iter().any(|c| c.name() == coop) {
         return Some(format!(
             "needs the cooperative matrix configuration {coop}, which the adapter does not offer"

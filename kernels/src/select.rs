@@ -102,16 +102,19 @@ pub struct Choice {
     pub bucket: String,
 }
 
+/// A question asked of each variant; an error when the variant lacks a value it reads.
+type Ask<'a, T> = Box<dyn Fn(&Variant) -> Result<T> + 'a>;
+
 /// What cannot take a call, and why.
 pub struct Filter<'a> {
     pub why: &'static str,
-    pub keep: Box<dyn Fn(&Variant) -> bool + 'a>,
+    pub keep: Ask<'a, bool>,
 }
 
 /// One preference: higher keys win.
 pub struct Prefer<'a> {
     pub what: &'static str,
-    pub key: Box<dyn Fn(&Variant) -> i64 + 'a>,
+    pub key: Ask<'a, i64>,
 }
 
 impl fmt::Debug for Filter<'_> {
@@ -127,7 +130,7 @@ impl fmt::Debug for Prefer<'_> {
 }
 
 /// A filter, boxed.
-pub fn filter<'a>(why: &'static str, keep: impl Fn(&Variant) -> bool + 'a) -> Filter<'a> {
+pub fn filter<'a>(why: &'static str, keep: impl Fn(&Variant) -> Result<bool> + 'a) -> Filter<'a> {
     Filter {
         why,
         keep: Box::new(keep),
@@ -135,7 +138,7 @@ pub fn filter<'a>(why: &'static str, keep: impl Fn(&Variant) -> bool + 'a) -> Fi
 }
 
 /// A preference, boxed.
-pub fn prefer<'a>(what: &'static str, key: impl Fn(&Variant) -> i64 + 'a) -> Prefer<'a> {
+pub fn prefer<'a>(what: &'static str, key: impl Fn(&Variant) -> Result<i64> + 'a) -> Prefer<'a> {
     Prefer {
         what,
         key: Box::new(key),
@@ -161,8 +164,16 @@ pub struct Request<'a> {
 
 impl Request<'_> {
     /// Whether a variant takes the call's fixed values and shapes.
-    pub fn takes(&self, v: &Variant) -> bool {
-        v.takes(&self.fixed) && self.filters.iter().all(|f| (f.keep)(v))
+    pub fn takes(&self, v: &Variant) -> Result<bool> {
+        if !v.takes(&self.fixed) {
+            return Ok(false);
+        }
+        for f in &self.filters {
+            if !(f.keep)(v)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// The rule in words: its filters, then its preferences in order.
@@ -175,7 +186,7 @@ impl Request<'_> {
         parts.join("; ")
     }
 
-    fn keys(&self, v: &Variant) -> Vec<i64> {
+    fn keys(&self, v: &Variant) -> Result<Vec<i64>> {
         self.order.iter().map(|p| (p.key)(v)).collect()
     }
 }
@@ -309,7 +320,7 @@ pub fn choose(
                 detail: format!("variant {name} {why}"),
             });
         }
-        if !req.takes(variant) {
+        if !req.takes(variant)? {
             return Err(Error::shape(
                 req.op,
                 format!(
@@ -331,7 +342,7 @@ pub fn choose(
     // The best keys win; on a tie the first in registry order.
     let mut best: Option<(&Variant, Vec<i64>)> = None;
     for v in candidates(registry, profile, req)? {
-        let keys = req.keys(v);
+        let keys = req.keys(v)?;
         if best.as_ref().is_none_or(|(_, k)| keys > *k) {
             best = Some((v, keys));
         }
@@ -393,10 +404,13 @@ fn candidates<'a>(
     profile: &'a DeviceProfile,
     req: &Request<'_>,
 ) -> Result<Vec<&'a Variant>> {
-    Ok(registry
-        .supported(req.op, profile)?
-        .filter(|v| req.takes(v))
-        .collect())
+    let mut out = Vec::new();
+    for v in registry.supported(req.op, profile)? {
+        if req.takes(v)? {
+            out.push(v);
+        }
+    }
+    Ok(out)
 }
 
 /// The power of two at or above `x`: shape buckets group sizes within a factor of two.

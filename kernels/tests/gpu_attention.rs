@@ -153,7 +153,9 @@ fn offered(family: &str, d: i64, dtype: DType, causal: bool) -> Vec<kiln::Varian
         .supported(family, gpu().profile())
         .unwrap()
         .filter(|v| {
-            v.int("head_dim") == d && v.text("dtype") == dtype.wgsl() && v.flag("causal") == causal
+            v.int("head_dim").unwrap() == d
+                && v.text("dtype").unwrap() == dtype.wgsl()
+                && v.flag("causal").unwrap() == causal
         })
         .cloned()
         .collect();
@@ -216,7 +218,7 @@ fn tiled_route_every_head_dim() {
     let tiled = |family: &str, d: usize, dtype: DType, causal: bool| -> Vec<kiln::Variant> {
         let vs: Vec<_> = offered(family, d as i64, dtype, causal)
             .into_iter()
-            .filter(|v| v.text("route") == "tiled")
+            .filter(|v| v.text("route").unwrap() == "tiled")
             .collect();
         assert!(d > 64 || !vs.is_empty(), "no tiled {family} for d{d}");
         vs
@@ -278,9 +280,9 @@ fn coop_route_every_head_dim() {
                 .supported("flash_fwd", gpu().profile())
                 .unwrap()
                 .filter(|v| {
-                    v.text("route") == "coop"
-                        && v.int("head_dim") == d as i64
-                        && v.flag("causal") == causal
+                    v.text("route").unwrap() == "coop"
+                        && v.int("head_dim").unwrap() == d as i64
+                        && v.flag("causal").unwrap() == causal
                 })
                 .cloned()
                 .collect();
@@ -304,7 +306,7 @@ fn coop_route_every_head_dim() {
         .registry()
         .supported("flash_fwd", gpu().profile())
         .unwrap()
-        .find(|v| v.text("route") == "coop" && v.int("head_dim") == 64)
+        .find(|v| v.text("route").unwrap() == "coop" && v.int("head_dim").unwrap() == 64)
     {
         let c = case(599, 1, 40, 40, 64, DType::F16);
         let o = poisoned_like(&c.q.0);
@@ -367,15 +369,16 @@ fn forward_route_every_offered_variant(route: &str, seed: u64, dims: &[i64], wid
     let outer = route_variants("flash_fwd", route);
     let mut n = 0;
     for (i, v) in outer.iter().enumerate() {
-        let d = v.int("head_dim") as usize;
-        let causal = v.flag("causal");
+        let d = v.int("head_dim").unwrap() as usize;
+        let causal = v.flag("causal").unwrap();
         for (j, &(nq, nk)) in OUTER_LENGTHS.iter().enumerate() {
             let c = case(seed + 10 * i as u64 + j as u64, 2, nq, nk, d, DType::F32);
             check_forward(&format!("{} nq{nq} nk{nk}", v.name), &c, causal, &v.name);
             n += 1;
         }
     }
-    let offered: std::collections::BTreeSet<_> = outer.iter().map(|v| v.int("head_dim")).collect();
+    let offered: std::collections::BTreeSet<_> =
+        outer.iter().map(|v| v.int("head_dim").unwrap()).collect();
     let large = gpu().profile().limits.max_compute_workgroup_storage_size >= 48 * 1024;
     for d in dims.iter().chain(if large { wide } else { &[] }) {
         assert!(
@@ -394,7 +397,7 @@ fn forward_route_every_offered_variant(route: &str, seed: u64, dims: &[i64], wid
             )
             .unwrap();
             assert_ne!(
-                choice.variant.text("route"),
+                choice.variant.text("route").unwrap(),
                 route,
                 "{}",
                 choice.variant.name
@@ -414,7 +417,7 @@ fn route_variants(family: &str, route: &str) -> Vec<kiln::Variant> {
         .registry()
         .supported(family, gpu().profile())
         .unwrap()
-        .filter(|v| v.text("route") == route)
+        .filter(|v| v.text("route").unwrap() == route)
         .cloned()
         .collect()
 }
@@ -448,8 +451,8 @@ fn routed_backward_every_offered_variant(
     let outer = route_variants(family, route);
     let mut n = 0;
     for (i, v) in outer.iter().enumerate() {
-        let d = v.int("head_dim") as usize;
-        let causal = v.flag("causal");
+        let d = v.int("head_dim").unwrap() as usize;
+        let causal = v.flag("causal").unwrap();
         let bwd = match family {
             "flash_bwd_dq" => BackwardVariants {
                 dq: Some(&v.name),
@@ -471,7 +474,8 @@ fn routed_backward_every_offered_variant(
             n += 1;
         }
     }
-    let offered: std::collections::BTreeSet<_> = outer.iter().map(|v| v.int("head_dim")).collect();
+    let offered: std::collections::BTreeSet<_> =
+        outer.iter().map(|v| v.int("head_dim").unwrap()).collect();
     let large = gpu().profile().limits.max_compute_workgroup_storage_size >= 48 * 1024;
     for d in dims.iter().chain(if large { wide } else { &[] }) {
         assert!(

@@ -29,7 +29,11 @@ fn matmul_epilogues_every_variant() {
             // covered with K staged 16 deep (the other depths share the store code).
             let vs: Vec<_> = variants("matmul", dtype)
                 .into_iter()
-                .filter(|v| v.text("epilogue") == name && fits(v, &dims) && v.int("tk") == 16)
+                .filter(|v| {
+                    v.text("epilogue").unwrap() == name
+                        && fits(v, &dims).unwrap()
+                        && v.int("tk").unwrap() == 16
+                })
                 .collect();
             assert!(vs.len() >= 4, "only {} {name} variants", vs.len());
             for v in &vs {
@@ -59,10 +63,10 @@ fn matmul_epilogues_every_variant() {
     let (bias, bias_cpu) = input(30, &[80], DType::F16);
     let whole: Vec<_> = variants("matmul", DType::F16)
         .into_iter()
-        .filter(|v| v.int("multiple") > 1 && v.text("epilogue") != "none")
+        .filter(|v| v.int("multiple").unwrap() > 1 && v.text("epilogue").unwrap() != "none")
         .collect();
     for v in &whole {
-        let epilogue = match v.text("epilogue") {
+        let epilogue = match v.text("epilogue").unwrap() {
             "bias" => Epilogue::Bias,
             _ => Epilogue::BiasGelu,
         };
@@ -117,7 +121,11 @@ fn matmul_at_every_variant_reads_a_transposed() {
         // staged 16 deep.
         let vs: Vec<_> = variants("matmul", dtype)
             .into_iter()
-            .filter(|v| v.text("epilogue") == "none" && fits(v, &dims) && v.int("tk") == 16)
+            .filter(|v| {
+                v.text("epilogue").unwrap() == "none"
+                    && fits(v, &dims).unwrap()
+                    && v.int("tk").unwrap() == 16
+            })
             .collect();
         for v in &vs {
             let c = poisoned(&[batch, m, n], dtype);
@@ -133,7 +141,7 @@ fn matmul_at_every_variant_reads_a_transposed() {
     let want = cpu::matmul(&cpu::transpose(&a_cpu).unwrap(), &b_cpu).unwrap();
     let whole: Vec<_> = variants("matmul", DType::F16)
         .into_iter()
-        .filter(|v| v.int("multiple") > 1 && v.text("epilogue") == "none")
+        .filter(|v| v.int("multiple").unwrap() > 1 && v.text("epilogue").unwrap() == "none")
         .collect();
     for v in &whole {
         let c = poisoned(&[48, 80], DType::F16);
@@ -164,7 +172,7 @@ fn layernorm_of_a_residual_sum_every_variant() {
                 cpu::add_layernorm(&x_cpu, &r_cpu, &g_cpu, &b_cpu, 1e-5).unwrap();
             let vs: Vec<_> = variants("layernorm", dtype)
                 .into_iter()
-                .filter(|v| v.flag("residual"))
+                .filter(|v| v.flag("residual").unwrap())
                 .collect();
             assert!(!vs.is_empty());
             for v in &vs {
@@ -259,10 +267,10 @@ fn split_k_every_route_sums_its_slices() {
     let routes: Vec<_> = variants("matmul", DType::F32)
         .into_iter()
         .filter(|v| {
-            v.text("epilogue") == "none"
-                && matches!(v.text("route"), "tiled" | "vec4")
-                && v.int("tk") == 16
-                && v.int("reg") >= 2
+            v.text("epilogue").unwrap() == "none"
+                && matches!(v.text("route").unwrap(), "tiled" | "vec4")
+                && v.int("tk").unwrap() == 16
+                && v.int("reg").unwrap() >= 2
         })
         .collect();
     assert!(!routes.is_empty());

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{assert_close, gpu, input, poisoned, random, read, tolerance, variants};
+use kiln::contract::Param;
 use kiln::cpu::{self, Array};
 use kiln::ops::matmul::fits;
 use kiln::tensor::round_to_f16;
@@ -15,7 +16,14 @@ use kiln::{DType, Tensor, ops};
 fn plain(family: &str, dtype: DType) -> Vec<kiln::Variant> {
     variants(family, dtype)
         .into_iter()
-        .filter(|v| !matches!(v.text("epilogue"), "bias" | "bias_gelu") && !v.flag("residual"))
+        .filter(|v| {
+            let fused = [
+                ("epilogue", Param::Str("bias".into())),
+                ("epilogue", Param::Str("bias_gelu".into())),
+                ("residual", Param::Bool(true)),
+            ];
+            !fused.iter().any(|(name, value)| v.get(name) == Some(value))
+        })
         .collect()
 }
 
@@ -43,7 +51,7 @@ fn matmul_every_variant_on_an_odd_shape() {
         let vs = plain("matmul", dtype);
         assert!(vs.len() >= 9, "only {} matmul {dtype:?} variants", vs.len());
         let dims = kiln::shape::MatmulDims::new(&[m, k], &[k, n]).unwrap();
-        let vs: Vec<_> = vs.into_iter().filter(|v| fits(v, &dims)).collect();
+        let vs: Vec<_> = vs.into_iter().filter(|v| fits(v, &dims).unwrap()).collect();
         for v in &vs {
             let c = poisoned(&[m, n], dtype);
             ops::matmul_into(&a, &b, &c, Some(&v.name)).unwrap();
@@ -71,7 +79,7 @@ fn matmul_whole_fragment_variants_on_tiles_that_overhang() {
     let want_bt = cpu::matmul(&a_cpu, &cpu::transpose(&bt_cpu).unwrap()).unwrap();
     let whole: Vec<_> = plain("matmul", DType::F16)
         .into_iter()
-        .filter(|v| v.int("multiple") > 1)
+        .filter(|v| v.int("multiple").unwrap() > 1)
         .collect();
     for v in &whole {
         let c = poisoned(&[batch, m, n], DType::F16);
@@ -118,7 +126,10 @@ fn matmul_bt_every_variant_reads_b_transposed() {
         let bt = cpu::transpose(&b_cpu).unwrap();
         let want = cpu::matmul(&a_cpu, &bt).unwrap();
         let dims = kiln::shape::MatmulDims::new_bt(&[m, k], &[batch, n, k]).unwrap();
-        for v in plain("matmul", dtype).iter().filter(|v| fits(v, &dims)) {
+        for v in plain("matmul", dtype)
+            .iter()
+            .filter(|v| fits(v, &dims).unwrap())
+        {
             let c = poisoned(&[batch, m, n], dtype);
             let (dispatch, _) = ops::matmul::plan_bt(&a, &b, &c, Some(&v.name)).unwrap();
             gpu().submit(&[&dispatch]).unwrap();
@@ -192,7 +203,7 @@ fn matmul_batched_and_broadcast_batches() {
 fn add_every_variant_same_shape_and_broadcast() {
     for dtype in dtypes() {
         for v in variants("add", dtype) {
-            let cases: Vec<(Vec<usize>, Vec<usize>)> = match v.text("form") {
+            let cases: Vec<(Vec<usize>, Vec<usize>)> = match v.text("form").unwrap() {
                 "vec4" => vec![(vec![4, 33], vec![4, 33]), (vec![1028], vec![1028])],
                 "contiguous" => vec![
                     (vec![7, 33], vec![7, 33]),
@@ -230,7 +241,7 @@ fn softmax_every_variant_with_scale_and_causal_mask() {
     let shapes: [&[usize]; 4] = [&[3, 130], &[2, 7, 33], &[5, 3], &[1, 1]];
     for dtype in dtypes() {
         for v in variants("softmax", dtype) {
-            let causal = v.flag("causal");
+            let causal = v.flag("causal").unwrap();
             for (i, shape) in shapes.iter().enumerate() {
                 let (x, x_cpu) = input(300 + i as u64, shape, dtype);
                 let want = cpu::softmax(&x_cpu, causal, 1.7).unwrap();

@@ -147,13 +147,13 @@ fn f16_and_subgroup_variants_need_their_features() {
     for contract in registry.contracts() {
         for v in registry.supported(&contract.family, webgpu).unwrap() {
             assert_ne!(
-                v.text("dtype"),
+                v.text("dtype").unwrap(),
                 "f16",
                 "{} offered without SHADER_F16",
                 v.name
             );
             assert_ne!(
-                v.text("reduce"),
+                v.text("reduce").unwrap(),
                 "subgroup",
                 "{} offered without SUBGROUP",
                 v.name
@@ -177,9 +177,9 @@ fn every_head_dim_has_flash_kernels_that_fit_every_stored_profile() {
                         .supported(family, &profile)
                         .unwrap()
                         .filter(|v| {
-                            v.int("head_dim") == d as i64
-                                && v.text("dtype") == "f32"
-                                && v.flag("causal") == causal
+                            v.int("head_dim").unwrap() == d as i64
+                                && v.text("dtype").unwrap() == "f32"
+                                && v.flag("causal").unwrap() == causal
                         })
                         .collect();
                     assert!(
@@ -214,7 +214,7 @@ fn outer_and_stream_routes_declare_their_workgroup_storage_exactly() {
         let mut n = 0;
         for (name, profile) in stored_profiles().unwrap() {
             for v in registry.supported(family, &profile).unwrap() {
-                if !matches!(v.text("route"), "outer" | "stream") {
+                if !matches!(v.text("route").unwrap(), "outer" | "stream") {
                     continue;
                 }
                 let wgsl = registry.render_validated(v, &profile).unwrap();

@@ -113,6 +113,22 @@ mod web {
         serde_json::to_string(&race.view()).map_err(js)
     }
 
+    /// Runs every variant this browser's adapter is offered on each family's proof cases
+    /// against the CPU reference (`kiln::cases::prove_family`, the check `tests/every_variant.rs`
+    /// makes natively); resolves to the JSON list of per-family proofs. `progress(family)` hears
+    /// each family as it starts. Not on the page: `site/tests/prove.mjs` calls it.
+    #[wasm_bindgen]
+    pub async fn prove_every_variant(progress: Function) -> Result<String, JsValue> {
+        console_error_panic_hook::set_once();
+        let gpu = talk_gpu().await?;
+        let mut proofs = Vec::new();
+        for family in kiln::cases::families() {
+            let _ = progress.call1(&JsValue::NULL, &JsValue::from_str(family));
+            proofs.push(kiln::cases::prove_family(&gpu, family).await.map_err(js)?);
+        }
+        serde_json::to_string(&proofs).map_err(js)
+    }
+
     /// Runs the campaign and resolves to the report's JSON. `progress(json)` hears
     /// `{done, total, step}`; `cancelled()` is asked before each variant.
     #[wasm_bindgen]

@@ -68,7 +68,7 @@ pub fn plan(
     let (bc1, bc2) = h.bias_corrections();
     let choice = choose_widest(OP, p, None, named)?;
     let gpu = p.gpu();
-    let wg = choice.variant.int("wg").max(1) as u64;
+    let wg = choice.variant.int("wg")?.max(1) as u64;
     let groups = gpu.groups(OP, (p.numel() as u64).div_ceil(wg))?;
     let params = Params {
         n: p.numel() as u32,

@@ -59,20 +59,20 @@ impl select::Call for Call {
             bucket: format!("n{}", select::bucket(count)),
             filters: vec![
                 filter("contiguous needs equal shapes", move |v| {
-                    v.text("form") != "contiguous" || same
+                    Ok(v.text("form")? != "contiguous" || same)
                 }),
                 filter(
                     "vec4 needs equal shapes and a count divisible by 4",
-                    move |v| v.text("form") != "vec4" || (same && count.is_multiple_of(4)),
+                    move |v| Ok(v.text("form")? != "vec4" || (same && count.is_multiple_of(4))),
                 ),
             ],
             order: vec![
                 prefer("vec4, then contiguous, then broadcast", |v| {
-                    match v.text("form") {
+                    Ok(match v.text("form")? {
                         "vec4" => 2,
                         "contiguous" => 1,
                         _ => 0,
-                    }
+                    })
                 }),
                 prefer("the widest workgroup", |v| v.int("wg")),
             ],
@@ -102,13 +102,13 @@ pub fn plan(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<(
         .selector()
         .choose(&call(a.dtype(), a.shape(), b.shape())?, named)?;
     let gpu = a.gpu();
-    let lanes = if choice.variant.text("form") == "vec4" {
+    let lanes = if choice.variant.text("form")? == "vec4" {
         4
     } else {
         1
     };
     let count = (c.numel() / lanes) as u64;
-    let wg = choice.variant.int("wg").max(1) as u64;
+    let wg = choice.variant.int("wg")?.max(1) as u64;
     let groups = gpu.groups(OP, count.div_ceil(wg))?;
     let as_u32 = |x: [usize; 4]| x.map(|v| v as u32);
     let params = Params {

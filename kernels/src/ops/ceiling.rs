@@ -80,7 +80,7 @@ fn plan(
     check(op, x, y, per_invocation)?;
     let choice = choose_widest(op, x, None, named)?;
     let gpu = x.gpu();
-    let wg = choice.variant.int("wg").max(1) as u64;
+    let wg = choice.variant.int("wg")?.max(1) as u64;
     let groups = gpu.groups(op, ((x.numel() / per_invocation) as u64).div_ceil(wg))?;
     let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], params, groups)?;
     Ok((dispatch, choice))

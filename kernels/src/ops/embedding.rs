@@ -57,7 +57,7 @@ pub fn plan(
     check_no_alias(OP, y, &[table, tokens])?;
     let choice = choose_widest(OP, table, None, named)?;
     let gpu = table.gpu();
-    let wg = choice.variant.int("wg").max(1) as u64;
+    let wg = choice.variant.int("wg")?.max(1) as u64;
     let groups = gpu.groups(OP, (y.numel() as u64).div_ceil(wg))?;
     let params = Params {
         n: n as u32,

@@ -65,7 +65,7 @@ pub fn plan(
     check_no_alias(OP, d_table, &[dy, tokens])?;
     let choice = choose_widest(OP, dy, None, named)?;
     let gpu = dy.gpu();
-    let wg = choice.variant.int("wg").max(1) as u64;
+    let wg = choice.variant.int("wg")?.max(1) as u64;
     let groups = gpu.groups(OP, (d_table.numel() as u64).div_ceil(wg))?;
     let params = Params {
         n: n as u32,

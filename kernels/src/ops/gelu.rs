@@ -37,7 +37,7 @@ pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Ch
     check_no_alias(OP, y, &[x])?;
     let choice = choose_widest(OP, x, None, named)?;
     let gpu = x.gpu();
-    let wg = choice.variant.int("wg").max(1) as u64;
+    let wg = choice.variant.int("wg")?.max(1) as u64;
     let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
     let params = Params {
         n: x.numel() as u32,

@@ -129,8 +129,8 @@ impl select::Call for Call {
             .find(|&t| groups(t) >= enough)
             .unwrap_or(16) as i64;
         let coop_frags = if self.layout.b_trans { 4 } else { 2 };
-        let route_rank = move |v: &Variant| -> i64 {
-            match (software, v.text("route"), v.flag("unroll")) {
+        let route_rank = move |v: &Variant| -> Result<i64> {
+            Ok(match (software, v.text("route")?, v.flag("unroll")?) {
                 (true, "tiled", _) => 0,
                 (true, _, _) => 1,
                 (false, "coop_global", _) => 0,
@@ -138,7 +138,7 @@ impl select::Call for Call {
                 (false, "vec4", false) => 2,
                 (false, "tiled", _) => 3,
                 _ => 4,
-            }
+            })
         };
         Request {
             op: OP,
@@ -154,21 +154,21 @@ impl select::Call for Call {
             order: vec![
                 prefer(
                     "GPU: coop_global, vec4 unrolled, vec4, tiled; software adapter: tiled",
-                    move |v| -route_rank(v),
+                    move |v| Ok(-route_rank(v)?),
                 ),
                 prefer(
                     "the C tile nearest the largest with ≥ 128 workgroups (8 on a software adapter); coop_global: 2 × 2 fragments a subgroup (4 × 4 with B transposed)",
                     move |v| {
-                        let tile = v.int("tile");
-                        if v.text("route") == "coop_global" {
-                            -i64::from(v.int("reg") != coop_frags)
+                        let tile = v.int("tile")?;
+                        Ok(if v.text("route")? == "coop_global" {
+                            -i64::from(v.int("reg")? != coop_frags)
                         } else {
                             -(tile.max(target) / tile.min(target).max(1))
-                        }
+                        })
                     },
                 ),
-                prefer("a K slice of 16", |v| -(v.int("tk") - 16).abs()),
-                prefer("16 × 16 threads", |v| -(16 - v.int("wg")).abs()),
+                prefer("a K slice of 16", |v| Ok(-(v.int("tk")? - 16).abs())),
+                prefer("16 × 16 threads", |v| Ok(-(16 - v.int("wg")?).abs())),
             ],
             ride: &["epilogue"],
         }
@@ -270,19 +270,19 @@ impl Split {
 /// GPU, an f32 product on the tiled or vec4 route whose tiles make fewer than 128 workgroups is
 /// cut into enough K slices of at least 64 to make 128 (at most 16 slices); the slices go to a
 /// workspace that a second kernel adds in order, with the epilogue.
-pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Split {
+pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Result<Split> {
     let d = &call.dims;
-    let tile = variant.int("tile").max(1) as usize;
+    let tile = variant.int("tile")?.max(1) as usize;
     let base = d.batch * d.m.div_ceil(tile) * d.n.div_ceil(tile);
-    let routes = matches!(variant.text("route"), "tiled" | "vec4");
+    let routes = matches!(variant.text("route")?, "tiled" | "vec4");
     if profile.is_software() || call.dtype != DType::F32 || !routes || base >= 128 {
-        return Split::NONE;
+        return Ok(Split::NONE);
     }
     let splits = 128usize.div_ceil(base).min(d.k / 64).min(16);
     if splits < 2 {
-        return Split::NONE;
+        return Ok(Split::NONE);
     }
-    Split::into(d.k, splits)
+    Ok(Split::into(d.k, splits))
 }
 
 /// A product's launches: the matmul alone, or its K slices into a workspace and their sum.
@@ -323,7 +323,7 @@ pub fn plan_split_named(
     let choice = choose(&gpu.selector(), &call, named)?;
     let split = match force {
         Some(n) => Split::into(call.dims.k, n),
-        None => split_for(gpu.profile(), &choice.variant, &call),
+        None => split_for(gpu.profile(), &choice.variant, &call)?,
     };
     if split.splits == 1 {
         let dispatch = launch(a, b, c, bias, &call, &choice, Split::NONE)?;
@@ -402,7 +402,7 @@ pub fn plan_reduce(
         _ => (None, Epilogue::None),
     };
     let choice = gpu.selector().choose(&ReduceCall(kind), named)?;
-    let wg = choice.variant.int("wg").max(1) as u64;
+    let wg = choice.variant.int("wg")?.max(1) as u64;
     let mut tensors = vec![partials, c];
     tensors.extend(bias);
     let params = ReduceParams {
@@ -473,7 +473,7 @@ pub fn choose(sel: &select::Selector<'_>, call: &Call, named: Option<&str>) -> R
 
 /// Whether `variant` takes a call of these dimensions: routes that load whole cooperative
 /// fragments from the buffers need M, N and K to be multiples of 16.
-pub fn fits(variant: &Variant, d: &MatmulDims) -> bool {
+pub fn fits(variant: &Variant, d: &MatmulDims) -> Result<bool> {
     super::sizes_fit(variant, &[d.m, d.n, d.k])
 }
 
@@ -564,7 +564,7 @@ fn launch(
 ) -> Result<Dispatch> {
     let (d, layout) = (&call.dims, call.layout);
     let gpu = a.gpu();
-    let tile = choice.variant.int("tile").max(1) as usize;
+    let tile = choice.variant.int("tile")?.max(1) as usize;
     let groups = super::grid(
         OP,
         gpu,

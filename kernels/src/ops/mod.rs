@@ -227,11 +227,11 @@ impl Call for Rowwise {
             filters: Vec::new(),
             order: vec![
                 prefer("subgroup reductions where offered", |v| {
-                    i64::from(v.text("reduce") == "subgroup")
+                    Ok(i64::from(v.text("reduce")? == "subgroup"))
                 }),
                 prefer(
                     "threads per row nearest the row length within 64..256",
-                    move |v| -(v.int("wg") - target).abs(),
+                    move |v| Ok(-(v.int("wg")? - target).abs()),
                 ),
             ],
             ride: &["residual"],
@@ -258,9 +258,9 @@ fn choose_rowwise(
 
 /// Whether every size is a multiple of the variant's derived `multiple` (1 when absent): routes
 /// that load whole cooperative fragments from the buffers need multiples of 16.
-fn sizes_fit(variant: &Variant, sizes: &[usize]) -> bool {
-    let m = variant.int("multiple").max(1) as usize;
-    sizes.iter().all(|s| s.is_multiple_of(m))
+fn sizes_fit(variant: &Variant, sizes: &[usize]) -> Result<bool> {
+    let m = variant.int("multiple")?.max(1) as usize;
+    Ok(sizes.iter().all(|s| s.is_multiple_of(m)))
 }
 
 fn dtype_value(dtype: DType) -> (&'static str, Param) {

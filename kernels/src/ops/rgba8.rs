@@ -74,7 +74,7 @@ pub fn plan(
     let count = h * w;
     let choice = choose_widest(OP, planes, Some(count), named)?;
     let gpu = planes.gpu();
-    let wg = choice.variant.int("wg").max(1) as u64;
+    let wg = choice.variant.int("wg")?.max(1) as u64;
     let groups = gpu.groups(OP, (count as u64).div_ceil(wg))?;
     let params = Params {
         count: count as u32,

@@ -92,7 +92,7 @@ pub fn plan(
     let choice = choose_widest(OP, out, Some(n), named)?;
     let gpu = freq.gpu();
     let max = gpu.profile().limits.max_compute_workgroups_per_dimension;
-    let wg = choice.variant.int("wg").max(1) as u64;
+    let wg = choice.variant.int("wg")?.max(1) as u64;
     let [y, z, _] = fold_groups(OP, rows as u64, max)?;
     let [x, _, _] = fold_groups(OP, (n as u64).div_ceil(wg), max)?;
     if u64::from(x) * wg < n as u64 {

@@ -96,7 +96,7 @@ fn launch(
     check_no_alias(OP, y, &[x])?;
     let choice = choose_widest(OP, x, None, named)?;
     let gpu = x.gpu();
-    let wg = choice.variant.int("wg").max(1) as u64;
+    let wg = choice.variant.int("wg")?.max(1) as u64;
     let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
     let params = Params {
         a: a as u32,

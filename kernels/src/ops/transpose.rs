@@ -53,7 +53,7 @@ pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Ch
     let batch = x.numel() / (rows * cols);
     let choice = choose_widest(OP, x, None, named)?;
     let gpu = x.gpu();
-    let tile = choice.variant.int("tile").max(1) as usize;
+    let tile = choice.variant.int("tile")?.max(1) as usize;
     let groups = super::grid(OP, gpu, [cols.div_ceil(tile), rows.div_ceil(tile), batch])?;
     let params = Params {
         rows: rows as u32,

@@ -86,7 +86,7 @@ pub fn variants(family: &str, dtype: DType) -> Vec<kiln::Variant> {
         .registry()
         .supported(family, gpu().profile())
         .unwrap()
-        .filter(|v| v.text("dtype") == dtype.wgsl())
+        .filter(|v| v.text("dtype").unwrap() == dtype.wgsl())
         .cloned()
         .collect();
     assert!(

@@ -208,23 +208,25 @@ impl select::Call for FlashCall {
             order: vec![
                 prefer(
                     "routes other than outer and stream (by name or tuned table only)",
-                    |v| -i64::from(matches!(v.text("route"), "outer" | "stream")),
+                    |v| Ok(-i64::from(matches!(v.text("route")?, "outer" | "stream"))),
                 ),
                 prefer("cooperative matrices on a GPU", move |v| {
-                    i64::from(gpu_device && v.text("route") == "coop")
+                    Ok(i64::from(gpu_device && v.text("route")? == "coop"))
                 }),
                 prefer(
                     "an owned block no larger than the largest that leaves ≥ 128 workgroups (8 on a software adapter)",
-                    move |v| -i64::from(v.int(owned_var) > target),
+                    move |v| Ok(-i64::from(v.int(owned_var)? > target)),
                 ),
                 prefer("the largest owned block", move |v| v.int(owned_var)),
                 prefer("the largest streamed block", move |v| v.int(streamed_var)),
                 prefer("the tiled route on a GPU", move |v| {
-                    i64::from(gpu_device && v.text("route") == "tiled")
+                    Ok(i64::from(gpu_device && v.text("route")? == "tiled"))
                 }),
-                prefer("unrolled", |v| i64::from(v.flag("unroll"))),
+                prefer("unrolled", |v| Ok(i64::from(v.flag("unroll")?))),
                 prefer("subgroup reductions", |v| {
-                    i64::from(v.get("reduce") == Some(&Param::Str("subgroup".into())))
+                    Ok(i64::from(
+                        v.get("reduce") == Some(&Param::Str("subgroup".into())),
+                    ))
                 }),
             ],
             ride: &[],
@@ -300,7 +302,7 @@ pub fn plan_forward(
     check_no_alias(OP, lse, &[q, k, v])?;
     let choice = choose_flash("flash_fwd", &d, q, causal, named)?;
     let gpu = q.gpu();
-    let block = choice.variant.int("block_q").max(1) as usize;
+    let block = choice.variant.int("block_q")?.max(1) as usize;
     let groups = grid(OP, gpu, [d.q_len.div_ceil(block), d.batch_heads, 1])?;
     let dispatch = Dispatch::new(
         gpu,
@@ -425,7 +427,7 @@ pub fn plan_backward(
 
     let rows = d.batch_heads * d.q_len;
     let delta_choice = super::choose_widest("attention_delta", q, None, named.delta)?;
-    let wg = delta_choice.variant.int("wg").max(1) as u64;
+    let wg = delta_choice.variant.int("wg")?.max(1) as u64;
     let delta_groups = gpu.groups(OP, (rows as u64).div_ceil(wg))?;
     let delta_params = DeltaParams {
         rows: rows as u32,
@@ -446,7 +448,7 @@ pub fn plan_backward(
                   (owned_var, owned_len): (&str, usize),
                   outputs: &[&Tensor]|
      -> Result<Dispatch> {
-        let block = choice.variant.int(owned_var).max(1) as usize;
+        let block = choice.variant.int(owned_var)?.max(1) as usize;
         let mut tensors = vec![q, k, v, d_o, lse, &delta];
         tensors.extend_from_slice(outputs);
         let groups = grid(OP, gpu, [owned_len.div_ceil(block), d.batch_heads, 1])?;

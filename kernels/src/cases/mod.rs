@@ -4,6 +4,10 @@
 //! and is found by the build script. The fleet campaign times variants on these cases, and the
 //! every-variant test runs each offered variant on the [`Scale::Proof`] cases.
 
+mod proof;
+
+pub use proof::{Proof, prove_family};
+
 use crate::contract::Param;
 use crate::cpu::{self, Array};
 use crate::error::{Error, Result};

@@ -1,0 +1,99 @@
+//! The proof of a family: every variant the adapter offers, run on the family's
+//! [`Scale::Proof`](super::Scale::Proof) cases against the CPU reference. A variant is proven
+//! when at least two cases took it and each was within its tolerance. `tests/every_variant.rs`
+//! runs it natively and the fleet page's module in the browser (`site/tests/prove.mjs`).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Scale, for_family};
+use crate::Gpu;
+use crate::error::{Error, Result};
+
+/// What the proof of one family found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Proof {
+    pub family: String,
+    pub offered: usize,
+    /// Variants that ran on at least two cases, all within tolerance.
+    pub proven: usize,
+    pub runs: usize,
+    /// The largest error measured per kind of case (its name without sizes) and the tolerance.
+    pub worst: BTreeMap<String, (f64, f64)>,
+    /// `family/variant: why` for each variant not proven.
+    pub failures: Vec<String>,
+}
+
+/// Runs every variant of `family` that the adapter offers on the family's proof cases.
+pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
+    let cases = for_family(gpu, family, Scale::Proof)?;
+    if cases.is_empty() {
+        return Err(Error::UnknownKernel(format!("{family} (no proof case)")));
+    }
+    let variants: Vec<_> = gpu
+        .registry()
+        .supported(family, gpu.profile())?
+        .cloned()
+        .collect();
+    let mut p = Proof {
+        family: family.to_string(),
+        offered: variants.len(),
+        ..Proof::default()
+    };
+    for variant in &variants {
+        let name = &variant.name;
+        let mut took = 0;
+        let mut bad = Vec::new();
+        for case in cases.iter().filter(|c| variant.takes(&c.fixed)) {
+            let planned = match case.plan(name) {
+                Ok(planned) => planned,
+                // The variant's route refuses this shape (whole fragments, equal shapes, …).
+                Err(Error::Shape { .. }) => continue,
+                Err(e) => {
+                    bad.push(format!("{} failed to plan: {e}", case.name));
+                    continue;
+                }
+            };
+            took += 1;
+            p.runs += 1;
+            match case.check(gpu, &planned).await {
+                Ok(err) => {
+                    let worst = p
+                        .worst
+                        .entry(kind_of(&case.name))
+                        .or_insert((0.0, case.tolerance));
+                    if err.is_finite() {
+                        worst.0 = worst.0.max(err);
+                    }
+                    if err.is_nan() || err > case.tolerance {
+                        bad.push(format!(
+                            "{}: relative L2 {err:.3e} over {:.0e}",
+                            case.name, case.tolerance
+                        ));
+                    }
+                }
+                Err(e) => bad.push(format!("{} failed: {e}", case.name)),
+            }
+        }
+        if took < 2 {
+            bad.push(format!("only {took} proof cases take it"));
+        }
+        if bad.is_empty() {
+            p.proven += 1;
+        } else {
+            p.failures
+                .extend(bad.into_iter().map(|b| format!("{family}/{name}: {b}")));
+        }
+    }
+    Ok(p)
+}
+
+/// A case's name without its sizes: `matmul 37x45x29 bias f32` → `matmul bias f32`.
+fn kind_of(name: &str) -> String {
+    name.split(' ')
+        .filter(|w| !w.starts_with(|c: char| c.is_ascii_digit()))
+        .filter(|w| !(w.starts_with(['B', 'H', 'N']) && w[1..].parse::<usize>().is_ok()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,42 @@
+// Runs every variant the browser's adapter is offered (WebGPU on SwiftShader in headless
+// Chromium) against the CPU reference on each family's proof cases: the fleet page's module
+// (`prove_every_variant`, the same kiln::cases::prove_family that tests/every_variant.rs runs
+// natively). Not a test run by scripts/test.sh: SwiftShader builds a pipeline in about 2 s, so
+// the 499 variants take tens of minutes. Prints one line per family and the totals as JSON.
+//   node site/tests/prove.mjs SITE_DIR [OUT.json]
+import { writeFileSync } from 'node:fs';
+import { launch, serve } from './browser.mjs';
+
+const [dir = 'site/dist', outFile] = process.argv.slice(2);
+const server = await serve(dir);
+const browser = await launch();
+try {
+  const page = await browser.newPage();
+  page.on('console', (m) => m.type() === 'error' && console.error(`console: ${m.text()}`));
+  await page.exposeFunction('kilnProofStep', (family) => console.error(`proving ${family}…`));
+  await page.goto(`${server.url}/fleet.html`);
+  const started = Date.now();
+  const proofs = JSON.parse(await page.evaluate(async () => {
+    const wasm = await import('./fleet/fleet_web.js');
+    await wasm.default();
+    return wasm.prove_every_variant((family) => window.kilnProofStep(family));
+  }));
+  const adapter = await page.evaluate(async () => {
+    const a = await navigator.gpu.requestAdapter();
+    return `${a.info.vendor} ${a.info.architecture} ${a.info.description}`.trim();
+  });
+  let offered = 0, proven = 0;
+  for (const p of proofs) {
+    offered += p.offered;
+    proven += p.proven;
+    console.log(`${p.family}: ${p.proven} of ${p.offered} proven in ${p.runs} runs`);
+    for (const f of p.failures) console.log(`  ${f}`);
+  }
+  const summary = { adapter, offered, proven, seconds: (Date.now() - started) / 1000, proofs };
+  console.log(JSON.stringify({ adapter, offered, proven, seconds: summary.seconds }));
+  if (outFile) writeFileSync(outFile, JSON.stringify(summary, null, 1));
+  process.exitCode = proven === offered ? 0 : 1;
+} finally {
+  await browser.close();
+  server.close();
+}
