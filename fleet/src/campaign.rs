@@ -269,7 +269,7 @@ async fn run_one(
     // A pipeline built before (for another case, or the ceilings) is not timed as a build.
     let built = gpu.has_pipeline(case.family, variant);
     let t0 = Instant::now();
-    let planned = match case.plan(variant) {
+    let planned = match case.plan(Some(variant)) {
         Ok(p) => p,
         Err(kiln::Error::Shape { .. }) => return Ok(None),
         Err(e) => {

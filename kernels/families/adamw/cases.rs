@@ -34,7 +34,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         bytes: 7.0 * n as f64 * 4.0,
         outputs: vec![o_p, o_m, o_v],
         plan: Box::new(move |name| {
-            let (step, choice) = crate::ops::adamw::plan(&p, &g, &m, &v, &h, Some(name))?;
+            let (step, choice) = crate::ops::adamw::plan(&p, &g, &m, &v, &h, name)?;
             Ok(Planned {
                 all: vec![
                     plan_copy(&p0, &p, None)?.0,

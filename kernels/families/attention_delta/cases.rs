@@ -39,9 +39,10 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Cas
         }
         let (o, lse) = p.gpu_forward()?;
         let g = Grads::like(&p.q.0, &p.k.0, &p.v.0)?;
-        // The pre-pass writes a scratch tensor made by each plan: its check reads a copy the
-        // plan's dispatch list ends with.
+        // The pre-pass writes a scratch tensor made by each plan: its check reads D + 0, which
+        // the plan's dispatch list ends with (any length; the copy kernel moves whole vec4s).
         let delta_out = Tensor::uninit(gpu, &p.rows(), DType::F32)?;
+        let zeros = Tensor::full(gpu, &p.rows(), 0.0, DType::F32)?;
         let (outputs, fixed, flops, bytes, tolerance, index) = match pass {
             Pass::Delta => {
                 let d = p.shape[3];
@@ -90,16 +91,17 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Cas
             plan: Box::new(move |name| {
                 let mut named = BackwardVariants::default();
                 match pass {
-                    Pass::Delta => named.delta = Some(name),
-                    Pass::DkDv => named.dkdv = Some(name),
-                    Pass::Dq => named.dq = Some(name),
-                    Pass::Fused => named.fused = Some(name),
+                    Pass::Delta => named.delta = name,
+                    Pass::DkDv => named.dkdv = name,
+                    Pass::Dq => named.dq = name,
+                    Pass::Fused => named.fused = name,
                 }
                 let plan = plan_backward(&q, &k, &v, &o, &lse, &d_o, &g, causal, scale, named)?;
                 let choice = plan.choices[index].clone();
                 let mut all = plan.dispatches;
                 if pass == Pass::Delta {
-                    all.push(crate::ops::ceiling::plan_copy(&plan.delta, &delta_out, None)?.0);
+                    let (add, _) = crate::ops::add::plan(&plan.delta, &zeros, &delta_out, None)?;
+                    all.push(add);
                 }
                 Ok(Planned {
                     all,

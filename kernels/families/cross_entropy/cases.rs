@@ -27,7 +27,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 &loss,
                 &d,
                 scale,
-                Some(v),
+                v,
             )?))
         }),
     }])

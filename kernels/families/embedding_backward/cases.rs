@@ -22,7 +22,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 &dy,
                 &t,
                 &d,
-                Some(v),
+                v,
             )?))
         }),
     }])

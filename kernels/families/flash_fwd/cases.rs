@@ -25,7 +25,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                     &lse_t,
                     causal,
                     scale,
-                    Some(name),
+                    name,
                 )?))
             }),
         });

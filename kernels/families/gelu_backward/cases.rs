@@ -18,7 +18,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             bytes: 3.0 * n as f64 * dtype.size() as f64,
             outputs: vec![o],
             plan: Box::new(move |v| {
-                Ok(single(crate::ops::gelu_backward::plan(&x, &dy, &dx, Some(v))?))
+                Ok(single(crate::ops::gelu_backward::plan(&x, &dy, &dx, v)?))
             }),
         });
     }

@@ -45,7 +45,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                         &b,
                         &y,
                         1e-5,
-                        Some(v),
+                        v,
                     )?))
                 }),
             });

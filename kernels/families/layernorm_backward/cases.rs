@@ -46,13 +46,13 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, index: usize) -> Result<Vec<C
             use crate::ops::layernorm_backward::{BackwardVariants, plan};
             let named = if index == 0 {
                 BackwardVariants {
-                    rows: Some(v),
+                    rows: v,
                     params: None,
                 }
             } else {
                 BackwardVariants {
                     rows: None,
-                    params: Some(v),
+                    params: v,
                 }
             };
             let plan = plan(&x, &g, &dy, &dx, &dg, &db, 1e-5, named)?;

@@ -58,7 +58,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                         &c,
                         Layout::default(),
                         e,
-                        Some(v),
+                        v,
                     )?))
                 }),
             });

@@ -33,7 +33,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                     &c,
                     n,
                     e,
-                    Some(v),
+                    v,
                 )?))
             }),
         });

@@ -24,7 +24,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                     &px,
                     100.0,
                     128.0,
-                    Some(v),
+                    v,
                 )?))
             }),
         });

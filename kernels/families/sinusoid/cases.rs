@@ -30,7 +30,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                     &y,
                     0.0,
                     0.01,
-                    Some(v),
+                    v,
                 )?))
             }),
         });

@@ -30,7 +30,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                     &dp,
                     &dx,
                     0.5,
-                    Some(v),
+                    v,
                 )?))
             }),
         });

@@ -36,7 +36,8 @@ pub struct Planned {
     pub choice: Choice,
 }
 
-type Plan = Box<dyn Fn(&str) -> Result<Planned>>;
+/// The launch of a named variant, or of the selector's choice with `None`.
+type Plan = Box<dyn Fn(Option<&str>) -> Result<Planned>>;
 
 /// One family on one fixed shape.
 pub struct Case {
@@ -64,9 +65,10 @@ impl std::fmt::Debug for Case {
 }
 
 impl Case {
-    /// The launch of `variant` on this case. `Error::Shape` when the variant does not take the
-    /// call (another dtype, head dim, a shape its route refuses).
-    pub fn plan(&self, variant: &str) -> Result<Planned> {
+    /// The launch of `variant` on this case, or of the selector's choice with `None`.
+    /// `Error::Shape` when the variant does not take the call (another dtype, head dim, a shape
+    /// its route refuses).
+    pub fn plan(&self, variant: Option<&str>) -> Result<Planned> {
         (self.plan)(variant)
     }
 

@@ -1,7 +1,7 @@
 //! The proof of a family: every variant the adapter offers, run on the family's
 //! [`Scale::Proof`](super::Scale::Proof) cases against the CPU reference. A variant is proven
-//! when at least two cases took it and each was within its tolerance. `tests/every_variant.rs`
-//! runs it natively and the fleet page's module in the browser (`site/tests/prove.mjs`).
+//! when at least two cases took it and each was within its tolerance; the selector's own pick
+//! must be right on every case too. `tests/every_variant.rs` runs it natively and the fleet page's module in the browser (`site/tests/prove.mjs`).
 
 use std::collections::BTreeMap;
 
@@ -46,7 +46,7 @@ pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
         let mut took = 0;
         let mut bad = Vec::new();
         for case in cases.iter().filter(|c| variant.takes(&c.fixed)) {
-            let planned = match case.plan(name) {
+            let planned = match case.plan(Some(name)) {
                 Ok(planned) => planned,
                 // The variant's route refuses this shape (whole fragments, equal shapes, …).
                 Err(Error::Shape { .. }) => continue,
@@ -84,6 +84,24 @@ pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
         } else {
             p.failures
                 .extend(bad.into_iter().map(|b| format!("{family}/{name}: {b}")));
+        }
+    }
+    // The selector's own pick on every case (the tuned table's or the rule's), as a model
+    // would call the op: it must plan and be right too.
+    for case in &cases {
+        let checked = match case.plan(None) {
+            Ok(planned) => case.check(gpu, &planned).await.map(|err| (err, planned)),
+            Err(e) => Err(e),
+        };
+        match checked {
+            Ok((err, _)) if err <= case.tolerance => {}
+            Ok((err, planned)) => p.failures.push(format!(
+                "{}: the selector's pick {} is off by relative L2 {err:.3e} (over {:.0e})",
+                case.name, planned.choice.variant.name, case.tolerance
+            )),
+            Err(e) => p
+                .failures
+                .push(format!("{}: the selector's pick failed: {e}", case.name)),
         }
     }
     Ok(p)
