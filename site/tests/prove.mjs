@@ -3,11 +3,11 @@
 // (`prove_every_variant`, the same kiln::cases::prove_family that tests/every_variant.rs runs
 // natively). Not a test run by scripts/test.sh: SwiftShader builds a pipeline in about 2 s, so
 // the 499 variants take tens of minutes. Prints one line per family and the totals as JSON.
-//   node site/tests/prove.mjs SITE_DIR [OUT.json]
+//   node site/tests/prove.mjs SITE_DIR [OUT.json] [FAMILIES, comma-separated: all when left out]
 import { writeFileSync } from 'node:fs';
 import { launch, serve } from './browser.mjs';
 
-const [dir = 'site/dist', outFile] = process.argv.slice(2);
+const [dir = 'site/dist', outFile, families = ''] = process.argv.slice(2);
 const server = await serve(dir);
 const browser = await launch();
 try {
@@ -16,11 +16,11 @@ try {
   await page.exposeFunction('kilnProofStep', (family) => console.error(`proving ${family}…`));
   await page.goto(`${server.url}/fleet.html`);
   const started = Date.now();
-  const proofs = JSON.parse(await page.evaluate(async () => {
+  const proofs = JSON.parse(await page.evaluate(async (families) => {
     const wasm = await import('./fleet/fleet_web.js');
     await wasm.default();
-    return wasm.prove_every_variant((family) => window.kilnProofStep(family));
-  }));
+    return wasm.prove_every_variant(families, (family) => window.kilnProofStep(family));
+  }, families));
   const adapter = await page.evaluate(async () => {
     const a = await navigator.gpu.requestAdapter();
     return `${a.info.vendor} ${a.info.architecture} ${a.info.description}`.trim();

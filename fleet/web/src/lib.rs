@@ -115,14 +115,19 @@ mod web {
 
     /// Runs every variant this browser's adapter is offered on each family's proof cases
     /// against the CPU reference (`kiln::cases::prove_family`, the check `tests/every_variant.rs`
-    /// makes natively); resolves to the JSON list of per-family proofs. `progress(family)` hears
-    /// each family as it starts. Not on the page: `site/tests/prove.mjs` calls it.
+    /// makes natively); resolves to the JSON list of per-family proofs. `families`: names
+    /// separated by commas, or empty for all. `progress(family)` hears each family as it starts.
+    /// Not on the page: `site/tests/prove.mjs` calls it.
     #[wasm_bindgen]
-    pub async fn prove_every_variant(progress: Function) -> Result<String, JsValue> {
+    pub async fn prove_every_variant(
+        families: String,
+        progress: Function,
+    ) -> Result<String, JsValue> {
         console_error_panic_hook::set_once();
         let gpu = talk_gpu().await?;
+        let wanted: Vec<&str> = families.split(',').filter(|f| !f.is_empty()).collect();
         let mut proofs = Vec::new();
-        for family in kiln::cases::families() {
+        for family in kiln::cases::families().filter(|f| wanted.is_empty() || wanted.contains(f)) {
             let _ = progress.call1(&JsValue::NULL, &JsValue::from_str(family));
             proofs.push(kiln::cases::prove_family(&gpu, family).await.map_err(js)?);
         }

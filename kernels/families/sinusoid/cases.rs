@@ -17,9 +17,10 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             family: "sinusoid",
             fixed: vec![dtype_is(dtype)],
             name: format!("sinusoid {waves}x{n} {}", dtype.wgsl()),
-            // WGSL lets sin and cos be off by 2⁻¹¹ absolute; SwiftShader's campaign uses that
-            // room.
-            tolerance: tolerance(z, dtype, 1e-3, 3e-7),
+            // WGSL lets sin and cos be off by 2⁻¹¹ absolute, and SwiftShader uses that room
+            // (1.07e-4 measured; lavapipe 2.5e-8, the H200 1.6e-7): no adapter can be held to
+            // less.
+            tolerance: tolerance(z, dtype, 1e-3, 1e-3),
             flops: 2.0 * (2 * waves * n) as f64,
             bytes: (2 * waves * n) as f64 * dtype.size() as f64,
             outputs: vec![o],
