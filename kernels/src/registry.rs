@@ -287,6 +287,7 @@ impl Registry {
         let source = self.render(variant, profile)?;
         let module = validate_wgsl(&variant.family, &variant.name, &source, profile)?;
         check_shape(variant, &module)?;
+        check_bindings(self.contract(&variant.family)?, variant, &module)?;
         Ok(source)
     }
 }
@@ -323,6 +324,51 @@ pub fn check_shape(variant: &Variant, module: &naga::Module) -> Result<()> {
             "the shader declares {used} B of workgroup memory, the contract {} B",
             variant.workgroup_storage
         )));
+    }
+    Ok(())
+}
+
+/// Checks the shader's group-0 bindings against the contract's list: bindings 0..n in order
+/// (a variant may leave out trailing ones, as matmul's bias without an epilogue), each a storage
+/// buffer of the contract's name and access (`read`, `read_write`) or the uniform block.
+pub fn check_bindings(contract: &Contract, variant: &Variant, module: &naga::Module) -> Result<()> {
+    let fail = |detail: String| Error::ShaderValidation {
+        family: variant.family.clone(),
+        variant: variant.name.clone(),
+        line: None,
+        detail,
+    };
+    let mut bound: Vec<(u32, &naga::GlobalVariable)> = module
+        .global_variables
+        .iter()
+        .filter_map(|(_, g)| g.binding.as_ref().map(|b| (b.binding, g)))
+        .collect();
+    bound.sort_by_key(|(index, _)| *index);
+    for (i, (index, global)) in bound.iter().enumerate() {
+        let Some(want) = contract.bindings.get(i).filter(|_| *index as usize == i) else {
+            return Err(fail(format!(
+                "binding {index} is not in the contract's list of {} (in order from 0)",
+                contract.bindings.len()
+            )));
+        };
+        let name = global.name.as_deref().unwrap_or("");
+        let access = match global.space {
+            naga::AddressSpace::Storage { access }
+                if access.contains(naga::StorageAccess::STORE) =>
+            {
+                "read_write"
+            }
+            naga::AddressSpace::Storage { .. } => "read",
+            naga::AddressSpace::Uniform => "uniform",
+            _ => "neither a buffer nor a uniform",
+        };
+        let same_name = access == "uniform" || name == want.name;
+        if access != want.access || !same_name {
+            return Err(fail(format!(
+                "binding {index} is `{name}` ({access}), the contract says `{}` ({})",
+                want.name, want.access
+            )));
+        }
     }
     Ok(())
 }
