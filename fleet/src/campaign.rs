@@ -17,6 +17,14 @@ use crate::report::{
 /// its tuned entries come from `kiln bench attention --backward --variant`, which times both.
 pub const LEFT_OUT_FAMILIES: &[&str] = &["flash_bwd_fused"];
 
+/// The families whose cases cost the most to plan, run after all the others.
+const ATTENTION_FAMILIES: &[&str] = &[
+    "attention_delta",
+    "flash_bwd_dkdv",
+    "flash_bwd_dq",
+    "flash_fwd",
+];
+
 /// How a campaign runs.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -71,7 +79,10 @@ pub async fn run(
         !LEFT_OUT_FAMILIES.contains(&family)
             && (options.families.is_empty() || options.families.iter().any(|f| f == family))
     };
-    let cases: Vec<Case> = cases::all(gpu, Scale::campaign(gpu), &wanted)?;
+    let mut cases: Vec<Case> = cases::all(gpu, Scale::campaign(gpu), &wanted)?;
+    // The attention families last: each of their cases compiles several flash kernels (a
+    // backward plan builds all its passes), so a short budget reaches the others first.
+    cases.sort_by_key(|c| ATTENTION_FAMILIES.contains(&c.family));
     if cases.is_empty() {
         return Err(FleetError::Usage(format!(
             "no case of the families {:?}",
