@@ -2,8 +2,9 @@
 //! (`kiln::cases::prove_family`): each family's proof cases (`Scale::Proof`: two sets of small
 //! shapes that are not tile multiples, outputs NaN-poisoned first) on every variant
 //! `Registry::supported` lists for the profile. A variant passes when at least two cases took it
-//! and each was within the case's tolerance. On lavapipe that is every lavapipe-offered variant; `scripts/bench-gpu.sh`'s
-//! check stage runs this file on the H200.
+//! and each was within the case's tolerance, and the selector's own pick is right on every case.
+//! On lavapipe that is every lavapipe-offered variant; `scripts/bench-gpu.sh`'s check stage runs
+//! this file on the H200.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kiln::cases;
