@@ -1,8 +1,10 @@
 //! Discovers the kernel families: every folder under `families/` that holds `<folder>.toml` (the
 //! contract) and `<folder>.wgsl.jinja` (the template) is a family, and every `_*.wgsl.jinja`
-//! anywhere under `families/` is a partial that templates may import by its file name. A folder
-//! with a `cases.rs` contributes the family's case table to `kiln::cases`. Writes the tables to
-//! `$OUT_DIR/families.rs`, which the registry and `cases` include.
+//! anywhere under `families/` is a partial that templates may import by its file name. A family
+//! folder is also a Rust module (`mod.rs`: the launcher and the typed `Design` of its variants,
+//! with `cpu.rs`, the CPU reference, and `cases.rs`, the case table, beside it). Writes
+//! `$OUT_DIR/families.rs` (the sources, for the registry) and `$OUT_DIR/family_modules.rs` (the
+//! modules, their case tables and designs, for `kiln::families`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -17,14 +19,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     folders.retain(|p| p.is_dir());
     folders.sort();
 
-    let (mut families, mut partials, mut cases) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut families, mut partials) = (Vec::new(), Vec::new());
     for folder in &folders {
         println!("cargo::rerun-if-changed={}", folder.display());
         let name = file_name(folder)?;
         let contract = folder.join(format!("{name}.toml"));
         let template = folder.join(format!("{name}.wgsl.jinja"));
         match (contract.is_file(), template.is_file()) {
-            (true, true) => families.push((name.clone(), template, contract)),
+            (true, true) => {
+                for needed in ["mod.rs", "cases.rs"] {
+                    if !folder.join(needed).is_file() {
+                        return Err(format!(
+                            "{}: a family folder needs {needed} (mod.rs: the launcher and its Design; cases.rs: the case table)",
+                            folder.display()
+                        )
+                        .into());
+                    }
+                }
+                families.push((name.clone(), template, contract));
+            }
             (false, false) => {}
             _ => {
                 return Err(format!(
@@ -42,8 +55,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let file = file_name(&f)?;
             if file.starts_with('_') && file.ends_with(".wgsl.jinja") {
                 partials.push((file, f));
-            } else if file == "cases.rs" {
-                cases.push((name.clone(), f));
             }
         }
     }
@@ -92,27 +103,43 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     writeln!(out, "];")?;
     fs::write(PathBuf::from(env::var("OUT_DIR")?).join("families.rs"), out)?;
 
-    let mut tables = String::new();
-    for (name, path) in &cases {
+    let mut modules = String::new();
+    for (name, template, _) in &families {
+        let folder = template.parent().ok_or("a template without a folder")?;
         writeln!(
-            tables,
-            "#[path = {:?}]\nmod {name};",
-            path.display().to_string()
+            modules,
+            "#[path = {:?}]\npub mod {name};",
+            folder.join("mod.rs").display().to_string()
         )?;
     }
-    writeln!(tables, "/// Each family's case table, by family name.")?;
+    let n = families.len();
+    writeln!(modules, "/// Each family's case table, by family name.")?;
     writeln!(
-        tables,
-        "const TABLES: &[(&str, Table); {}] = &[",
-        cases.len()
+        modules,
+        "pub(crate) const TABLES: &[(&str, crate::cases::Table); {n}] = &["
     )?;
-    for (name, _) in &cases {
-        writeln!(tables, "    ({name:?}, {name}::cases),")?;
+    for (name, _, _) in &families {
+        writeln!(modules, "    ({name:?}, {name}::cases::cases),")?;
     }
-    writeln!(tables, "];")?;
+    writeln!(modules, "];")?;
+    writeln!(
+        modules,
+        "/// Each family's typed reading of a variant (`Design::parse`), by family name."
+    )?;
+    writeln!(
+        modules,
+        "pub(crate) const DESIGNS: &[(&str, ReadDesign); {n}] = &["
+    )?;
+    for (name, _, _) in &families {
+        writeln!(
+            modules,
+            "    ({name:?}, |v| {name}::Design::parse(v).map(drop)),"
+        )?;
+    }
+    writeln!(modules, "];")?;
     fs::write(
-        PathBuf::from(env::var("OUT_DIR")?).join("case_tables.rs"),
-        tables,
+        PathBuf::from(env::var("OUT_DIR")?).join("family_modules.rs"),
+        modules,
     )?;
     Ok(())
 }

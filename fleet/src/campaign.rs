@@ -195,14 +195,13 @@ impl CeilingKernels {
         };
         let x = Tensor::full(gpu, &[copy_n], 1.0, kiln::DType::F32)?;
         let y = Tensor::uninit(gpu, &[copy_n], kiln::DType::F32)?;
-        let (copy, copy_choice) = kiln::ops::ceiling::plan_copy(&x, &y, None)?;
+        let (copy, copy_choice) = kiln::ops::copy::plan(&x, &y, None)?;
         let fx = Tensor::full(gpu, &[fma_n], 0.5, kiln::DType::F32)?;
         let fy = Tensor::uninit(gpu, &[fma_n], kiln::DType::F32)?;
-        let (fma, fma_choice) =
-            kiln::ops::ceiling::plan_fma_chain(&fx, &fy, iters, 0.999, 0.001, None)?;
+        let (fma, fma_choice) = kiln::ops::fma_chain::plan(&fx, &fy, iters, 0.999, 0.001, None)?;
         let tx = Tensor::full(gpu, &[4], 1.0, kiln::DType::F32)?;
         let ty = Tensor::uninit(gpu, &[4], kiln::DType::F32)?;
-        let (tiny, _) = kiln::ops::ceiling::plan_copy(&tx, &ty, None)?;
+        let (tiny, _) = kiln::ops::copy::plan(&tx, &ty, None)?;
         Ok(CeilingKernels {
             copy,
             fma,

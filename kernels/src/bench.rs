@@ -180,7 +180,7 @@ pub async fn heat(gpu: &Gpu, ms: f64) -> Result<()> {
     let n = 1 << 22;
     let x = crate::tensor::Tensor::full(gpu, &[n], 0.5, crate::tensor::DType::F32)?;
     let y = crate::tensor::Tensor::uninit(gpu, &[n], crate::tensor::DType::F32)?;
-    let (fma, _) = crate::ops::ceiling::plan_fma_chain(&x, &y, 256, 0.999, 0.001, None)?;
+    let (fma, _) = crate::ops::fma_chain::plan(&x, &y, 256, 0.999, 0.001, None)?;
     let start = Instant::now();
     while start.elapsed().as_secs_f64() * 1e3 < ms {
         for _ in 0..8 {

@@ -19,6 +19,7 @@ pub mod cpu;
 pub mod device;
 pub mod error;
 pub mod explain;
+pub mod families;
 pub mod gpu;
 pub mod ops;
 pub mod optim;

@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::contract::{Contract, Param};
 use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
+use crate::tensor::DType;
 
 // `FAMILIES` and `PARTIALS`, discovered under `families/` by the build script.
 include!(concat!(env!("OUT_DIR"), "/families.rs"));
@@ -63,6 +64,41 @@ impl Variant {
             Some(Param::Bool(b)) => Ok(*b),
             other => Err(self.missing(name, "a boolean", other)),
         }
+    }
+
+    /// A non-negative integer that fits in 32 bits (a workgroup width, a tile, a block).
+    pub fn count(&self, name: &str) -> Result<u32> {
+        let i = self.int(name)?;
+        u32::try_from(i).map_err(|_| self.missing(name, "a count", Some(&Param::Int(i))))
+    }
+
+    /// The element type, `dtype`.
+    pub fn dtype(&self) -> Result<DType> {
+        self.one_of(
+            "dtype",
+            &[
+                ("f32", DType::F32),
+                ("f16", DType::F16),
+                ("u32", DType::U32),
+            ],
+        )
+    }
+
+    /// A text value read as one of `options` (a route, a reduction, an epilogue).
+    pub fn one_of<T: Copy>(&self, name: &str, options: &[(&str, T)]) -> Result<T> {
+        let text = self.text(name)?;
+        options
+            .iter()
+            .find(|(o, _)| *o == text)
+            .map(|(_, t)| *t)
+            .ok_or_else(|| {
+                let names: Vec<&str> = options.iter().map(|(o, _)| *o).collect();
+                self.missing(
+                    name,
+                    &format!("one of {names:?}"),
+                    Some(&Param::Str(text.to_string())),
+                )
+            })
     }
 
     fn missing(&self, name: &str, what: &str, found: Option<&Param>) -> Error {

@@ -455,13 +455,13 @@ fn ceiling_kernels_every_variant() {
     let want = cpu::fma_chain(&xa, 37, 0.999, 0.001).unwrap();
     for v in variants("copy", DType::F32) {
         let y = poisoned(&[n], DType::F32);
-        let (d, _) = ops::ceiling::plan_copy(&x, &y, Some(&v.name)).unwrap();
+        let (d, _) = ops::copy::plan(&x, &y, Some(&v.name)).unwrap();
         gpu().submit(&[&d]).unwrap();
         assert_close(&format!("copy {}", v.name), &read(&y), &xa.data, 0.0);
     }
     for v in variants("fma_chain", DType::F32) {
         let y = poisoned(&[n], DType::F32);
-        let (d, _) = ops::ceiling::plan_fma_chain(&x, &y, 37, 0.999, 0.001, Some(&v.name)).unwrap();
+        let (d, _) = ops::fma_chain::plan(&x, &y, 37, 0.999, 0.001, Some(&v.name)).unwrap();
         gpu().submit(&[&d]).unwrap();
         assert_close(
             &format!("fma_chain {}", v.name),
@@ -472,6 +472,6 @@ fn ceiling_kernels_every_variant() {
     }
     let (odd, _) = input(32, &[n - 2], DType::F32);
     let y = poisoned(&[n - 2], DType::F32);
-    assert!(ops::ceiling::plan_copy(&odd, &y, None).is_err());
-    assert!(ops::ceiling::plan_fma_chain(&odd, &y, 1, 1.0, 0.0, None).is_err());
+    assert!(ops::copy::plan(&odd, &y, None).is_err());
+    assert!(ops::fma_chain::plan(&odd, &y, 1, 1.0, 0.0, None).is_err());
 }

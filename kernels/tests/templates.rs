@@ -115,6 +115,32 @@ fn offered_counts_per_profile_are_as_pinned() {
 }
 
 #[test]
+fn every_variant_reads_into_its_familys_design() {
+    // Each family's launcher reads a variant through its typed `Design`: a value it reads that
+    // the contract lacks, or of another type, fails here for every variant, not at a launch.
+    let registry = Registry::builtin().unwrap();
+    for contract in registry.contracts() {
+        for v in registry.variants(&contract.family).unwrap() {
+            kiln::families::parse_design(v)
+                .unwrap_or_else(|e| panic!("{}/{}: {e}", v.family, v.name));
+        }
+    }
+    // A gelu contract without its `wg` (and a text where a count belongs) fails, naming it.
+    let gelu = CONTRACT
+        .replace("\"probe\"", "\"gelu\"")
+        .replace("name = \"width\"", "name = \"dtype\"")
+        .replace("values = [64]", "values = [\"f32\"]")
+        .replace("v{{ width }}", "{{ dtype }}")
+        .replace("[width]", "[64]");
+    let template = "@compute @workgroup_size(64)\nfn main() {}\n";
+    let gelu: &'static str = Box::leak(gelu.into_boxed_str());
+    let registry = Registry::from_sources(&[("gelu", template, gelu)], &[]).unwrap();
+    let v = registry.variant("gelu", "f32").unwrap();
+    let err = kiln::families::parse_design(v).unwrap_err().to_string();
+    assert!(err.contains("`wg`"), "{err}");
+}
+
+#[test]
 fn variant_names_are_unique_and_values_allowed() {
     let registry = Registry::builtin().unwrap();
     for contract in registry.contracts() {

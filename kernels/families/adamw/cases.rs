@@ -1,9 +1,9 @@
 //! adamw's cases: one optimiser step in place. Each run first copies the starting parameters
 //! and moments back in, then steps; only the step is timed.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
-    use crate::ops::ceiling::plan_copy;
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    use crate::ops::copy::plan as plan_copy;
     let mut inputs = Inputs::for_family("adamw");
     // Whole vec4s: the resets are copies.
     let n = z.elementwise.next_multiple_of(4);

@@ -1,7 +1,7 @@
 //! add's cases: equal shapes (the contiguous and vec4 forms) and a broadcast row.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("add");
     let (r, c) = z.rows;
     let mut cases = Vec::new();

@@ -1,7 +1,7 @@
 //! attention_delta's cases: D = rowsum(dO ∘ O), the first dispatch of the flash backward plan.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     backward_cases(gpu, z, Pass::Delta)
 }
 

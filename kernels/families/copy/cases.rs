@@ -1,7 +1,7 @@
 //! copy's cases: a buffer copied, the memory-bandwidth ceiling.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("copy");
     let n = z.copy;
     let (x, xa) = inputs.pair(gpu, &[n], DType::F32)?;
@@ -14,6 +14,6 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         flops: 0.0,
         bytes: 2.0 * n as f64 * 4.0,
         outputs: vec![o],
-        plan: Box::new(move |v| Ok(single(crate::ops::ceiling::plan_copy(&x, &y, v)?))),
+        plan: Box::new(move |v| Ok(single(crate::ops::copy::plan(&x, &y, v)?))),
     }])
 }

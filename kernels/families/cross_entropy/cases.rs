@@ -1,7 +1,7 @@
 //! cross_entropy's cases: the loss of each row's target and dlogits.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("cross_entropy");
     let (rows, cols) = z.rows;
     let rc = (rows * cols) as f64;

@@ -1,8 +1,8 @@
 //! embedding's cases: rows of a table gathered by token id (a byte-sized vocabulary in a
 //! campaign, as the training demo's).
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("embedding");
     let ((vocab, width), rows) = (z.vocab, z.rows.0);
     let (table, ta) = inputs.pair(gpu, &[vocab, width], DType::F32)?;

@@ -1,7 +1,7 @@
 //! embedding_backward's cases: each token's gradient row added into the table's gradient.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("embedding_backward");
     let ((vocab, width), rows) = (z.vocab, z.rows.0);
     let (dy, dya) = inputs.pair(gpu, &[rows, width], DType::F32)?;

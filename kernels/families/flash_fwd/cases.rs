@@ -1,7 +1,7 @@
 //! flash_fwd's cases: O and the LSE of attention, per dtype, mask and head dim.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut cases = Vec::new();
     for p in Attention::problems(gpu, z, "attention", false)? {
         let (o, o_t) = out(gpu, &p.shape, p.dtype, p.fwd.out.data.clone())?;

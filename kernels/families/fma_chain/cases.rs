@@ -1,7 +1,7 @@
 //! fma_chain's cases: a chain of fused multiply-adds per element, the arithmetic ceiling.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("fma_chain");
     let ((n, iters), a, b) = (z.fma, 0.999f32, 0.001f32);
     let (x, xa) = inputs.pair(gpu, &[n], DType::F32)?;
@@ -16,7 +16,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         bytes: 2.0 * n as f64 * 4.0,
         outputs: vec![o],
         plan: Box::new(move |v| {
-            Ok(single(crate::ops::ceiling::plan_fma_chain(
+            Ok(single(crate::ops::fma_chain::plan(
                 &x,
                 &y,
                 iters,

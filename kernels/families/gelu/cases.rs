@@ -1,7 +1,7 @@
 //! gelu's cases: the exact (erf) gelu of every element.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("gelu");
     let n = z.elementwise;
     let mut cases = Vec::new();

@@ -1,7 +1,7 @@
 //! gelu_backward's cases: dX = dY · gelu'(X).
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("gelu_backward");
     let n = z.elementwise;
     let mut cases = Vec::new();

@@ -1,8 +1,8 @@
 //! layernorm's cases: rows normalised with gain and bias; in a proof also the residual form
 //! (x + r normalised, the sum written too).
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("layernorm");
     let (rows, cols) = z.rows;
     let rc = (rows * cols) as f64;

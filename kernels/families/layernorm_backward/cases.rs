@@ -1,8 +1,8 @@
 //! layernorm_backward's cases: dX and the row statistics (the first dispatch of the layer
 //! norm's backward plan, which is timed).
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     backward_cases(gpu, z, 0)
 }
 

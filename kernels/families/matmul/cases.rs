@@ -1,10 +1,10 @@
 //! matmul's cases: square products in a campaign; in a proof, shapes that are not tile
 //! multiples (the last with sides multiples of 16, for whole cooperative fragments), in every
 //! dtype and with every epilogue.
-use super::*;
+use crate::cases::prelude::*;
 use crate::ops::matmul::{Epilogue, Layout};
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("matmul");
     let f16 = gpu.profile().features.shader_f16;
     let mut calls: Vec<((usize, usize, usize), DType)> =

@@ -1,8 +1,8 @@
 //! matmul_reduce's cases: the second pass of a split-K product, with each epilogue.
-use super::*;
+use crate::cases::prelude::*;
 use crate::ops::matmul::Epilogue;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("matmul_reduce");
     let [splits, rows, n] = z.reduce;
     let (partials, pa) = inputs.pair(gpu, &[splits, rows * n], DType::F32)?;
@@ -28,7 +28,7 @@ pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             outputs: vec![o],
             plan: Box::new(move |v| {
                 let e = with_bias.then_some((&bias, epilogue));
-                Ok(single(crate::ops::matmul::plan_reduce(
+                Ok(single(crate::ops::matmul_reduce::plan(
                     &partials,
                     &c,
                     n,

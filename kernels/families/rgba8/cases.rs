@@ -1,7 +1,7 @@
 //! rgba8's cases: four planes scaled, biased and packed into RGBA8 pixels.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("rgba8");
     let (h, w) = z.pixels;
     let mut cases = Vec::new();

@@ -1,7 +1,7 @@
 //! sinusoid's cases: rows of sin and cos waves sampled along a line.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("sinusoid");
     let (waves, n) = z.sinusoid;
     let freq = inputs.data(waves, DType::F32);

@@ -1,7 +1,7 @@
 //! softmax's cases: rows of scaled scores, plain and with a causal mask.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("softmax");
     let (rows, cols) = z.rows;
     let rc = (rows * cols) as f64;

@@ -1,7 +1,7 @@
 //! softmax_backward's cases: dX from the saved probabilities and dP.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("softmax_backward");
     let (rows, cols) = z.rows;
     let rc = (rows * cols) as f64;

@@ -1,7 +1,7 @@
 //! swap_axes's cases: [a, b, c] → [b, a, c], and in a proof also [o, a, b, c] → [o, b, a, c].
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("swap_axes");
     let [a, b, c] = z.swap;
     let mut cases = Vec::new();

@@ -1,7 +1,7 @@
 //! transpose's cases: the last two axes of a batch of matrices swapped.
-use super::*;
+use crate::cases::prelude::*;
 
-pub(super) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("transpose");
     let [b, r, c] = z.transpose;
     let mut cases = Vec::new();

@@ -37,7 +37,7 @@ pub struct Planned {
 }
 
 /// The launch of a named variant, or of the selector's choice with `None`.
-type Plan = Box<dyn Fn(Option<&str>) -> Result<Planned>>;
+pub(crate) type Plan = Box<dyn Fn(Option<&str>) -> Result<Planned>>;
 
 /// One family on one fixed shape.
 pub struct Case {
@@ -51,7 +51,7 @@ pub struct Case {
     pub flops: f64,
     pub bytes: f64,
     pub outputs: Vec<Output>,
-    plan: Plan,
+    pub(crate) plan: Plan,
 }
 
 impl std::fmt::Debug for Case {
@@ -241,10 +241,22 @@ const PROOF: [Sizes; 2] = [
 ];
 
 /// One family's table: its cases on one set of shapes.
-type Table = fn(&Gpu, &Sizes) -> Result<Vec<Case>>;
+pub(crate) type Table = fn(&Gpu, &Sizes) -> Result<Vec<Case>>;
 
-// `TABLES` and the family modules, discovered under `families/` by the build script.
-include!(concat!(env!("OUT_DIR"), "/case_tables.rs"));
+/// What the case tables (`families/<family>/cases.rs`) build with.
+pub(crate) mod prelude {
+    pub(crate) use super::{
+        Attention, Case, Inputs, Output, Planned, Sizes, dtype_is, dtypes, out, single, tolerance,
+        values,
+    };
+    pub(crate) use crate::contract::Param;
+    pub(crate) use crate::cpu::{self, Array};
+    pub(crate) use crate::error::Result;
+    pub(crate) use crate::tensor::round_to_f16;
+    pub(crate) use crate::{DType, Gpu, Tensor};
+}
+
+use crate::families::TABLES;
 
 /// The families that have a case table, in name order.
 pub fn families() -> impl Iterator<Item = &'static str> {

@@ -1,39 +1,32 @@
 //! The plain CPU path: one obviously correct loop nest per op, written before the WGSL.
 //! The GPU is tested against these, and the speed comparisons name them as the CPU path
-//! (single-threaded, no SIMD intrinsics).
+//! (single-threaded, no SIMD intrinsics). Each family's reference lives in its folder
+//! (`families/<family>/cpu.rs`) and is re-exported here; the attention backward, which checks
+//! several families at once, lives here.
 
-mod adamw;
-mod add;
 mod attention;
-mod ceiling;
-mod cross_entropy;
-mod embedding;
-mod gelu;
-mod layernorm;
-mod matmul;
-mod rgba8;
-mod sinusoid;
-mod softmax;
-mod swap_axes;
-mod transpose;
 
-pub use adamw::adamw;
-pub use add::add;
-pub use attention::{
-    Forward, Grads, attention, attention_backward, attention_forward_backward, flash_backward,
-    flash_forward,
-};
-pub use ceiling::fma_chain;
-pub use cross_entropy::cross_entropy;
-pub use embedding::{embedding, embedding_backward};
-pub use gelu::{gelu, gelu_backward};
-pub use layernorm::{add_layernorm, layernorm, layernorm_backward};
-pub use matmul::{linear, linear_gelu, matmul, matmul_reduce};
-pub use rgba8::rgba8;
-pub use sinusoid::sinusoid;
-pub use softmax::{softmax, softmax_backward};
-pub use swap_axes::{swap_axes01, swap_axes12};
-pub use transpose::transpose;
+pub use crate::families::adamw::cpu::adamw;
+pub use crate::families::add::cpu::add;
+pub use crate::families::cross_entropy::cpu::cross_entropy;
+pub use crate::families::embedding::cpu::embedding;
+pub use crate::families::embedding_backward::cpu::embedding_backward;
+pub use crate::families::flash_fwd::cpu::{Forward, attention, flash_forward};
+pub use crate::families::fma_chain::cpu::fma_chain;
+pub use crate::families::gelu::cpu::gelu;
+pub use crate::families::gelu_backward::cpu::gelu_backward;
+pub use crate::families::layernorm::cpu::{add_layernorm, layernorm};
+pub use crate::families::layernorm_backward::cpu::layernorm_backward;
+pub use crate::families::layernorm_params_backward::cpu::layernorm_params_backward;
+pub use crate::families::matmul::cpu::{linear, linear_gelu, matmul};
+pub use crate::families::matmul_reduce::cpu::matmul_reduce;
+pub use crate::families::rgba8::cpu::rgba8;
+pub use crate::families::sinusoid::cpu::sinusoid;
+pub use crate::families::softmax::cpu::softmax;
+pub use crate::families::softmax_backward::cpu::softmax_backward;
+pub use crate::families::swap_axes::cpu::{swap_axes01, swap_axes12};
+pub use crate::families::transpose::cpu::transpose;
+pub use attention::{Grads, attention_backward, attention_forward_backward, flash_backward};
 
 use crate::error::Result;
 use crate::shape;
@@ -47,7 +40,7 @@ pub struct Array {
 
 /// Refuses an array whose data does not hold its shape's elements (the fields are public, so
 /// one can be built by hand): the loops below index by shape and must not run past the data.
-fn check_array(op: &'static str, a: &Array) -> Result<()> {
+pub(crate) fn check_array(op: &'static str, a: &Array) -> Result<()> {
     shape::check_len(op, &a.shape, a.data.len())
 }
 

@@ -1,38 +1,31 @@
-//! One module per op family: shape checks, variant choice, and the launch. Each op has
+//! The ops models call. Each family's launcher lives in its folder (`families/<family>/mod.rs`)
+//! and is re-exported here under the family's name; an op that chains several families (the
+//! flash backward, naive attention) lives here. Each op has
 //! - `<op>(…) -> Tensor`: an output from the pool, and the chosen variant's launch recorded into
 //!   the device's current recording (submitted at the next readback or flush);
 //! - `<op>_into(…, out, named)`: write into a given tensor, optionally with a named variant;
 //! - `plan(…)`: the `Dispatch` and the `Choice`, for benchmarks that launch it often;
 //! - a `select::Call` describing a call to the selector without tensors (`call(…)` or a struct).
 
-pub mod adamw;
-pub mod add;
 pub mod attention;
-pub mod ceiling;
-pub mod cross_entropy;
-pub mod embedding;
-pub mod embedding_backward;
-pub mod gelu;
-pub mod gelu_backward;
-pub mod layernorm;
-pub mod layernorm_backward;
-pub mod matmul;
-pub mod rgba8;
-pub mod sinusoid;
-pub mod softmax;
-pub mod softmax_backward;
-pub mod swap_axes;
-pub mod transpose;
+
+pub use crate::families::{
+    adamw, add, attention_delta, copy, cross_entropy, embedding, embedding_backward,
+    flash_bwd_dkdv, flash_bwd_dq, flash_bwd_fused, flash_fwd, fma_chain, gelu, gelu_backward,
+    layernorm, layernorm_backward, layernorm_params_backward, matmul, matmul_reduce, rgba8,
+    sinusoid, softmax, softmax_backward, swap_axes, transpose,
+};
 
 pub use adamw::{adamw, adamw_into};
 pub use add::{add, add_into};
 pub use attention::{
-    flash_attention, flash_attention_backward, flash_attention_backward_into, naive_attention,
+    flash_attention_backward, flash_attention_backward_into, naive_attention,
     naive_attention_backward,
 };
 pub use cross_entropy::{cross_entropy, cross_entropy_into};
 pub use embedding::{embedding, embedding_into};
 pub use embedding_backward::{embedding_backward, embedding_backward_into};
+pub use flash_fwd::flash_attention;
 pub use gelu::{gelu, gelu_into};
 pub use gelu_backward::{gelu_backward, gelu_backward_into};
 pub use layernorm::{add_layernorm, layernorm, layernorm_into};
@@ -55,7 +48,7 @@ use crate::shape::rows_cols;
 use crate::tensor::{DType, Tensor};
 
 /// Tensors of one op must live on one device.
-fn check_same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
+pub(crate) fn check_same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     if tensors
         .iter()
         .any(|t| !t.gpu().same_device(tensors[0].gpu()))
@@ -66,7 +59,7 @@ fn check_same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
 }
 
 /// Tensors of one op must live on one device and share a dtype.
-fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
+pub(crate) fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     check_same_device(op, tensors)?;
     let first = tensors[0];
     for t in &tensors[1..] {
@@ -85,7 +78,7 @@ fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
 }
 
 /// An output may not share its buffer with an input: the kernels read inputs while writing.
-fn check_no_alias(op: &'static str, out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
+pub(crate) fn check_no_alias(op: &'static str, out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
     if inputs.iter().any(|t| t.overlaps(out)) {
         return Err(Error::InvalidArgument {
             op,
@@ -95,7 +88,7 @@ fn check_no_alias(op: &'static str, out: &Tensor, inputs: &[&Tensor]) -> Result<
     Ok(())
 }
 
-fn check_out_shape(op: &'static str, out: &Tensor, want: &[usize]) -> Result<()> {
+pub(crate) fn check_out_shape(op: &'static str, out: &Tensor, want: &[usize]) -> Result<()> {
     if out.shape() != want {
         return Err(Error::shape(
             op,
@@ -106,7 +99,12 @@ fn check_out_shape(op: &'static str, out: &Tensor, want: &[usize]) -> Result<()>
 }
 
 /// An input whose shape the op fixes (a gradient like its tensor, a [cols] vector).
-fn check_input_shape(op: &'static str, name: &str, t: &Tensor, want: &[usize]) -> Result<()> {
+pub(crate) fn check_input_shape(
+    op: &'static str,
+    name: &str,
+    t: &Tensor,
+    want: &[usize],
+) -> Result<()> {
     if t.shape() != want {
         return Err(Error::shape(
             op,
@@ -117,7 +115,7 @@ fn check_input_shape(op: &'static str, name: &str, t: &Tensor, want: &[usize]) -
 }
 
 /// A tensor of integer ids (tokens, targets) must be u32 and live on the op's device.
-fn check_ids(op: &'static str, name: &str, ids: &Tensor, like: &Tensor) -> Result<()> {
+pub(crate) fn check_ids(op: &'static str, name: &str, ids: &Tensor, like: &Tensor) -> Result<()> {
     check_same_device(op, &[like, ids])?;
     if ids.dtype() != DType::U32 {
         return Err(Error::shape(
@@ -135,7 +133,7 @@ fn check_ids(op: &'static str, name: &str, ids: &Tensor, like: &Tensor) -> Resul
 }
 
 /// Workgroup counts for a 3-D grid, each checked against the per-dimension limit.
-fn grid(op: &'static str, gpu: &Gpu, counts: [usize; 3]) -> Result<[u32; 3]> {
+pub(crate) fn grid(op: &'static str, gpu: &Gpu, counts: [usize; 3]) -> Result<[u32; 3]> {
     let max = gpu.profile().limits.max_compute_workgroups_per_dimension;
     let mut groups = [0u32; 3];
     for (g, count) in groups.iter_mut().zip(counts) {
@@ -151,6 +149,59 @@ fn grid(op: &'static str, gpu: &Gpu, counts: [usize; 3]) -> Result<[u32; 3]> {
             })?;
     }
     Ok(groups)
+}
+
+/// The design of a family whose variants differ only in dtype and threads per workgroup
+/// (elementwise and per-column families).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElementDesign {
+    pub dtype: DType,
+    pub wg: u32,
+}
+
+impl ElementDesign {
+    pub fn parse(v: &Variant) -> Result<Self> {
+        Ok(ElementDesign {
+            dtype: v.dtype()?,
+            wg: v.count("wg")?,
+        })
+    }
+}
+
+/// How a row's threads combine their partial results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduce {
+    /// Through workgroup memory: every adapter.
+    Shared,
+    /// With subgroup operations, where the adapter has them.
+    Subgroup,
+}
+
+impl Reduce {
+    pub(crate) fn parse(v: &Variant) -> Result<Self> {
+        v.one_of(
+            "reduce",
+            &[("shared", Reduce::Shared), ("subgroup", Reduce::Subgroup)],
+        )
+    }
+}
+
+/// The design of a row-wise family (a workgroup per row): dtype, threads per row, reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowDesign {
+    pub dtype: DType,
+    pub wg: u32,
+    pub reduce: Reduce,
+}
+
+impl RowDesign {
+    pub fn parse(v: &Variant) -> Result<Self> {
+        Ok(RowDesign {
+            dtype: v.dtype()?,
+            wg: v.count("wg")?,
+            reduce: Reduce::parse(v)?,
+        })
+    }
 }
 
 /// The call of a simple family (elementwise, per column): only the dtype is fixed, every
@@ -177,13 +228,15 @@ impl Call for Widest {
                 .count
                 .map_or_else(String::new, |n| format!("n{}", select::bucket(n))),
             filters: Vec::new(),
-            order: vec![prefer("the widest workgroup", |v| v.int("wg"))],
+            order: vec![prefer("the widest workgroup", |v| {
+                Ok(i64::from(ElementDesign::parse(v)?.wg))
+            })],
             ride: &[],
         }
     }
 }
 
-fn choose_widest(
+pub(crate) fn choose_widest(
     op: &'static str,
     t: &Tensor,
     count: Option<usize>,
@@ -227,11 +280,11 @@ impl Call for Rowwise {
             filters: Vec::new(),
             order: vec![
                 prefer("subgroup reductions where offered", |v| {
-                    Ok(i64::from(v.text("reduce")? == "subgroup"))
+                    Ok(i64::from(RowDesign::parse(v)?.reduce == Reduce::Subgroup))
                 }),
                 prefer(
                     "threads per row nearest the row length within 64..256",
-                    move |v| Ok(-(v.int("wg")? - target).abs()),
+                    move |v| Ok(-(i64::from(RowDesign::parse(v)?.wg) - target).abs()),
                 ),
             ],
             ride: &["residual"],
@@ -240,7 +293,7 @@ impl Call for Rowwise {
 }
 
 /// The row-wise choice for `x`'s last axis.
-fn choose_rowwise(
+pub(crate) fn choose_rowwise(
     op: &'static str,
     x: &Tensor,
     flag: Option<(&'static str, bool)>,
@@ -258,17 +311,17 @@ fn choose_rowwise(
 
 /// Whether every size is a multiple of the variant's derived `multiple` (1 when absent): routes
 /// that load whole cooperative fragments from the buffers need multiples of 16.
-fn sizes_fit(variant: &Variant, sizes: &[usize]) -> Result<bool> {
+pub(crate) fn sizes_fit(variant: &Variant, sizes: &[usize]) -> Result<bool> {
     let m = variant.int("multiple")?.max(1) as usize;
     Ok(sizes.iter().all(|s| s.is_multiple_of(m)))
 }
 
-fn dtype_value(dtype: DType) -> (&'static str, Param) {
+pub(crate) fn dtype_value(dtype: DType) -> (&'static str, Param) {
     ("dtype", Param::Str(dtype.wgsl().to_string()))
 }
 
 /// Whether the profile is a software adapter (a CPU rasterizer such as lavapipe).
-fn software(profile: &DeviceProfile) -> bool {
+pub(crate) fn software(profile: &DeviceProfile) -> bool {
     profile.is_software()
 }
 

@@ -1,0 +1,60 @@
+//! A vec4 copy: the memory-bandwidth ceiling the fleet campaign measures a device with (and the
+//! flash backward's reset of dQ). The FMA chain (`fma_chain`) measures the arithmetic rate and
+//! launches the same way.
+
+pub(crate) mod cases;
+
+use crate::error::{Error, Result};
+use crate::gpu::Dispatch;
+use crate::select::Choice;
+use crate::tensor::{DType, Tensor};
+
+use crate::ops::{check_no_alias, check_operands, check_out_shape, choose_widest};
+
+/// What the launcher reads of a variant: its dtype and threads per workgroup.
+pub type Design = crate::ops::ElementDesign;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    vecs: u32,
+    _pad: [u32; 3],
+}
+
+/// Prepares Y = X as a vec4 copy.
+pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+    let vecs = (x.numel() / 4) as u32;
+    let params = Params { vecs, _pad: [0; 3] };
+    plan_flat("copy", x, y, 4, &params, named)
+}
+
+/// Both ceiling kernels: one invocation per `per_invocation` elements of flat f32 tensors
+/// whose length is a multiple of it.
+pub(crate) fn plan_flat(
+    op: &'static str,
+    x: &Tensor,
+    y: &Tensor,
+    per_invocation: usize,
+    params: &impl bytemuck::Pod,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    check_operands(op, &[x, y])?;
+    check_out_shape(op, y, x.shape())?;
+    check_no_alias(op, y, &[x])?;
+    if x.dtype() != DType::F32 || !x.numel().is_multiple_of(per_invocation) {
+        return Err(Error::shape(
+            op,
+            format!(
+                "X is {} with {} elements: expected f32 and a multiple of {per_invocation}",
+                x.dtype().wgsl(),
+                x.numel()
+            ),
+        ));
+    }
+    let choice = choose_widest(op, x, None, named)?;
+    let gpu = x.gpu();
+    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
+    let groups = gpu.groups(op, ((x.numel() / per_invocation) as u64).div_ceil(wg))?;
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], params, groups)?;
+    Ok((dispatch, choice))
+}

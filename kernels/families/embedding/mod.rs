@@ -1,0 +1,76 @@
+//! Embedding lookup on the GPU: rows of a table gathered by token id.
+
+pub mod cpu;
+pub(crate) mod cases;
+
+use crate::error::Result;
+use crate::gpu::Dispatch;
+use crate::select::Choice;
+use crate::shape::embedding_table;
+use crate::tensor::Tensor;
+
+use crate::ops::{check_ids, check_no_alias, check_operands, check_out_shape, choose_widest};
+
+const OP: &str = "embedding";
+
+/// What the launcher reads of a variant: its dtype and threads per workgroup.
+pub type Design = crate::ops::ElementDesign;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    cols: u32,
+    vocab: u32,
+    nan_bits: u32,
+}
+
+/// `table` [vocab, cols] gathered by `tokens` (u32, `[n]`) → [n, cols].
+///
+/// A token ≥ vocab cannot raise an error from inside the kernel: its output row comes out NaN,
+/// so it shows downstream instead of reading another row.
+pub fn embedding(table: &Tensor, tokens: &Tensor) -> Result<Tensor> {
+    let (_, cols) = embedding_table(OP, table.shape())?;
+    let y = Tensor::uninit(table.gpu(), &[tokens.numel(), cols], table.dtype())?;
+    embedding_into(table, tokens, &y, None)?;
+    Ok(y)
+}
+
+/// Writes the gathered rows into `y`, with the named variant or the selector's choice.
+pub fn embedding_into(
+    table: &Tensor,
+    tokens: &Tensor,
+    y: &Tensor,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let (dispatch, choice) = plan(table, tokens, y, named)?;
+    table.gpu().record_owned(dispatch)?;
+    Ok(choice)
+}
+
+/// Checks the call and prepares its launch.
+pub fn plan(
+    table: &Tensor,
+    tokens: &Tensor,
+    y: &Tensor,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    check_operands(OP, &[table, y])?;
+    check_ids(OP, "tokens", tokens, table)?;
+    let (vocab, cols) = embedding_table(OP, table.shape())?;
+    let n = tokens.numel();
+    check_out_shape(OP, y, &[n, cols])?;
+    check_no_alias(OP, y, &[table, tokens])?;
+    let choice = choose_widest(OP, table, None, named)?;
+    let gpu = table.gpu();
+    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
+    let groups = gpu.groups(OP, (y.numel() as u64).div_ceil(wg))?;
+    let params = Params {
+        n: n as u32,
+        cols: cols as u32,
+        vocab: vocab as u32,
+        nan_bits: f32::NAN.to_bits(),
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[table, tokens, y], &params, groups)?;
+    Ok((dispatch, choice))
+}

@@ -1,0 +1,82 @@
+//! FlashAttention-2's forward pass on the GPU: one kernel walks the keys in blocks with an
+//! online softmax and writes O and the log-sum-exp (LSE) per row. The call's checks, the
+//! selector's rule and the backward that chains the other flash families are in
+//! `kiln::ops::attention`.
+
+pub mod cpu;
+pub(crate) mod cases;
+
+use crate::error::Result;
+use crate::gpu::Dispatch;
+use crate::ops::attention::{FlashDesign, check_lse, choose_flash, flash_dims, lse_shape, params};
+use crate::ops::{check_no_alias, check_operands, check_out_shape, grid};
+use crate::select::Choice;
+use crate::tensor::{DType, Tensor};
+
+const OP: &str = "attention";
+
+/// What the launcher and the rule read of a variant.
+pub type Design = FlashDesign;
+
+/// Flash attention: O = softmax(scale · Q·Kᵀ, masked) · V, and the LSE [.., Nq] (f32).
+pub fn flash_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    causal: bool,
+    scale: f32,
+) -> Result<(Tensor, Tensor)> {
+    let o = Tensor::uninit(q.gpu(), q.shape(), q.dtype())?;
+    let lse = Tensor::uninit(q.gpu(), &lse_shape(q), DType::F32)?;
+    flash_attention_into(q, k, v, &o, &lse, causal, scale, None)?;
+    Ok((o, lse))
+}
+
+/// Writes flash attention's output and LSE into `o` and `lse`.
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attention_into(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    causal: bool,
+    scale: f32,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let (dispatch, choice) = plan_forward(q, k, v, o, lse, causal, scale, named)?;
+    q.gpu().record_owned(dispatch)?;
+    Ok(choice)
+}
+
+/// Checks a flash forward call and prepares its launch.
+#[allow(clippy::too_many_arguments)]
+pub fn plan_forward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    causal: bool,
+    scale: f32,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    let d = flash_dims(q, k, v, scale)?;
+    check_operands(OP, &[q, o])?;
+    check_out_shape(OP, o, q.shape())?;
+    check_lse(lse, q)?;
+    check_no_alias(OP, o, &[q, k, v, lse])?;
+    check_no_alias(OP, lse, &[q, k, v])?;
+    let choice = choose_flash("flash_fwd", &d, q, causal, named)?;
+    let gpu = q.gpu();
+    let block = Design::parse(&choice.variant)?.block_q.max(1) as usize;
+    let groups = grid(OP, gpu, [d.q_len.div_ceil(block), d.batch_heads, 1])?;
+    let dispatch = Dispatch::new(
+        gpu,
+        &choice.variant,
+        &[q, k, v, o, lse],
+        &params(&d, scale),
+        groups,
+    )?;
+    Ok((dispatch, choice))
+}

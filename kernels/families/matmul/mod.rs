@@ -1,0 +1,585 @@
+//! Batched matrix product on the GPU, with either operand read transposed in place and an
+//! optional epilogue (bias, bias + gelu) applied as C is stored.
+
+pub mod cpu;
+pub(crate) mod cases;
+
+use crate::contract::Param;
+use crate::device::DeviceProfile;
+use crate::error::{Error, Result};
+use crate::gpu::Dispatch;
+use crate::registry::Variant;
+use crate::select::{self, Choice, Key, Request, filter, prefer};
+use crate::shape::MatmulDims;
+use crate::tensor::{DType, Tensor};
+
+use crate::ops::{check_no_alias, check_operands, check_out_shape, dtype_value, software};
+
+const OP: &str = "matmul";
+
+/// How a variant computes its C tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Scalar tiles through workgroup memory: every adapter.
+    Tiled,
+    /// vec4 reads from double-buffered tiles: GPUs.
+    Vec4,
+    /// Cooperative 16×16 fragments from workgroup tiles.
+    Coop,
+    /// Cooperative fragments loaded straight from the buffers (M, N, K multiples of 16).
+    CoopGlobal,
+}
+
+/// What the launcher and the rule read of a variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Design {
+    pub dtype: DType,
+    pub route: Route,
+    /// Threads per side of the workgroup (tiled and vec4 routes).
+    pub wg: u32,
+    /// Accumulators per side of a thread's block (coop routes: fragments per subgroup).
+    pub reg: u32,
+    /// Depth of the K slice staged per step.
+    pub tk: u32,
+    pub epilogue: Epilogue,
+    pub unroll: bool,
+    /// Side of the C tile a workgroup computes.
+    pub tile: u32,
+}
+
+impl Design {
+    pub fn parse(v: &Variant) -> Result<Self> {
+        Ok(Design {
+            dtype: v.dtype()?,
+            route: v.one_of(
+                "route",
+                &[
+                    ("tiled", Route::Tiled),
+                    ("vec4", Route::Vec4),
+                    ("coop", Route::Coop),
+                    ("coop_global", Route::CoopGlobal),
+                ],
+            )?,
+            wg: v.count("wg")?,
+            reg: v.count("reg")?,
+            tk: v.count("tk")?,
+            epilogue: Epilogue::parse(v)?,
+            unroll: v.flag("unroll")?,
+            tile: v.count("tile")?,
+        })
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    batch: u32,
+    stride_a: u32,
+    stride_b: u32,
+    stride_c: u32,
+    b_trans: u32,
+    a_trans: u32,
+    a_row: u32,
+    a_col: u32,
+    b_row: u32,
+    b_col: u32,
+    splits: u32,
+    k_split: u32,
+    _pad: u32,
+}
+
+/// What happens to C as it is stored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Epilogue {
+    #[default]
+    None,
+    /// C + bias[col].
+    Bias,
+    /// gelu(C + bias[col]), the exact (erf) gelu.
+    BiasGelu,
+}
+
+impl Epilogue {
+    /// A variant's `epilogue` value.
+    pub fn parse(v: &Variant) -> Result<Self> {
+        v.one_of(
+            "epilogue",
+            &[
+                ("none", Epilogue::None),
+                ("bias", Epilogue::Bias),
+                ("bias_gelu", Epilogue::BiasGelu),
+            ],
+        )
+    }
+
+    /// The template's `epilogue` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Epilogue::None => "none",
+            Epilogue::Bias => "bias",
+            Epilogue::BiasGelu => "bias_gelu",
+        }
+    }
+}
+
+/// How A and B are stored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// A stored [.., K, M]: C = Aᵀ · B.
+    pub a_trans: bool,
+    /// B stored [.., N, K]: C = A · Bᵀ.
+    pub b_trans: bool,
+}
+
+/// A matmul call as the selector sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Call {
+    pub dtype: DType,
+    pub dims: MatmulDims,
+    pub layout: Layout,
+    pub epilogue: Epilogue,
+}
+
+impl Call {
+    /// C = A · B of these sizes, no epilogue.
+    pub fn new(dtype: DType, batch: usize, m: usize, n: usize, k: usize) -> Call {
+        Call {
+            dtype,
+            dims: MatmulDims {
+                batch,
+                m,
+                k,
+                n,
+                stride_a: m * k,
+                stride_b: k * n,
+                stride_c: m * n,
+            },
+            layout: Layout::default(),
+            epilogue: Epilogue::None,
+        }
+    }
+}
+
+impl select::Call for Call {
+    fn key(&self) -> Key {
+        let d = &self.dims;
+        let flags = u32::from(self.layout.a_trans)
+            | u32::from(self.layout.b_trans) << 1
+            | (self.epilogue as u32) << 2;
+        Key::new(OP, self.dtype, &[d.batch, d.m, d.n, d.k], flags)
+    }
+
+    /// On a GPU the cooperative-matrix route that loads straight from the buffers when it
+    /// takes the shape (f16, multiples of 16), else the vec4 route unrolled; on a software
+    /// adapter the plain tiled route (measured on the H200 and lavapipe, PERF.md). Then the C
+    /// tile nearest the largest that still gives enough workgroups to fill the device (128 on a
+    /// GPU, 8 on a software adapter with a few cores) — for coop_global 2 × 2 fragments per
+    /// subgroup (4 × 4 when B is transposed) — the K slice nearest 16, and 16 × 16 threads.
+    fn request(&self, profile: &DeviceProfile) -> Request<'_> {
+        let d = self.dims;
+        let software = software(profile);
+        let enough = if software { 8 } else { 128 };
+        let groups = |t: usize| d.batch * d.m.div_ceil(t) * d.n.div_ceil(t);
+        let target = [128, 64, 32, 16]
+            .into_iter()
+            .find(|&t| groups(t) >= enough)
+            .unwrap_or(16) as i64;
+        let coop_frags = if self.layout.b_trans { 4 } else { 2 };
+        let route_rank = move |v: &Variant| -> Result<i64> {
+            let design = Design::parse(v)?;
+            Ok(match (software, design.route, design.unroll) {
+                (true, Route::Tiled, _) => 0,
+                (true, _, _) => 1,
+                (false, Route::CoopGlobal, _) => 0,
+                (false, Route::Vec4, true) => 1,
+                (false, Route::Vec4, false) => 2,
+                (false, Route::Tiled, _) => 3,
+                (false, Route::Coop, _) => 4,
+            })
+        };
+        Request {
+            op: OP,
+            fixed: vec![
+                dtype_value(self.dtype),
+                ("epilogue", Param::Str(self.epilogue.name().into())),
+            ],
+            bucket: bucket(&d),
+            filters: vec![filter(
+                "coop_global needs M, N and K multiples of 16",
+                move |v| fits(v, &d),
+            )],
+            order: vec![
+                prefer(
+                    "GPU: coop_global, vec4 unrolled, vec4, tiled; software adapter: tiled",
+                    move |v| Ok(-route_rank(v)?),
+                ),
+                prefer(
+                    "the C tile nearest the largest with ≥ 128 workgroups (8 on a software adapter); coop_global: 2 × 2 fragments a subgroup (4 × 4 with B transposed)",
+                    move |v| {
+                        let design = Design::parse(v)?;
+                        let tile = i64::from(design.tile);
+                        Ok(if design.route == Route::CoopGlobal {
+                            -i64::from(design.reg != coop_frags)
+                        } else {
+                            -(tile.max(target) / tile.min(target).max(1))
+                        })
+                    },
+                ),
+                prefer("a K slice of 16", |v| {
+                    Ok(-(i64::from(Design::parse(v)?.tk) - 16).abs())
+                }),
+                prefer("16 × 16 threads", |v| {
+                    Ok(-(16 - i64::from(Design::parse(v)?.wg)).abs())
+                }),
+            ],
+            ride: &["epilogue"],
+        }
+    }
+}
+
+/// C = A · B for A [.., M, K] and B [.., K, N] (rank 2 or 3; a batch of 1 broadcasts).
+pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    product(a, b, Layout::default(), None)
+}
+
+/// C = A · Bᵀ for A [.., M, K] and B [.., N, K]: the transpose is read in place, never made.
+pub fn matmul_bt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let layout = Layout {
+        a_trans: false,
+        b_trans: true,
+    };
+    product(a, b, layout, None)
+}
+
+/// C = Aᵀ · B for A [.., K, M] and B [.., K, N] (a weight gradient Xᵀ · dY), A read in place.
+pub fn matmul_at(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let layout = Layout {
+        a_trans: true,
+        b_trans: false,
+    };
+    product(a, b, layout, None)
+}
+
+/// x · W + bias for x [.., K] (any leading extents) and W [K, N], bias [N]: a linear layer
+/// in one launch.
+pub fn linear(x: &Tensor, w: &Tensor, bias: &Tensor) -> Result<Tensor> {
+    linear_with(x, w, bias, Epilogue::Bias)
+}
+
+/// gelu(x · W + bias), in one launch.
+pub fn linear_gelu(x: &Tensor, w: &Tensor, bias: &Tensor) -> Result<Tensor> {
+    linear_with(x, w, bias, Epilogue::BiasGelu)
+}
+
+fn linear_with(x: &Tensor, w: &Tensor, bias: &Tensor, epilogue: Epilogue) -> Result<Tensor> {
+    let (rows, k) = crate::shape::rows_cols(OP, x.shape())?;
+    let y = product(
+        &x.reshape(&[rows, k])?,
+        w,
+        Layout::default(),
+        Some((bias, epilogue)),
+    )?;
+    let mut shape = x.shape().to_vec();
+    if let (Some(last), [_, n]) = (shape.last_mut(), y.shape()) {
+        *last = *n;
+    }
+    y.reshape(&shape)
+}
+
+fn product(
+    a: &Tensor,
+    b: &Tensor,
+    layout: Layout,
+    epilogue: Option<(&Tensor, Epilogue)>,
+) -> Result<Tensor> {
+    let d = MatmulDims::transposed(a.shape(), b.shape(), layout.a_trans, layout.b_trans)?;
+    let c = Tensor::uninit(a.gpu(), &d.out_shape(a.shape(), b.shape()), a.dtype())?;
+    let plan = plan_split(a, b, &c, layout, epilogue, None)?;
+    a.gpu().record_all(plan.dispatches)?;
+    Ok(c)
+}
+
+/// How a product's K is cut across workgroups (`splits` = 1: not at all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    pub splits: usize,
+    /// K elements per slice, a multiple of 32 (every K slice a tile stages divides it).
+    pub k_split: usize,
+}
+
+impl Split {
+    pub const NONE: Split = Split {
+        splits: 1,
+        k_split: usize::MAX,
+    };
+
+    /// `splits` slices of K (clamped to 1..=K/32), as equal as multiples of 32 allow.
+    pub fn into(k: usize, splits: usize) -> Split {
+        let splits = splits.clamp(1, k.div_ceil(32).max(1));
+        if splits == 1 {
+            return Split::NONE;
+        }
+        let k_split = k.div_ceil(splits).next_multiple_of(32);
+        Split {
+            splits: k.div_ceil(k_split),
+            k_split,
+        }
+    }
+}
+
+/// The rule for cutting K (measured on the H200, PERF.md: a product of few output tiles is
+/// bound by the length of its K loop, 26 µs for 17×384·384×1152 on 18 workgroups): on a hardware
+/// GPU, an f32 product on the tiled or vec4 route whose tiles make fewer than 128 workgroups is
+/// cut into enough K slices of at least 64 to make 128 (at most 16 slices); the slices go to a
+/// workspace that a second kernel adds in order, with the epilogue.
+pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Result<Split> {
+    let d = &call.dims;
+    let design = Design::parse(variant)?;
+    let tile = design.tile.max(1) as usize;
+    let base = d.batch * d.m.div_ceil(tile) * d.n.div_ceil(tile);
+    let routes = matches!(design.route, Route::Tiled | Route::Vec4);
+    if profile.is_software() || call.dtype != DType::F32 || !routes || base >= 128 {
+        return Ok(Split::NONE);
+    }
+    let splits = 128usize.div_ceil(base).min(d.k / 64).min(16);
+    if splits < 2 {
+        return Ok(Split::NONE);
+    }
+    Ok(Split::into(d.k, splits))
+}
+
+/// A product's launches: the matmul alone, or its K slices into a workspace and their sum.
+#[derive(Debug)]
+pub struct SplitPlan {
+    pub dispatches: Vec<Dispatch>,
+    pub choice: Choice,
+    pub split: Split,
+    /// The [splits, batch · M · N] f32 slices, when K is cut.
+    pub workspace: Option<Tensor>,
+}
+
+/// [`plan_with`], cutting K as [`split_for`] says (or into `force` slices): the launches of a
+/// product as the ops run it.
+pub fn plan_split(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    layout: Layout,
+    epilogue: Option<(&Tensor, Epilogue)>,
+    force: Option<usize>,
+) -> Result<SplitPlan> {
+    plan_split_named(a, b, c, layout, epilogue, force, None)
+}
+
+/// [`plan_split`] with a named variant (for tests and benchmarks).
+pub fn plan_split_named(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    layout: Layout,
+    epilogue: Option<(&Tensor, Epilogue)>,
+    force: Option<usize>,
+    named: Option<&str>,
+) -> Result<SplitPlan> {
+    let (call, bias) = checked_call(a, b, c, layout, epilogue)?;
+    let gpu = a.gpu();
+    let choice = choose(&gpu.selector(), &call, named)?;
+    let split = match force {
+        Some(n) => Split::into(call.dims.k, n),
+        None => split_for(gpu.profile(), &choice.variant, &call)?,
+    };
+    if split.splits == 1 {
+        let dispatch = launch(a, b, c, bias, &call, &choice, Split::NONE)?;
+        return Ok(SplitPlan {
+            dispatches: vec![dispatch],
+            choice,
+            split,
+            workspace: None,
+        });
+    }
+    if call.dtype != DType::F32 {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: "K is cut only for f32 products (the slices are added in f32)".into(),
+        });
+    }
+    // The slices come from the plain form of the chosen variant; the epilogue goes to the sum.
+    let plain = plain_of(gpu.registry(), &choice.variant)?;
+    let plain = Choice {
+        variant: std::sync::Arc::new(plain),
+        ..choice.clone()
+    };
+    let d = &call.dims;
+    let count = d.batch * d.m * d.n;
+    let workspace = Tensor::uninit(gpu, &[split.splits, count], DType::F32)?;
+    let slices = launch(a, b, &workspace, None, &call, &plain, split)?;
+    let epilogue = bias.map(|b| (b, call.epilogue));
+    let (sum, _) = crate::ops::matmul_reduce::plan(&workspace, c, d.n, epilogue, None)?;
+    Ok(SplitPlan {
+        dispatches: vec![slices, sum],
+        choice,
+        split,
+        workspace: Some(workspace),
+    })
+}
+
+/// The variant with the same values and no epilogue.
+fn plain_of(registry: &crate::registry::Registry, v: &Variant) -> Result<Variant> {
+    let none = Param::Str("none".into());
+    registry
+        .variants(OP)?
+        .iter()
+        .find(|p| {
+            p.values.iter().all(|(name, value)| match name.as_str() {
+                "epilogue" => *value == none,
+                _ => v.get(name) == Some(value),
+            })
+        })
+        .cloned()
+        .ok_or_else(|| {
+            crate::error::Error::UnknownKernel(format!("{OP}/{} without epilogue", v.name))
+        })
+}
+
+/// Writes A · B into `c`, with the named variant or the selector's choice.
+pub fn matmul_into(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<Choice> {
+    let (dispatch, choice) = plan(a, b, c, named)?;
+    a.gpu().record_owned(dispatch)?;
+    Ok(choice)
+}
+
+/// The variant the selector picks for a call. An epilogue rides on the tuned entries of the
+/// plain product (they name plain variants).
+pub fn choose(sel: &select::Selector<'_>, call: &Call, named: Option<&str>) -> Result<Choice> {
+    sel.choose(call, named)
+}
+
+/// Whether `variant` takes a call of these dimensions: routes that load whole cooperative
+/// fragments from the buffers need M, N and K to be multiples of 16.
+pub fn fits(variant: &Variant, d: &MatmulDims) -> Result<bool> {
+    crate::ops::sizes_fit(variant, &[d.m, d.n, d.k])
+}
+
+/// The tuned-table bucket of a call: each size rounded up to a power of two.
+pub fn bucket(d: &MatmulDims) -> String {
+    format!(
+        "m{}_n{}_k{}",
+        select::bucket(d.m),
+        select::bucket(d.n),
+        select::bucket(d.k)
+    )
+}
+
+/// Checks the call and prepares its launch.
+pub fn plan(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+    plan_with(a, b, c, Layout::default(), None, named)
+}
+
+/// [`plan`] for C = A · Bᵀ, B stored [.., N, K].
+pub fn plan_bt(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    let layout = Layout {
+        a_trans: false,
+        b_trans: true,
+    };
+    plan_with(a, b, c, layout, None, named)
+}
+
+/// [`plan`] with any layout and an optional epilogue (its bias [N] and kind): one launch, K not
+/// cut.
+pub fn plan_with(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    layout: Layout,
+    epilogue: Option<(&Tensor, Epilogue)>,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    let (call, bias) = checked_call(a, b, c, layout, epilogue)?;
+    let choice = choose(&a.gpu().selector(), &call, named)?;
+    let dispatch = launch(a, b, c, bias, &call, &choice, Split::NONE)?;
+    Ok((dispatch, choice))
+}
+
+/// Checks a call's operands and describes it to the selector; the epilogue's bias, if any.
+fn checked_call<'a>(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    layout: Layout,
+    epilogue: Option<(&'a Tensor, Epilogue)>,
+) -> Result<(Call, Option<&'a Tensor>)> {
+    let d = MatmulDims::transposed(a.shape(), b.shape(), layout.a_trans, layout.b_trans)?;
+    check_operands(OP, &[a, b, c])?;
+    check_out_shape(OP, c, &d.out_shape(a.shape(), b.shape()))?;
+    check_no_alias(OP, c, &[a, b])?;
+    let (bias, kind) = match epilogue {
+        Some((bias, kind)) if kind != Epilogue::None => {
+            check_operands(OP, &[a, bias])?;
+            crate::ops::check_input_shape(OP, "bias", bias, &[d.n])?;
+            check_no_alias(OP, c, &[bias])?;
+            (Some(bias), kind)
+        }
+        _ => (None, Epilogue::None),
+    };
+    let call = Call {
+        dtype: a.dtype(),
+        dims: d,
+        layout,
+        epilogue: kind,
+    };
+    Ok((call, bias))
+}
+
+/// The launch of `choice` for a checked call, writing `out` (C, or the slices of a cut K).
+fn launch(
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    bias: Option<&Tensor>,
+    call: &Call,
+    choice: &Choice,
+    split: Split,
+) -> Result<Dispatch> {
+    let (d, layout) = (&call.dims, call.layout);
+    let gpu = a.gpu();
+    let tile = Design::parse(&choice.variant)?.tile.max(1) as usize;
+    let groups = crate::ops::grid(
+        OP,
+        gpu,
+        [
+            d.n.div_ceil(tile),
+            d.m.div_ceil(tile),
+            d.batch * split.splits,
+        ],
+    )?;
+    let params = Params {
+        m: d.m as u32,
+        n: d.n as u32,
+        k: d.k as u32,
+        batch: d.batch as u32,
+        stride_a: d.stride_a as u32,
+        stride_b: d.stride_b as u32,
+        stride_c: d.stride_c as u32,
+        b_trans: u32::from(layout.b_trans),
+        a_trans: u32::from(layout.a_trans),
+        // A[r, kk] and B[kk, col]: row-major, or the stored transpose read in place.
+        a_row: if layout.a_trans { 1 } else { d.k as u32 },
+        a_col: if layout.a_trans { d.m as u32 } else { 1 },
+        b_row: if layout.b_trans { 1 } else { d.n as u32 },
+        b_col: if layout.b_trans { d.k as u32 } else { 1 },
+        splits: split.splits as u32,
+        k_split: split.k_split.min(d.k) as u32,
+        _pad: 0,
+    };
+    let mut tensors = vec![a, b, out];
+    tensors.extend(bias);
+    Dispatch::new(gpu, &choice.variant, &tensors, &params, groups)
+}

@@ -1,0 +1,79 @@
+//! The gradient of softmax over the last axis on the GPU.
+
+pub mod cpu;
+pub(crate) mod cases;
+
+use crate::error::{Error, Result};
+use crate::gpu::Dispatch;
+use crate::select::Choice;
+use crate::shape::rows_cols;
+use crate::tensor::Tensor;
+
+use crate::ops::{check_no_alias, check_operands, check_out_shape, choose_rowwise};
+
+const OP: &str = "softmax_backward";
+
+/// What the launcher reads of a variant: dtype, threads per row, how a row is reduced.
+pub type Design = crate::ops::RowDesign;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    cols: u32,
+    scale: f32,
+    _pad: u32,
+}
+
+/// dX of y = softmax(scale · x), from the softmax output `p` and the gradient `dp` of y:
+/// dX = scale · p ∘ (dp − rowsum(p ∘ dp)). Masked entries (p = 0) get 0.
+pub fn softmax_backward(p: &Tensor, dp: &Tensor, scale: f32) -> Result<Tensor> {
+    let dx = Tensor::uninit(p.gpu(), p.shape(), p.dtype())?;
+    softmax_backward_into(p, dp, &dx, scale, None)?;
+    Ok(dx)
+}
+
+/// Writes the softmax gradient into `dx`, with the named variant or the selector's choice.
+pub fn softmax_backward_into(
+    p: &Tensor,
+    dp: &Tensor,
+    dx: &Tensor,
+    scale: f32,
+    named: Option<&str>,
+) -> Result<Choice> {
+    let (dispatch, choice) = plan(p, dp, dx, scale, named)?;
+    p.gpu().record_owned(dispatch)?;
+    Ok(choice)
+}
+
+/// Checks the call and prepares its launch.
+pub fn plan(
+    p: &Tensor,
+    dp: &Tensor,
+    dx: &Tensor,
+    scale: f32,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    check_operands(OP, &[p, dp, dx])?;
+    check_out_shape(OP, dp, p.shape())?;
+    check_out_shape(OP, dx, p.shape())?;
+    check_no_alias(OP, dx, &[p, dp])?;
+    if !scale.is_finite() {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: format!("scale must be finite, got {scale}"),
+        });
+    }
+    let (rows, cols) = rows_cols(OP, p.shape())?;
+    let choice = choose_rowwise(OP, p, None, named)?;
+    let gpu = p.gpu();
+    let groups = gpu.groups(OP, rows as u64)?;
+    let params = Params {
+        rows: rows as u32,
+        cols: cols as u32,
+        scale,
+        _pad: 0,
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[p, dp, dx], &params, groups)?;
+    Ok((dispatch, choice))
+}

@@ -1,0 +1,115 @@
+//! Swapping two axes before the last on the GPU: [a, b, c] → [b, a, c] and, with a leading
+//! batch, [a, b, c, d] → [a, c, b, d] (attention's heads split and merge). One kernel: the
+//! rank-3 case is the rank-4 one with an outer count of 1.
+
+pub mod cpu;
+pub(crate) mod cases;
+
+use crate::error::{Error, Result};
+use crate::gpu::Dispatch;
+use crate::select::Choice;
+use crate::tensor::Tensor;
+
+use crate::ops::{check_no_alias, check_operands, check_out_shape, choose_widest};
+
+const OP: &str = "swap_axes";
+
+/// What the launcher reads of a variant: its dtype and threads per workgroup.
+pub type Design = crate::ops::ElementDesign;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    a: u32,
+    b: u32,
+    c: u32,
+    /// Blocks of [a, b, c] swapped one after the other.
+    outer: u32,
+}
+
+/// [a, b, c] → [b, a, c].
+pub fn swap_axes01(x: &Tensor) -> Result<Tensor> {
+    let y = Tensor::uninit(x.gpu(), &swapped(x.shape())?, x.dtype())?;
+    swap_axes01_into(x, &y, None)?;
+    Ok(y)
+}
+
+/// Writes `x` with its first two axes swapped into `y`.
+pub fn swap_axes01_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
+    let (dispatch, choice) = plan(x, y, named)?;
+    x.gpu().record_owned(dispatch)?;
+    Ok(choice)
+}
+
+/// [a, b, c, d] → [a, c, b, d].
+pub fn swap_axes12(x: &Tensor) -> Result<Tensor> {
+    let y = Tensor::uninit(x.gpu(), &swapped12(x.shape())?, x.dtype())?;
+    swap_axes12_into(x, &y, None)?;
+    Ok(y)
+}
+
+/// Writes `x` with its middle two axes swapped into `y`.
+pub fn swap_axes12_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
+    let (dispatch, choice) = plan12(x, y, named)?;
+    x.gpu().record_owned(dispatch)?;
+    Ok(choice)
+}
+
+fn swapped12(shape: &[usize]) -> Result<Vec<usize>> {
+    match *shape {
+        [a, b, c, d] => Ok(vec![a, c, b, d]),
+        _ => Err(Error::shape(
+            OP,
+            format!("shape {shape:?}: expected rank 4"),
+        )),
+    }
+}
+
+fn swapped(shape: &[usize]) -> Result<Vec<usize>> {
+    match *shape {
+        [a, b, c] => Ok(vec![b, a, c]),
+        _ => Err(Error::shape(
+            OP,
+            format!("shape {shape:?}: expected rank 3"),
+        )),
+    }
+}
+
+/// Checks a rank-3 call ([a, b, c] → [b, a, c]) and prepares its launch.
+pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+    let want = swapped(x.shape())?;
+    let s = x.shape();
+    launch(x, y, &want, [1, s[0], s[1], s[2]], named)
+}
+
+/// Checks a rank-4 call ([a, b, c, d] → [a, c, b, d]) and prepares its launch.
+pub fn plan12(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+    let want = swapped12(x.shape())?;
+    let s = x.shape();
+    launch(x, y, &want, [s[0], s[1], s[2], s[3]], named)
+}
+
+/// `outer` blocks of [a, b, c] → [b, a, c]; `want` is the output shape the call makes.
+fn launch(
+    x: &Tensor,
+    y: &Tensor,
+    want: &[usize],
+    [outer, a, b, c]: [usize; 4],
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    check_operands(OP, &[x, y])?;
+    check_out_shape(OP, y, want)?;
+    check_no_alias(OP, y, &[x])?;
+    let choice = choose_widest(OP, x, None, named)?;
+    let gpu = x.gpu();
+    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
+    let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
+    let params = Params {
+        a: a as u32,
+        b: b as u32,
+        c: c as u32,
+        outer: outer as u32,
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], &params, groups)?;
+    Ok((dispatch, choice))
+}
