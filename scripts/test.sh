@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Kiln's test command. Installs what is missing (lavapipe, the wasm32 target, fmt/clippy,
 # Chromium, Xvfb and ImageMagick, wasm-bindgen-cli at the pinned version, the site's npm
-# packages), then: format check, clippy with warnings denied (native and wasm32), the site build,
-# every Rust test — CPU references, template validation, GPU kernels on the adapter in hand
-# (lavapipe without a GPU), bad-input and CLI tests, the demos' headless benchmarks and their
-# native windows under Xvfb — then the browser tests in headless Chromium (WebGPU on
-# SwiftShader) against the built site, and ends with one "N passed, N failed" line.
+# packages), then: format check, the site build (wasm32) and the native build of every test,
+# both with clippy's lints and warnings denied, every Rust test — CPU references, template
+# validation, GPU kernels on the adapter in hand (lavapipe without a GPU), bad-input and CLI
+# tests, the demos' headless benchmarks and their native windows under Xvfb — then the browser
+# tests in headless Chromium (WebGPU on SwiftShader) against the built site, and ends with one
+# "N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
@@ -35,21 +36,29 @@ ensure_wasm_bindgen
 stage "cargo fmt --check"
 cargo fmt --all -- --check
 
-stage "cargo clippy (native, warnings denied)"
-cargo clippy --workspace --all-targets --quiet -- -D warnings
+# Clippy runs inside the builds below, as the compiler of the workspace's crates (what `cargo
+# clippy` does, without its second, check-only build of every dependency): the native build of
+# every target that `cargo test` runs and the site's wasm32 build both fail on any clippy or
+# compiler warning, as `cargo clippy --all-targets -- -D warnings` would.
+export RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver)"
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 
-stage "cargo clippy (wasm32-unknown-unknown: the kernel crate, the harness, the demos)"
-cargo clippy -p kiln --lib -p kiln-app -p waves -p attention -p kiln-fleet -p fleet-web -p flash --target wasm32-unknown-unknown --quiet -- -D warnings
-
-stage "building the site (wasm32, wasm-bindgen, wasm-opt)"
-bash scripts/build-site.sh
-
-stage "cargo test"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --workspace --no-fail-fast -- --nocapture 2>&1 | tee "$log"
+stage "building the site (wasm32 with clippy's lints, wasm-bindgen, wasm-opt)"
+bash scripts/build-site.sh 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+
+stage "building the tests (native, with clippy's lints)"
+cargo test --workspace --no-run 2>&1 | tee -a "$log"
+build_status=${PIPESTATUS[0]}
+[ "$status" -eq 0 ] && status=$build_status
+
+stage "cargo test"
+cargo test --workspace --no-fail-fast -- --nocapture 2>&1 | tee -a "$log"
+test_status=${PIPESTATUS[0]}
+[ "$status" -eq 0 ] && status=$test_status
 stage "browser tests (headless Chromium, WebGPU on SwiftShader)"
 cargo build --quiet --bin kiln \
   && KILN_BIN="$PWD/target/debug/kiln" node --test site/tests/*.test.mjs 2>&1 | tee -a "$log"
