@@ -47,7 +47,7 @@ if [ ${#packages[@]} -gt 0 ]; then
 fi
 # wasm-bindgen, then wasm-opt (one per core at a time).
 bind() { # name wasm-file
-  wasm-bindgen --target web --no-typescript --out-dir "$out/$1" "target/wasm32-unknown-unknown/release/$2.wasm"
+  wasm-bindgen --target web --no-typescript --out-dir "$out/$1" "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/$2.wasm"
   site/node_modules/.bin/wasm-opt -O2 \
     --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
     --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \

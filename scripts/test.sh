@@ -61,7 +61,7 @@ test_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$test_status
 stage "browser tests (headless Chromium, WebGPU on SwiftShader)"
 cargo build --quiet --bin kiln \
-  && KILN_BIN="$PWD/target/debug/kiln" node --test site/tests/*.test.mjs 2>&1 | tee -a "$log"
+  && KILN_BIN="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/kiln" node --test site/tests/*.test.mjs 2>&1 | tee -a "$log"
 browser_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$browser_status
 stage ""

@@ -210,7 +210,8 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
     }
 
     let mut listed = Vec::new();
-    let (mut total, mut valid) = (0usize, 0usize);
+    let (mut total, mut valid, mut experimental) = (0usize, 0usize, 0usize);
+    let tier = profile.tier();
     for contract in registry.contracts() {
         if args.family.as_ref().is_some_and(|f| f != &contract.family) {
             continue;
@@ -230,8 +231,10 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
                     (_, Ok(source)) => Ok(source),
                 },
             };
+            let set = v.experimental_on(tier);
             if status.is_ok() {
                 valid += 1;
+                experimental += usize::from(set.is_some());
             }
             if args.json {
                 let values: serde_json::Map<String, serde_json::Value> = v
@@ -244,13 +247,18 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
                     "workgroup_size": v.workgroup_size,
                     "workgroup_storage": v.workgroup_storage,
                     "valid": status.is_ok(), "error": status.as_ref().err(),
+                    "experimental": set,
                     "wgsl": status.as_ref().ok().filter(|_| args.wgsl),
                 }));
             } else {
                 match &status {
                     Ok(_) => println!(
-                        "  {:<28} workgroup {:?}, {} B shared",
-                        v.name, v.workgroup_size, v.workgroup_storage
+                        "  {:<28} workgroup {:?}, {} B shared{}",
+                        v.name,
+                        v.workgroup_size,
+                        v.workgroup_storage,
+                        set.map(|s| format!(" (experimental on {tier}: {s})"))
+                            .unwrap_or_default()
                     ),
                     Err(why) if why.starts_with("not offered") => {}
                     Err(why) => println!("  {:<28} INVALID: {why}", v.name),
@@ -275,15 +283,17 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({
-                "profile": profile, "valid": valid, "total": total,
+                "profile": profile, "tier": tier, "valid": valid,
+                "experimental": experimental, "total": total,
                 "variants": listed, "explain": explained,
             }))
             .unwrap_or_default()
         );
     } else {
         println!(
-            "{valid} variants {check} for {} ({} not offered on it, {} in all)",
+            "{valid} variants {check} for {} (tier {tier}: {} offered, {experimental} experimental; {} not offered on it, {} in all)",
             profile.name,
+            valid - experimental,
             total - valid,
             total
         );

@@ -1,5 +1,5 @@
 //! The campaign: the device's ceilings, then every variant of every family (but
-//! [`LEFT_OUT_FAMILIES`]) on the fixed cases —
+//! [`LEFT_OUT_FAMILIES`]; the tier's experimental designs only when asked) on the fixed cases —
 //! each checked against the CPU reference before it is timed — within a time budget.
 
 use kiln::cases::{self, Case, Scale};
@@ -34,6 +34,8 @@ pub struct Options {
     pub families: Vec<String>,
     pub warmup: usize,
     pub repeats: usize,
+    /// Also the designs the device's tier keeps experimental (the contracts' experimental sets).
+    pub experimental: bool,
 }
 
 impl Default for Options {
@@ -43,6 +45,7 @@ impl Default for Options {
             families: Vec::new(),
             warmup: 2,
             repeats: 5,
+            experimental: false,
         }
     }
 }
@@ -90,12 +93,14 @@ pub async fn run(
         )));
     }
     // Interleave the cases so that a short budget still reaches every family.
+    let tier = gpu.profile().tier();
     let lists: Vec<Vec<String>> = cases
         .iter()
         .map(|c| {
             Ok(gpu
                 .registry()
                 .supported(c.family, gpu.profile())?
+                .filter(|v| options.experimental || v.experimental_on(tier).is_none())
                 .filter(|v| v.takes(&c.fixed))
                 .map(|v| v.name.clone())
                 .collect())

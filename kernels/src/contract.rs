@@ -64,12 +64,29 @@ pub struct Contract {
     pub bindings: Vec<Binding>,
     pub variables: Vec<Variable>,
     /// `[name, expression]` pairs evaluated in order over the variables (and earlier derived
-    /// values). `workgroup_size` and `workgroup_storage` (bytes) are required: they are checked
-    /// against the device limits, and the template uses the same numbers.
+    /// values). `workgroup_size` is required: it is checked against the device limits, and the
+    /// template uses the same numbers. (The workgroup memory is not declared: it is naga's
+    /// layout of the rendered WGSL, `families/<family>/workgroup_storage.txt`.)
     pub derived: Vec<(String, String)>,
     /// Boolean expressions every variant must satisfy.
     #[serde(default)]
     pub rules: Vec<String>,
+    /// Designs kept out of the headline: valid, validated and proven like every variant, but
+    /// not the rule's candidates nor the campaign's default set on the tiers where `when` holds.
+    #[serde(default)]
+    pub experimental: Vec<ExperimentalSet>,
+}
+
+/// A named set of experimental designs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentalSet {
+    pub name: String,
+    /// Why the set is kept out, with what was measured.
+    pub why: String,
+    /// A boolean expression over the variables, derived values and `tier` (the tier's name,
+    /// as `kiln::device::Tier::name` writes it).
+    pub when: String,
 }
 
 impl Contract {
@@ -79,7 +96,7 @@ impl Contract {
             what: file.to_string(),
             detail: e.to_string(),
         })?;
-        for required in ["workgroup_size", "workgroup_storage"] {
+        for required in ["workgroup_size"] {
             if !contract.derived.iter().any(|(name, _)| name == required) {
                 return Err(Error::Parse {
                     what: file.to_string(),

@@ -3,6 +3,8 @@
 //! Profiles serialise to JSON so that stored profiles (`kernels/profiles/*.json`) let every
 //! variant be rendered and validated without the GPU they describe.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -98,6 +100,46 @@ impl CoopMatrixConfig {
     /// `MxNxK ab>cr`, as contracts name the configuration they need (`16x16x16 f16>f32`).
     pub fn name(&self) -> String {
         format!("{}x{}x{} {}>{}", self.m, self.n, self.k, self.ab, self.cr)
+    }
+}
+
+/// A capability tier: what a family offers is decided per tier (its contract's experimental
+/// sets name the tiers where a design is kept out of the headline), not per device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// A browser without subgroups or f16: WebGPU's guarantees.
+    Webgpu,
+    /// A browser with subgroups or f16.
+    WebgpuPlus,
+    /// A native adapter (Vulkan, Metal, DX12), hardware or software.
+    Native,
+    /// A native adapter with cooperative matrices and f32 atomics.
+    NativeCoop,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 4] = [
+        Tier::Webgpu,
+        Tier::WebgpuPlus,
+        Tier::Native,
+        Tier::NativeCoop,
+    ];
+
+    /// The name contracts use (`tier == 'native_coop'`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Webgpu => "webgpu",
+            Tier::WebgpuPlus => "webgpu_plus",
+            Tier::Native => "native",
+            Tier::NativeCoop => "native_coop",
+        }
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -215,6 +257,17 @@ impl DeviceProfile {
             self.vendor,
             self.limits.max_compute_workgroup_storage_size / 1024
         )
+    }
+
+    /// The adapter's capability tier.
+    pub fn tier(&self) -> Tier {
+        let f = &self.features;
+        match (self.backend == "webgpu", f.subgroup || f.shader_f16) {
+            (true, false) => Tier::Webgpu,
+            (true, true) => Tier::WebgpuPlus,
+            (false, _) if f.cooperative_matrix && f.float32_atomic => Tier::NativeCoop,
+            (false, _) => Tier::Native,
+        }
     }
 
     /// Whether the adapter is a software rasterizer running on the CPU (lavapipe, SwiftShader):

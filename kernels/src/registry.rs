@@ -8,11 +8,11 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
 use crate::contract::{Contract, Param};
-use crate::device::DeviceProfile;
+use crate::device::{DeviceProfile, Tier};
 use crate::error::{Error, Result};
 use crate::tensor::DType;
 
-// `FAMILIES` and `PARTIALS`, discovered under `families/` by the build script.
+// `FAMILIES`, `PARTIALS` and `STORAGE`, discovered under `families/` by the build script.
 include!(concat!(env!("OUT_DIR"), "/families.rs"));
 
 /// One assignment of a family's variables: a kernel that can be rendered.
@@ -29,6 +29,8 @@ pub struct Variant {
     pub workgroup_storage: u32,
     /// Device features the variant needs.
     pub requires: Vec<String>,
+    /// The tiers on which it is experimental, with the contract's name for the set.
+    pub experimental: Vec<(Tier, String)>,
 }
 
 impl Variant {
@@ -111,6 +113,15 @@ impl Variant {
                 Some(p) => format!("`{name}` is {p}, the code asks for {what}"),
             },
         }
+    }
+
+    /// The experimental set the variant belongs to on `tier`, if any: such a variant is not a
+    /// candidate of the rule nor of the campaign's default set there (it runs when named).
+    pub fn experimental_on(&self, tier: Tier) -> Option<&str> {
+        self.experimental
+            .iter()
+            .find(|(t, _)| *t == tier)
+            .map(|(_, set)| set.as_str())
     }
 
     /// Whether the variant has exactly these values (a call's dtype, causal mask, head dim…).
@@ -216,14 +227,25 @@ pub struct Registry {
 impl Registry {
     /// The families built into Kiln.
     pub fn builtin() -> Result<Self> {
-        Self::from_sources(FAMILIES, PARTIALS)
+        Self::load(FAMILIES, PARTIALS, STORAGE)
     }
 
     /// A registry of the given families `(name, template, contract)` and partials
-    /// `(file name, source)` that templates may import.
+    /// `(file name, source)` that templates may import; each variant's workgroup memory is
+    /// measured from its rendered WGSL.
     pub fn from_sources(
         families: &[(&'static str, &'static str, &'static str)],
         partials: &[(&'static str, &'static str)],
+    ) -> Result<Self> {
+        Self::load(families, partials, &[])
+    }
+
+    /// [`from_sources`](Self::from_sources), with tables of workgroup memory per variant
+    /// `(family, text)` (`families/<family>/workgroup_storage.txt`) for the variants they list.
+    fn load(
+        families: &[(&'static str, &'static str, &'static str)],
+        partials: &[(&'static str, &'static str)],
+        storage: &[(&'static str, &'static str)],
     ) -> Result<Self> {
         let mut env = Environment::new();
         // An unknown or missing variable is an error, never silently empty text.
@@ -244,7 +266,11 @@ impl Registry {
             env.add_template(family, template)
                 .map_err(|e| template_error(family, "*", &e))?;
             let contract = Contract::parse(&format!("{family}.toml"), contract_text)?;
-            let variants = enumerate(&env, &contract)?;
+            let table = match storage.iter().find(|(f, _)| f == family) {
+                Some((_, text)) => parse_storage(family, text)?,
+                None => BTreeMap::new(),
+            };
+            let variants = enumerate(&env, &contract, &table)?;
             loaded.push((contract, variants));
         }
         let mut marked = env.clone();
@@ -299,6 +325,34 @@ impl Registry {
             .filter(move |v| unsupported_reason(v, profile).is_none()))
     }
 
+    /// The variants of a family that `profile` can run and its tier offers outright: the rule's
+    /// candidates, the campaign's default set, the headline count. The rest of
+    /// [`supported`](Self::supported) are [`experimental`](Self::experimental).
+    pub fn core<'a>(
+        &'a self,
+        family: &str,
+        profile: &'a DeviceProfile,
+    ) -> Result<impl Iterator<Item = &'a Variant> + 'a> {
+        let tier = profile.tier();
+        Ok(self
+            .supported(family, profile)?
+            .filter(move |v| v.experimental_on(tier).is_none()))
+    }
+
+    /// The variants of a family that `profile` can run but its tier keeps out of the headline
+    /// (the contract's experimental sets): run when named, by the every-variant proof, and by
+    /// the campaign when asked.
+    pub fn experimental<'a>(
+        &'a self,
+        family: &str,
+        profile: &'a DeviceProfile,
+    ) -> Result<impl Iterator<Item = &'a Variant> + 'a> {
+        let tier = profile.tier();
+        Ok(self
+            .supported(family, profile)?
+            .filter(move |v| v.experimental_on(tier).is_some()))
+    }
+
     /// Renders a variant's WGSL for `profile`.
     pub fn render(&self, variant: &Variant, profile: &DeviceProfile) -> Result<String> {
         render_in(&self.env, variant, profile)
@@ -309,6 +363,18 @@ impl Registry {
     /// computed from them) — what a reader needs to see to tell the template from the device.
     pub fn render_marked(&self, variant: &Variant, profile: &DeviceProfile) -> Result<Vec<Piece>> {
         Ok(pieces(&render_in(&self.marked, variant, profile)?))
+    }
+
+    /// The bytes of workgroup memory `variant`'s WGSL declares, as naga lays it out (what its
+    /// family's `workgroup_storage.txt` records).
+    pub fn measure_storage(&self, variant: &Variant) -> Result<u32> {
+        let ctx: BTreeMap<String, Value> = variant
+            .values
+            .iter()
+            .chain(variant.derived.iter())
+            .map(|(k, v)| (k.clone(), param_value(v)))
+            .collect();
+        measure_storage(&self.env, &variant.family, &variant.name, &ctx)
     }
 
     /// Renders and validates with naga: the checks wgpu would make, without a GPU.
@@ -330,8 +396,8 @@ impl Registry {
 
 /// Checks what the contract says of a variant against naga's module of its WGSL: one compute
 /// entry point `main` with the variant's workgroup size, and workgroup memory (as naga lays it
-/// out) no larger than the bytes the contract declares (the device limit is checked against the
-/// declared bytes before anything is rendered).
+/// out) equal to the family's table (the device limit is checked against the table before
+/// anything is rendered).
 pub fn check_shape(variant: &Variant, module: &naga::Module) -> Result<()> {
     let fail = |detail: String| Error::ShaderValidation {
         family: variant.family.clone(),
@@ -355,10 +421,10 @@ pub fn check_shape(variant: &Variant, module: &naga::Module) -> Result<()> {
         )));
     }
     let used = workgroup_bytes(module).map_err(fail)?;
-    if used > u64::from(variant.workgroup_storage) {
+    if used != u64::from(variant.workgroup_storage) {
         return Err(fail(format!(
-            "the shader declares {used} B of workgroup memory, the contract {} B",
-            variant.workgroup_storage
+            "the shader declares {used} B of workgroup memory, families/{}/workgroup_storage.txt says {} B (KILN_UPDATE_SNAPSHOTS=1 cargo test -p kiln --test templates regenerates it)",
+            variant.family, variant.workgroup_storage
         )));
     }
     Ok(())
@@ -560,7 +626,67 @@ pub fn validate_wgsl(
     Ok(module)
 }
 
-fn enumerate(env: &Environment<'static>, contract: &Contract) -> Result<Vec<Variant>> {
+/// The bytes of workgroup memory per variant name, from a family's `workgroup_storage.txt`
+/// (`variant bytes` per line; `#` starts a comment).
+fn parse_storage<'a>(family: &str, text: &'a str) -> Result<BTreeMap<&'a str, u32>> {
+    let mut table = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let parsed = line
+            .split_once(' ')
+            .and_then(|(name, bytes)| Some((name, bytes.trim().parse::<u32>().ok()?)));
+        let Some((name, bytes)) = parsed else {
+            return Err(Error::Parse {
+                what: format!("families/{family}/workgroup_storage.txt"),
+                detail: format!("line {}: expected `variant bytes`, got {line:?}", i + 1),
+            });
+        };
+        table.insert(name, bytes);
+    }
+    Ok(table)
+}
+
+/// Bytes of workgroup memory a variant's WGSL declares, as naga lays it out: rendered with
+/// `ctx`, its values (the layout does not depend on the device).
+fn measure_storage(
+    env: &Environment<'static>,
+    family: &str,
+    variant: &str,
+    ctx: &BTreeMap<String, Value>,
+) -> Result<u32> {
+    let mut ctx = ctx.clone();
+    ctx.insert("enable_subgroups".into(), Value::from(false));
+    let source = env
+        .get_template(family)
+        .and_then(|t| t.render(Value::from(ctx)))
+        .map_err(|e| template_error(family, variant, &e))?;
+    let fail = |detail: String| Error::ShaderValidation {
+        family: family.to_string(),
+        variant: variant.to_string(),
+        line: None,
+        detail,
+    };
+    let module = naga::front::wgsl::parse_str(&source).map_err(|e| {
+        let line = e.location(&source).map(|l| l.line_number as usize);
+        Error::ShaderValidation {
+            family: family.to_string(),
+            variant: variant.to_string(),
+            line,
+            detail: e.emit_to_string(&source),
+        }
+    })?;
+    let bytes = workgroup_bytes(&module).map_err(fail)?;
+    u32::try_from(bytes).map_err(|_| fail(format!("{bytes} bytes of workgroup memory")))
+}
+
+fn enumerate(
+    env: &Environment<'static>,
+    contract: &Contract,
+    storage: &BTreeMap<&str, u32>,
+) -> Result<Vec<Variant>> {
     let mut variants = Vec::new();
     for values in contract.assignments() {
         let mut ctx: BTreeMap<String, Value> = values
@@ -598,11 +724,24 @@ fn enumerate(env: &Environment<'static>, contract: &Contract) -> Result<Vec<Vari
             .map_err(|e| fail(format!("name pattern: {e}")))?;
         let workgroup_size = workgroup_size(ctx.get("workgroup_size"))
             .ok_or_else(|| fail("`workgroup_size` must be a list of 1 to 3 integers".into()))?;
-        let workgroup_storage = ctx
-            .get("workgroup_storage")
-            .and_then(Value::as_i64)
-            .and_then(|v| u32::try_from(v).ok())
-            .ok_or_else(|| fail("`workgroup_storage` must be a non-negative integer".into()))?;
+        // The generated table, or (a variant it does not list yet) naga's layout measured now.
+        let workgroup_storage = match storage.get(name.as_str()) {
+            Some(&bytes) => bytes,
+            None => measure_storage(env, &contract.family, &name, &ctx)?,
+        };
+        let mut experimental = Vec::new();
+        for tier in Tier::ALL {
+            ctx.insert("tier".into(), Value::from(tier.name()));
+            for set in &contract.experimental {
+                let value = eval(env, &set.when, &ctx)
+                    .map_err(|e| fail(format!("experimental set `{}`: {e}", set.name)))?;
+                if value.is_true() {
+                    experimental.push((tier, set.name.clone()));
+                    break;
+                }
+            }
+        }
+        ctx.remove("tier");
         let derived = derived
             .into_iter()
             .filter_map(|(k, v)| value_param(&v).map(|p| (k, p)))
@@ -615,6 +754,7 @@ fn enumerate(env: &Environment<'static>, contract: &Contract) -> Result<Vec<Vari
             derived,
             workgroup_size,
             workgroup_storage,
+            experimental,
         });
     }
     Ok(variants)

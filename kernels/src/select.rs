@@ -341,7 +341,7 @@ pub fn choose(
     }
     // The best keys win; on a tie the first in registry order.
     let mut best: Option<(&Variant, Vec<i64>)> = None;
-    for v in candidates(registry, profile, req)? {
+    for v in candidates(registry, profile, req, Offer::Core)? {
         let keys = req.keys(v)?;
         if best.as_ref().is_none_or(|(_, k)| keys > *k) {
             best = Some((v, keys));
@@ -376,7 +376,8 @@ pub fn choose_tuned(
     if entries.peek().is_none() {
         return Ok(None);
     }
-    let candidates = candidates(registry, profile, req)?;
+    // A measured entry may name an experimental design: the measurement promotes it.
+    let candidates = candidates(registry, profile, req, Offer::All)?;
     let matches = |v: &Variant, entry: &str| {
         v.name == entry
             || (!req.ride.is_empty()
@@ -398,15 +399,27 @@ pub fn choose_tuned(
         }))
 }
 
-/// The variants the adapter offers that take the call's fixed values and shapes.
+/// Which of the variants a device can run a choice looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Offer {
+    /// Those its tier offers outright (the rule's candidates).
+    Core,
+    /// Those and its tier's experimental designs.
+    All,
+}
+
+/// The variants the adapter can run that take the call's fixed values and shapes.
 fn candidates<'a>(
     registry: &'a Registry,
     profile: &'a DeviceProfile,
     req: &Request<'_>,
+    offer: Offer,
 ) -> Result<Vec<&'a Variant>> {
+    let tier = profile.tier();
     let mut out = Vec::new();
     for v in registry.supported(req.op, profile)? {
-        if req.takes(v)? {
+        let offered = offer == Offer::All || v.experimental_on(tier).is_none();
+        if offered && req.takes(v)? {
             out.push(v);
         }
     }

@@ -1,4 +1,5 @@
-//! Every variant the adapter in hand is offered runs against its CPU reference
+//! Every variant the adapter in hand is offered (its tier's experimental designs too) runs against
+//! its CPU reference
 //! (`kiln::cases::prove_family`): each family's proof cases (`Scale::Proof`: two sets of small
 //! shapes that are not tile multiples, outputs NaN-poisoned first) on every variant
 //! `Registry::supported` lists for the profile. A variant passes when at least two cases took it
@@ -24,8 +25,8 @@ fn prove(families: &[&str]) {
     for &family in families {
         let p = pollster::block_on(cases::prove_family(&gpu, family)).unwrap();
         println!(
-            "every variant: {family} on {adapter}: {} of {} offered proven in {} runs",
-            p.proven, p.offered, p.runs
+            "every variant: {family} on {adapter}: {} of {} offered ({} of them experimental) proven in {} runs",
+            p.proven, p.offered, p.experimental, p.runs
         );
         for (kind, (err, tol)) in &p.worst {
             println!("  {kind}: worst relative L2 {err:.2e} (allowed {tol:.0e})");

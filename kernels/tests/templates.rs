@@ -54,64 +54,135 @@ fn every_variant_renders_and_validates_on_every_stored_profile() {
 /// a diff to review (every offered variant is rendered and validated by the test above).
 #[test]
 fn offered_counts_per_profile_are_as_pinned() {
+    // Per stored profile (and so per tier): the variants its tier offers outright (the headline:
+    // the rule's candidates and the campaign's default set) and the experimental designs it can
+    // also run. kernels/README.md's table shows the same numbers.
     let registry = Registry::builtin().unwrap();
     let profiles = stored_profiles().unwrap();
     let mut now = String::new();
-    // The same counts as kernels/README.md's table: family rows, profile columns.
     let mut table = format!(
         "| family | {} | variants |\n|---|{}---|\n",
         profiles
             .iter()
-            .map(|(name, _)| name.to_string())
+            .map(|(name, p)| format!("{name} ({})", p.tier()))
             .collect::<Vec<_>>()
             .join(" | "),
         "---|".repeat(profiles.len())
     );
+    // (core, experimental) of a family on a profile.
     let offered = |family: &str, profile: &DeviceProfile| {
-        registry
+        let fits: Vec<_> = registry
             .variants(family)
             .unwrap()
             .iter()
             .filter(|v| unsupported_reason(v, profile).is_none())
-            .count()
+            .collect();
+        let experimental = fits
+            .iter()
+            .filter(|v| v.experimental_on(profile.tier()).is_some())
+            .count();
+        (fits.len() - experimental, experimental)
+    };
+    let cell = |(core, experimental): (usize, usize)| {
+        if experimental == 0 {
+            core.to_string()
+        } else {
+            format!("{core} (+{experimental})")
+        }
     };
     for (name, profile) in &profiles {
-        let mut total = 0;
+        let (mut core, mut experimental) = (0, 0);
         let mut lines = Vec::new();
         for contract in registry.contracts() {
-            let n = offered(&contract.family, profile);
+            let (c, e) = offered(&contract.family, profile);
             let all = registry.variants(&contract.family).unwrap().len();
-            lines.push(format!("{} {n} of {all}", contract.family));
-            total += n;
+            lines.push(format!(
+                "{} {c} + {e} experimental of {all}",
+                contract.family
+            ));
+            core += c;
+            experimental += e;
         }
-        now.push_str(&format!("## {name}: {total} offered\n"));
+        now.push_str(&format!(
+            "## {name} ({}): {core} offered + {experimental} experimental\n",
+            profile.tier()
+        ));
         for l in lines {
             now.push_str(&l);
             now.push('\n');
         }
     }
-    let mut totals = vec![0; profiles.len() + 1];
+    let mut totals = vec![(0, 0); profiles.len()];
+    let mut all_total = 0;
     for contract in registry.contracts() {
         let all = registry.variants(&contract.family).unwrap().len();
-        let counts: Vec<usize> = profiles
+        let counts: Vec<(usize, usize)> = profiles
             .iter()
             .map(|(_, p)| offered(&contract.family, p))
-            .chain([all])
             .collect();
         for (t, c) in totals.iter_mut().zip(&counts) {
-            *t += c;
+            t.0 += c.0;
+            t.1 += c.1;
         }
-        let cells: Vec<String> = counts.iter().map(usize::to_string).collect();
+        all_total += all;
+        let cells: Vec<String> = counts.iter().map(|&c| cell(c)).collect();
         table.push_str(&format!(
-            "| `{}` | {} |\n",
+            "| `{}` | {} | {all} |\n",
             contract.family,
             cells.join(" | ")
         ));
     }
-    let cells: Vec<String> = totals.iter().map(|t| format!("**{t}**")).collect();
-    table.push_str(&format!("| all | {} |\n", cells.join(" | ")));
+    let cells: Vec<String> = totals.iter().map(|&t| format!("**{}**", cell(t))).collect();
+    table.push_str(&format!(
+        "| all | {} | **{all_total}** |\n",
+        cells.join(" | ")
+    ));
     common::check_snapshot("offered.txt", &now);
     common::check_generated_block("README.md", "offered", &table);
+}
+
+#[test]
+fn experimental_sets_keep_out_what_they_name_on_their_tiers_only() {
+    // The H200's tier (native_coop) keeps the staged cooperative matmul experimental; lavapipe's
+    // (native) has no such variant, and offers every rolled vec4 matmul outright.
+    let registry = Registry::builtin().unwrap();
+    let profiles = stored_profiles().unwrap();
+    let profile = |name: &str| &profiles.iter().find(|(n, _)| *n == name).unwrap().1;
+    let h200 = profile("nvidia-h200");
+    let lavapipe = profile("lavapipe");
+    assert_eq!(h200.tier(), kiln::device::Tier::NativeCoop);
+    assert_eq!(lavapipe.tier(), kiln::device::Tier::Native);
+    let staged = registry.variant("matmul", "f16_coop_f2_k32").unwrap();
+    assert_eq!(staged.experimental_on(h200.tier()), Some("staged_coop"));
+    assert!(
+        registry
+            .core("matmul", h200)
+            .unwrap()
+            .all(|v| v.name != staged.name)
+    );
+    assert!(
+        registry
+            .experimental("matmul", h200)
+            .unwrap()
+            .any(|v| v.name == staged.name)
+    );
+    let rolled = registry.variant("matmul", "f32_wg16_r4_k16_vec4").unwrap();
+    assert_eq!(rolled.experimental_on(lavapipe.tier()), None);
+    assert!(
+        registry
+            .core("matmul", lavapipe)
+            .unwrap()
+            .any(|v| v.name == rolled.name)
+    );
+    assert_eq!(rolled.experimental_on(h200.tier()), Some("rolled_vec4"));
+    // Named, an experimental design still runs; the rule never picks one.
+    let tuned = kiln::TunedTable::default();
+    let selector = kiln::select::Selector::new(&registry, h200, &tuned);
+    let call = kiln::ops::matmul::Call::new(kiln::DType::F16, 1, 64, 64, 64);
+    let named = kiln::ops::matmul::choose(&selector, &call, Some(&staged.name)).unwrap();
+    assert_eq!(named.variant.name, staged.name);
+    let picked = kiln::ops::matmul::choose(&selector, &call, None).unwrap();
+    assert!(picked.variant.experimental_on(h200.tier()).is_none());
 }
 
 #[test]
@@ -224,40 +295,29 @@ fn every_head_dim_has_flash_kernels_that_fit_every_stored_profile() {
     }
 }
 
-/// The bytes of the module's `var<workgroup>` declarations, as naga lays them out.
 #[test]
-fn outer_and_stream_routes_declare_their_workgroup_storage_exactly() {
-    // The selector refuses a variant whose declared storage exceeds the adapter's limit, so the
-    // declaration must be what the shader allocates: checked against naga's layout on the
-    // large profile (every outer variant that fits it) and on lavapipe.
+fn workgroup_storage_tables_are_nagas_layout_of_every_variant() {
+    // The device limit is checked against each family's table (families/<family>/
+    // workgroup_storage.txt) before anything is rendered, so the table must be what the shader
+    // allocates: every variant rendered and laid out by naga, the table regenerated from that
+    // with KILN_UPDATE_SNAPSHOTS=1 and compared on every run.
     let registry = Registry::builtin().unwrap();
-    for family in [
-        "flash_fwd",
-        "flash_bwd_dq",
-        "flash_bwd_dkdv",
-        "flash_bwd_fused",
-    ] {
-        let mut n = 0;
-        for (name, profile) in stored_profiles().unwrap() {
-            for v in registry.supported(family, &profile).unwrap() {
-                if !matches!(v.text("route").unwrap(), "outer" | "stream") {
-                    continue;
-                }
-                let wgsl = registry.render_validated(v, &profile).unwrap();
-                let module =
-                    kiln::registry::validate_wgsl(&v.family, &v.name, &wgsl, &profile).unwrap();
-                assert_eq!(
-                    kiln::registry::workgroup_bytes(&module).unwrap(),
-                    u64::from(v.workgroup_storage),
-                    "{name}: {}",
-                    v.name
-                );
-                n += 1;
-            }
+    for contract in registry.contracts() {
+        let mut now = format!(
+            "# {}: bytes of workgroup memory each variant's WGSL declares, as naga lays it out.\n\
+             # Generated by tests/templates.rs (KILN_UPDATE_SNAPSHOTS=1 rewrites it); the registry\n\
+             # checks the device's limit against it.\n",
+            contract.family
+        );
+        for v in registry.variants(&contract.family).unwrap() {
+            let bytes = registry
+                .measure_storage(v)
+                .unwrap_or_else(|e| panic!("{}/{}: {e}", v.family, v.name));
+            now.push_str(&format!("{} {bytes}\n", v.name));
         }
-        assert!(
-            n > 0,
-            "no {family} outer- or stream-route variant on any stored profile"
+        common::check_file(
+            &format!("families/{}/workgroup_storage.txt", contract.family),
+            &now,
         );
     }
     // The largest blocks at head dim 64 fill the H200's 48 KiB exactly.
@@ -290,7 +350,7 @@ family = "probe"
 summary = "test family"
 name = "v{{ width }}"
 shapes = "none"
-derived = [["workgroup_size", "[width]"], ["workgroup_storage", "0"]]
+derived = [["workgroup_size", "[width]"]]
 
 [[bindings]]
 name = "out"
@@ -305,13 +365,11 @@ doc = "threads"
 
 #[test]
 fn rendering_is_strict_about_undefined_variables() {
-    // `{{ missing }}` on line 3 must be an error naming family, variant and line.
+    // `{{ missing }}` on line 3 must be an error naming family, variant and line (the probe has
+    // no storage table, so the registry renders it as it loads).
     let template =
         "// probe\n@compute @workgroup_size({{ width }})\nfn main() { let x = {{ missing }}; }\n";
-    let registry = Registry::from_sources(&[("probe", template, CONTRACT)], &[]).unwrap();
-    let profile = &stored_profiles().unwrap()[0].1;
-    let v = registry.variant("probe", "v64").unwrap();
-    match registry.render(v, profile).unwrap_err() {
+    match Registry::from_sources(&[("probe", template, CONTRACT)], &[]).unwrap_err() {
         Error::Template {
             family,
             variant,
@@ -346,10 +404,24 @@ fn invalid_wgsl_is_reported_with_its_line() {
 
 #[test]
 fn contracts_without_limit_values_are_refused() {
-    let broken = CONTRACT.replace(r#", ["workgroup_storage", "0"]"#, "");
+    let broken = CONTRACT.replace(
+        r#"derived = [["workgroup_size", "[width]"]]"#,
+        "derived = []",
+    );
     let err = Registry::from_sources(&[("probe", "", Box::leak(broken.into_boxed_str()))], &[])
         .unwrap_err();
-    assert!(err.to_string().contains("workgroup_storage"), "{err}");
+    assert!(err.to_string().contains("workgroup_size"), "{err}");
+}
+
+#[test]
+fn a_variant_the_storage_table_does_not_list_is_measured_by_naga() {
+    // The probe has no table: its variant's workgroup memory is laid out by naga at load.
+    let template = "var<workgroup> tile: array<vec4<f32>, {{ width }}>;\n@compute @workgroup_size({{ width }})\nfn main() { tile[0] = vec4<f32>(0.0); }\n";
+    let registry = Registry::from_sources(&[("probe", template, CONTRACT)], &[]).unwrap();
+    assert_eq!(
+        registry.variant("probe", "v64").unwrap().workgroup_storage,
+        64 * 16
+    );
 }
 
 #[test]

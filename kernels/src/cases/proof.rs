@@ -15,7 +15,10 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Proof {
     pub family: String,
+    /// Every variant the adapter can run: its tier's core and experimental designs.
     pub offered: usize,
+    /// How many of those its tier keeps experimental.
+    pub experimental: usize,
     /// Variants that ran on at least two cases, all within tolerance.
     pub proven: usize,
     pub runs: usize,
@@ -25,7 +28,8 @@ pub struct Proof {
     pub failures: Vec<String>,
 }
 
-/// Runs every variant of `family` that the adapter offers on the family's proof cases.
+/// Runs every variant of `family` that the adapter can run (its tier's experimental designs
+/// too) on the family's proof cases.
 pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
     let cases = for_family(gpu, family, Scale::Proof)?;
     if cases.is_empty() {
@@ -36,9 +40,14 @@ pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
         .supported(family, gpu.profile())?
         .cloned()
         .collect();
+    let tier = gpu.profile().tier();
     let mut p = Proof {
         family: family.to_string(),
         offered: variants.len(),
+        experimental: variants
+            .iter()
+            .filter(|v| v.experimental_on(tier).is_some())
+            .count(),
         ..Proof::default()
     };
     for variant in &variants {

@@ -99,7 +99,14 @@ pub fn variants(family: &str, dtype: DType) -> Vec<kiln::Variant> {
 /// Compares `now` with the pinned text in `tests/snapshots/<file>`, line by line, failing with
 /// the changed lines; `KILN_UPDATE_SNAPSHOTS=1` rewrites the file instead (review the diff).
 pub fn check_snapshot(file: &str, now: &str) {
-    let path = format!("{}/tests/snapshots/{file}", env!("CARGO_MANIFEST_DIR"));
+    check_file(&format!("tests/snapshots/{file}"), now);
+}
+
+/// Compares the crate's file at `relative` with `now`, the text a test generates;
+/// `KILN_UPDATE_SNAPSHOTS=1` writes `now` there instead.
+pub fn check_file(relative: &str, now: &str) {
+    let file = relative;
+    let path = format!("{}/{relative}", env!("CARGO_MANIFEST_DIR"));
     if std::env::var_os("KILN_UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, now).unwrap();
         return;

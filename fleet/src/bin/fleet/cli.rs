@@ -34,6 +34,10 @@ enum Command {
         /// No progress bar (logs and CI).
         #[arg(long)]
         quiet: bool,
+        /// Also time the designs this device's tier keeps experimental (the contracts'
+        /// experimental sets; `kiln kernels` lists them).
+        #[arg(long)]
+        experimental: bool,
     },
     /// Check reports; prints each one's verdict, fails when any is invalid.
     Validate { reports: Vec<PathBuf> },
@@ -102,6 +106,7 @@ async fn run(cli: Cli) -> Result<()> {
             families,
             out,
             quiet,
+            experimental,
         } => {
             if !(budget.is_finite() && budget > 0.0) {
                 return Err(FleetError::Usage(format!(
@@ -112,6 +117,7 @@ async fn run(cli: Cli) -> Result<()> {
             let options = campaign::Options {
                 budget_s: budget,
                 families,
+                experimental,
                 ..Default::default()
             };
             let bar = if quiet {
