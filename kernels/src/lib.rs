@@ -12,6 +12,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod backend;
 pub mod bench;
 pub mod cases;
 pub mod contract;
@@ -28,12 +29,11 @@ pub mod registry;
 pub mod select;
 pub mod shape;
 pub mod tensor;
-pub mod tensor_ops;
 
+pub use backend::{Backend, CpuBackend, GpuBackend};
 pub use device::DeviceProfile;
 pub use error::{Error, Result};
 pub use gpu::{Dispatch, Gpu, GpuOptions};
 pub use registry::{Piece, Registry, Variant};
 pub use select::{Choice, Reason, TunedEntry, TunedTable};
 pub use tensor::{DType, Tensor};
-pub use tensor_ops::TensorOps;

@@ -233,11 +233,12 @@ fn parts_and_stacks_round_trip() {
 
 #[test]
 fn split_qkv_matches_three_projections() {
-    use kiln::TensorOps;
+    use kiln::{Backend, CpuBackend, GpuBackend};
     let (n, heads, d) = (9, 2, 8);
     let (x, x_cpu) = input(61, &[n, 3 * heads * d], DType::F32);
-    let gpu_parts = x.split_qkv(heads).unwrap();
-    let cpu_parts = x_cpu.split_qkv(heads).unwrap();
+    let gpu_path = GpuBackend { gpu: gpu().clone() };
+    let gpu_parts = gpu_path.split_heads_qkv(&x, heads).unwrap();
+    let cpu_parts = CpuBackend::plain().split_heads_qkv(&x_cpu, heads).unwrap();
     for (g, c) in gpu_parts.iter().zip(&cpu_parts) {
         assert_eq!(g.shape(), &[heads, n, d]);
         assert_eq!(read(g), c.data);

@@ -423,26 +423,38 @@ fn gelu_and_swap_axes_match_cpu() {
 
 #[test]
 fn one_function_runs_on_both_paths() {
-    // A generic function over `TensorOps`, run on the GPU tensor and on the CPU array.
-    use kiln::TensorOps;
-    fn block<T: TensorOps>(x: &T, w: &T, b: &T, g: &T, beta: &T) -> kiln::Result<T> {
-        let h = x.matmul(w)?.add(b)?.split_heads(3)?; // [3, N, 4]
-        let s = h.matmul(&h.t()?)?.softmax(false, 0.5)?; // [3, N, N]
-        s.matmul(&h)?
-            .merge_heads()?
-            .gelu()?
-            .layernorm(g, beta, 1e-5)
+    // A generic function over `Backend`, run on the GPU path and on the CPU path (plain and
+    // threaded).
+    use kiln::{Backend, CpuBackend, GpuBackend};
+    fn block<B: Backend>(
+        p: &B,
+        x: &B::T,
+        w: &B::T,
+        b: &B::T,
+        g: &B::T,
+        beta: &B::T,
+    ) -> kiln::Result<B::T> {
+        let h = p.split_heads(&p.add(&p.matmul(x, w)?, b)?, 3)?; // [3, N, 4]
+        let s = p.softmax(&p.matmul(&h, &p.transpose(&h)?)?, false, 0.5)?; // [3, N, N]
+        let merged = p.merge_heads(&p.matmul(&s, &h)?)?;
+        p.layernorm(&p.gelu(&merged)?, g, beta, 1e-5)
     }
     let (x, xc) = input(71, &[9, 8], DType::F32);
     let (w, wc) = input(72, &[8, 12], DType::F32);
     let (b, bc) = input(73, &[12], DType::F32);
     let (g, gc) = input(74, &[12], DType::F32);
     let (be, bec) = input(75, &[12], DType::F32);
-    let gpu_out = block(&x, &w, &b, &g, &be).unwrap();
-    let cpu_out = block(&xc, &wc, &bc, &gc, &bec).unwrap();
+    let path = GpuBackend { gpu: gpu().clone() };
+    let gpu_out = block(&path, &x, &w, &b, &g, &be).unwrap();
+    let cpu_out = block(&CpuBackend::plain(), &xc, &wc, &bc, &gc, &bec).unwrap();
+    let threaded = block(&CpuBackend { threads: 3 }, &xc, &wc, &bc, &gc, &bec).unwrap();
     assert_eq!(gpu_out.shape(), &[9, 12]);
     assert_close("generic block", &read(&gpu_out), &cpu_out.data, 1e-5);
-    let err = x.split_heads(5).unwrap_err();
+    assert_eq!(
+        threaded, cpu_out,
+        "the threaded CPU path adds in the same order"
+    );
+    let err = path.split_heads(&x, 5).unwrap_err();
     assert!(err.to_string().contains("5 heads"), "{err}");
 }
 

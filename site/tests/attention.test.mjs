@@ -37,7 +37,7 @@ test('the attention page takes a sentence and draws its heatmap', async () => {
   assert.match(text, /adapter: .*\(webgpu\)/);
   assert.match(text, /SYNTHETIC/);
   assert.match(await page.textContent('#weights'), /synthetic/);
-  assert.match(await page.textContent('#code'), /fn encoder_layer<T: TensorOps>/);
+  assert.match(await page.textContent('#code'), /fn encoder_layer<B: Backend>/);
 
   // Type a new sentence: the tokens and the heatmap follow.
   await page.fill('#text', 'the dog ran in the park');

@@ -60,7 +60,9 @@ impl Loaded {
         let rows = self.model.embedding_rows(ids)?;
         let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32);
         let rows = [up(&rows[0])?, up(&rows[1])?, up(&rows[2])?];
+        let path = kiln::GpuBackend { gpu: gpu.clone() };
         Ok(encoder::forward(
+            &path,
             &rows,
             &self.gpu_weights,
             self.heads(),
@@ -109,6 +111,7 @@ pub fn cpu_forward(model: &Model, ids: &[u32]) -> Result<Forward<Array>, ModelEr
     let rows = model.embedding_rows(ids)?;
     let c = &model.config;
     Ok(encoder::forward(
+        &kiln::CpuBackend::plain(),
         &rows,
         &model.weights,
         c.num_attention_heads,

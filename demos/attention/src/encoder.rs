@@ -1,36 +1,42 @@
-//! The encoder, written once against `kiln::TensorOps` so that the GPU path (kiln's kernels)
-//! and the CPU path (kiln::cpu's loops) run the same code.
+//! The encoder, written once against `kiln::Backend` so that the GPU path (kiln's kernels) and
+//! the CPU path (kiln::cpu's loops) run the same code.
 
-use kiln_app::kiln::{Result, TensorOps};
+use kiln_app::kiln::{Backend, Result};
 
 use crate::model::{Layer, Weights};
 
 // demo:begin — the ~20 lines the demo shows
 /// One BERT encoder layer (post-layernorm, as BERT and MiniLM are): its activations, every
 /// intermediate up to the layer's output [N, D]. Every intermediate stays on the path.
-pub fn encoder_layer<T: TensorOps>(x: &T, w: &Layer<T>, heads: usize, eps: f32) -> Result<Acts<T>> {
+pub fn encoder_layer<B: Backend>(
+    b: &B,
+    x: &B::T,
+    w: &Layer<B::T>,
+    heads: usize,
+    eps: f32,
+) -> Result<Acts<B::T>> {
     // talk:begin qkv
     // Q, K, V in one projection (x · W + b), split into one [N, d] matrix per head.
-    let [q, k, v] = x.linear(&w.wqkv, &w.bqkv)?.split_qkv(heads)?;
+    let [q, k, v] = b.split_heads_qkv(&b.linear(x, &w.wqkv, &w.bqkv)?, heads)?;
     // talk:end qkv
     // talk:begin scores
     // Scores Q·Kᵀ/√d per head; softmax over the keys gives the attention weights.
-    let scale = 1.0 / (q.shape()[2] as f32).sqrt();
-    let scores = q.matmul_bt(&k)?;
-    let probs = scores.softmax(false, scale)?;
+    let scale = 1.0 / (b.shape(&q)[2] as f32).sqrt();
+    let scores = b.matmul_bt(&q, &k)?;
+    let probs = b.softmax(&scores, false, scale)?;
     // talk:end scores
     // talk:begin values
     // Weighted values, heads side by side, output projection; residual and layernorm.
-    let mixed = probs.matmul(&v)?;
-    let attn = mixed.merge_heads()?.linear(&w.wo, &w.bo)?;
+    let mixed = b.matmul(&probs, &v)?;
+    let attn = b.linear(&b.merge_heads(&mixed)?, &w.wo, &w.bo)?;
     // talk:end values
     // talk:begin residual
-    let (sum, normed) = attn.add_layernorm(x, &w.ln1_g, &w.ln1_b, eps)?;
+    let (sum, normed) = b.add_layernorm(&attn, x, &w.ln1_g, &w.ln1_b, eps)?;
     // talk:end residual
     // Feed-forward: expand with gelu, project back; residual and layernorm.
-    let h = normed.linear_gelu(&w.w1, &w.b1)?;
-    let ff = h.linear(&w.w2, &w.b2)?;
-    let (_, out) = ff.add_layernorm(&normed, &w.ln2_g, &w.ln2_b, eps)?;
+    let h = b.linear_gelu(&normed, &w.w1, &w.b1)?;
+    let ff = b.linear(&h, &w.w2, &w.b2)?;
+    let (_, out) = b.add_layernorm(&ff, &normed, &w.ln2_g, &w.ln2_b, eps)?;
     let acts = [q, k, v, scores, probs, mixed, attn, sum, normed, out];
     Ok(Acts::from(acts))
 }
@@ -89,16 +95,17 @@ pub struct Forward<T> {
 }
 
 /// Embeddings (word + position + type, layernorm), then every layer.
-pub fn forward<T: TensorOps + Clone>(
-    rows: &[T; 3],
-    w: &Weights<T>,
+pub fn forward<B: Backend>(
+    b: &B,
+    rows: &[B::T; 3],
+    w: &Weights<B::T>,
     heads: usize,
     eps: f32,
-) -> Result<Forward<T>> {
+) -> Result<Forward<B::T>> {
     let [word, position, token_type] = rows;
     // talk:begin embeddings
-    let embedded = word.add(position)?.add(token_type)?;
-    let mut x = embedded.layernorm(&w.emb_ln_g, &w.emb_ln_b, eps)?;
+    let embedded = b.add(&b.add(word, position)?, token_type)?;
+    let mut x = b.layernorm(&embedded, &w.emb_ln_g, &w.emb_ln_b, eps)?;
     // talk:end embeddings
     let mut out = Forward {
         embedded,
@@ -107,7 +114,7 @@ pub fn forward<T: TensorOps + Clone>(
         acts: Vec::new(),
     };
     for layer in &w.layers {
-        let acts = encoder_layer(&x, layer, heads, eps)?;
+        let acts = encoder_layer(b, &x, layer, heads, eps)?;
         x = acts.out.clone();
         out.hidden.push(x.clone());
         out.probs.push(acts.probs.clone());

@@ -1,4 +1,4 @@
-//! The attention demo: a BERT-family encoder written once against `kiln::TensorOps` (about 20
+//! The attention demo: a BERT-family encoder written once against `kiln::Backend` (about 20
 //! lines, `encoder::encoder_layer`), run on the GPU through kiln's kernels and on the CPU path,
 //! with each layer's attention weights drawn as heatmaps over the tokens of the user's text.
 

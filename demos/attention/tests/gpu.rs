@@ -6,7 +6,7 @@
 use attention::encoder;
 use attention::model::{Layer, Model};
 use kiln_app::kiln::cpu::{self, Array};
-use kiln_app::kiln::{DType, Gpu, GpuOptions, Tensor};
+use kiln_app::kiln::{CpuBackend, DType, Gpu, GpuBackend, GpuOptions, Tensor};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 fn gpu() -> Gpu {
@@ -51,10 +51,11 @@ fn one_layer_gpu_matches_cpu_with_random_weights() {
     let on_gpu = layer
         .try_map(|a| Ok::<_, kiln_app::kiln::Error>(up(&gpu, a)))
         .unwrap();
+    let (cpu_path, gpu_path) = (CpuBackend::plain(), GpuBackend { gpu: gpu.clone() });
     for n in [1, 7, 37] {
         let x = r(&[n, d], 1.0);
-        let want = encoder::encoder_layer(&x, &layer, heads, 1e-12).unwrap();
-        let got = encoder::encoder_layer(&up(&gpu, &x), &on_gpu, heads, 1e-12).unwrap();
+        let want = encoder::encoder_layer(&cpu_path, &x, &layer, heads, 1e-12).unwrap();
+        let got = encoder::encoder_layer(&gpu_path, &up(&gpu, &x), &on_gpu, heads, 1e-12).unwrap();
         assert_eq!(got.out.shape(), &[n, d]);
         assert_eq!(got.probs.shape(), &[heads, n, n]);
         // Every intermediate the walkthrough draws, not only the output: each on its path.
@@ -89,9 +90,10 @@ fn whole_forward_pass_gpu_matches_cpu_on_the_synthetic_model() {
         .collect();
     let rows = m.embedding_rows(&ids).unwrap();
     let (h, eps) = (m.config.num_attention_heads, m.config.layer_norm_eps);
-    let want = encoder::forward(&rows, &m.weights, h, eps).unwrap();
+    let want = encoder::forward(&CpuBackend::plain(), &rows, &m.weights, h, eps).unwrap();
     let rows_gpu = [up(&gpu, &rows[0]), up(&gpu, &rows[1]), up(&gpu, &rows[2])];
-    let got = encoder::forward(&rows_gpu, &on_gpu, h, eps).unwrap();
+    let gpu_path = GpuBackend { gpu: gpu.clone() };
+    let got = encoder::forward(&gpu_path, &rows_gpu, &on_gpu, h, eps).unwrap();
     assert_eq!(got.hidden.len(), m.config.num_hidden_layers + 1);
     assert_eq!(got.acts.len(), m.config.num_hidden_layers);
     for (g, w) in got

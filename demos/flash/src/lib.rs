@@ -3,7 +3,6 @@
 //! CPU path, with the loss curves, ms per step and the drift between them; and a walkthrough of
 //! the algorithm for presenter mode.
 
-pub mod backend;
 pub mod chart;
 pub mod checkpoint;
 pub mod data;
@@ -20,3 +19,5 @@ pub mod walkthrough;
 mod web;
 
 pub use error::{Error, Result};
+/// The ops the model is written against: kiln's one model trait and its GPU and CPU paths.
+pub use kiln_app::kiln::backend;

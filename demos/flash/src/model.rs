@@ -163,7 +163,7 @@ pub fn upload<B: Backend>(b: &B, s: &State<Array>) -> Result<State<B::T>> {
                 .tensors
                 .iter()
                 .map(|a| b.upload(a))
-                .collect::<Result<_>>()?,
+                .collect::<kiln_app::kiln::Result<_>>()?,
         })
     };
     Ok(State {
@@ -279,7 +279,7 @@ fn forward<B: Backend>(
     for l in 0..c.layers {
         let w = |i| &p.tensors[at(l, i)];
         let qkv = b.matmul(&h1, w(2))?;
-        let (q, k, v) = b.split_qkv(&qkv, [batch, t, h, d])?;
+        let [q, k, v] = b.split_qkv(&qkv, [batch, t, h, d])?;
         let (o, lse) = b.attention(&q, &k, &v, scale)?;
         let o_rows = b.reshape(&b.swap12(&o)?, &[rows, c.d_model])?;
         let (x_mid, h2) = b.add_layernorm(&x, &b.matmul(&o_rows, w(3))?, w(4), w(5), EPS)?;

@@ -1,23 +1,30 @@
-//! The ops the model is written against, twice: on the GPU through kiln's kernels, and on the
-//! CPU path through kiln's plain CPU references (natively split across threads where the work
-//! is heavy: matrix products and attention). One model function runs on either, so the two
-//! paths do the same arithmetic in the same order.
+//! `Backend`: the ops a model is written against, one trait for the GPU path (kiln's kernels,
+//! [`GpuBackend`]) and the CPU path (kiln's references, [`CpuBackend`]), so that one model
+//! function runs on either and the two paths do the same arithmetic in the same order. The
+//! attention demo's encoder and the flash demo's training step are both written against it.
+//!
+//! The CPU path comes plain (one thread: the reference, and what the browser's wasm build
+//! runs) and threaded (matrix products split by rows and attention by (batch, head) across the
+//! cores, natively): the same sums in the same order per element, so the two agree exactly, and
+//! a speed-up claimed against the CPU says which it was measured against.
 
 use std::future::Future;
 
-use kiln_app::kiln::cpu::{self, Array};
-use kiln_app::kiln::optim::AdamW;
-use kiln_app::kiln::{self, DType, Gpu, Tensor, ops};
+use crate::Gpu;
+use crate::cpu::{self, Array};
+use crate::error::{Error, Result};
+use crate::ops;
+use crate::optim::AdamW;
+use crate::tensor::{DType, Tensor};
 
-use crate::error::Result;
-
-/// The ops of one training step.
+/// The ops of a model's forward and backward passes and its optimiser step, on one path.
 pub trait Backend {
     /// A tensor on this path.
     type T: Clone;
     /// Token ids on this path.
     type Ids;
 
+    /// The path in words (`GPU (NVIDIA H200)`, `CPU (16 threads)`).
     fn name(&self) -> String;
     fn upload(&self, a: &Array) -> Result<Self::T>;
     fn ids(&self, ids: &[u32]) -> Result<Self::Ids>;
@@ -25,15 +32,23 @@ pub trait Backend {
     fn shape<'a>(&self, t: &'a Self::T) -> &'a [usize];
     fn reshape(&self, t: &Self::T, shape: &[usize]) -> Result<Self::T>;
 
-    /// A · B.
+    /// A · B, batched (ranks 2 or 3; a batch of 1 broadcasts).
     fn matmul(&self, a: &Self::T, b: &Self::T) -> Result<Self::T>;
-    /// A · Bᵀ.
+    /// A · Bᵀ, B read transposed in place on the GPU.
     fn matmul_bt(&self, a: &Self::T, b: &Self::T) -> Result<Self::T>;
-    /// Aᵀ · B: the weight gradient Xᵀ · dY.
+    /// Aᵀ · B: a weight gradient Xᵀ · dY.
     fn matmul_at(&self, a: &Self::T, b: &Self::T) -> Result<Self::T>;
+    /// x · W + b over the last axis of x, in one launch on the GPU.
+    fn linear(&self, x: &Self::T, w: &Self::T, b: &Self::T) -> Result<Self::T>;
+    /// gelu(x · W + b), in one launch on the GPU.
+    fn linear_gelu(&self, x: &Self::T, w: &Self::T, b: &Self::T) -> Result<Self::T>;
+    /// Elementwise sum with numpy broadcasting.
     fn add(&self, a: &Self::T, b: &Self::T) -> Result<Self::T>;
+    /// Softmax of `scale · x` over the last axis.
+    fn softmax(&self, x: &Self::T, causal: bool, scale: f32) -> Result<Self::T>;
+    /// Layer normalisation over the last axis.
     fn layernorm(&self, x: &Self::T, g: &Self::T, b: &Self::T, eps: f32) -> Result<Self::T>;
-    /// (x + r, layernorm(x + r)), in one op.
+    /// (x + r, layernorm(x + r)), in one launch on the GPU.
     fn add_layernorm(
         &self,
         x: &Self::T,
@@ -42,9 +57,7 @@ pub trait Backend {
         b: &Self::T,
         eps: f32,
     ) -> Result<(Self::T, Self::T)>;
-    /// [B·T, 3·H·d] (Q, K and V side by side) → Q, K and V, each [B, H, T, d].
-    fn split_qkv(&self, qkv: &Self::T, dims: [usize; 4]) -> Result<(Self::T, Self::T, Self::T)>;
-    /// (dx, dgamma, dbeta).
+    /// (dx, dgamma, dbeta) of a layer norm given dy.
     fn layernorm_backward(
         &self,
         x: &Self::T,
@@ -54,9 +67,14 @@ pub trait Backend {
     ) -> Result<(Self::T, Self::T, Self::T)>;
     fn gelu(&self, x: &Self::T) -> Result<Self::T>;
     fn gelu_backward(&self, x: &Self::T, dy: &Self::T) -> Result<Self::T>;
+    /// The last two axes swapped: [.., r, c] → [.., c, r].
+    fn transpose(&self, x: &Self::T) -> Result<Self::T>;
     /// [a, b, c, d] → [a, c, b, d].
     fn swap12(&self, x: &Self::T) -> Result<Self::T>;
-    /// Causal attention over [B, H, T, d]: (O, LSE).
+    /// [B·T, 3·H·d] (Q, K and V side by side, as one projection makes them) → Q, K and V, each
+    /// [B, H, T, d].
+    fn split_qkv(&self, qkv: &Self::T, dims: [usize; 4]) -> Result<[Self::T; 3]>;
+    /// Causal flash attention over [B, H, T, d]: (O, LSE).
     fn attention(
         &self,
         q: &Self::T,
@@ -97,6 +115,74 @@ pub trait Backend {
     ) -> Result<()>;
     /// Waits for the path's queued work (the GPU's; the CPU path is always done).
     fn idle(&self) -> impl Future<Output = Result<()>>;
+
+    /// [N, H·d] → [H, N, d]: one matrix per attention head.
+    fn split_heads(&self, x: &Self::T, heads: usize) -> Result<Self::T> {
+        let [n, width] = two_axes("split_heads", self.shape(x))?;
+        let d = per_head("split_heads", width, heads)?;
+        let heads_first = self.swap12(&self.reshape(x, &[1, n, heads, d])?)?;
+        self.reshape(&heads_first, &[heads, n, d])
+    }
+
+    /// [H, N, d] → [N, H·d]: the heads side by side again.
+    fn merge_heads(&self, x: &Self::T) -> Result<Self::T> {
+        let [h, n, d] = match *self.shape(x) {
+            [h, n, d] => [h, n, d],
+            ref other => {
+                return Err(Error::shape(
+                    "merge_heads",
+                    format!("shape {other:?}: expected [heads, N, d]"),
+                ));
+            }
+        };
+        let rows = self.swap12(&self.reshape(x, &[1, h, n, d])?)?;
+        self.reshape(&rows, &[n, h * d])
+    }
+
+    /// [N, 3·H·d] (one sequence) → Q, K and V, each [H, N, d].
+    fn split_heads_qkv(&self, qkv: &Self::T, heads: usize) -> Result<[Self::T; 3]> {
+        let [n, width] = two_axes("split_qkv", self.shape(qkv))?;
+        let d = per_head("split_qkv", width, 3 * heads)?;
+        let [q, k, v] = self.split_qkv(qkv, [1, n, heads, d])?;
+        Ok([
+            self.reshape(&q, &[heads, n, d])?,
+            self.reshape(&k, &[heads, n, d])?,
+            self.reshape(&v, &[heads, n, d])?,
+        ])
+    }
+}
+
+/// The two extents of a matrix.
+fn two_axes(op: &'static str, shape: &[usize]) -> Result<[usize; 2]> {
+    match *shape {
+        [n, width] => Ok([n, width]),
+        _ => Err(Error::shape(
+            op,
+            format!("shape {shape:?}: expected a matrix [N, width]"),
+        )),
+    }
+}
+
+/// The width of each of `parts` equal parts of `width`.
+fn per_head(op: &'static str, width: usize, parts: usize) -> Result<usize> {
+    if parts == 0 || !width.is_multiple_of(parts) {
+        return Err(Error::shape(
+            op,
+            format!("a width of {width} does not split into {parts} heads"),
+        ));
+    }
+    Ok(width / parts)
+}
+
+/// [B, H, T, d] of Q, named in the error when Q has another rank.
+fn bhtd(op: &'static str, shape: &[usize]) -> Result<[usize; 4]> {
+    match *shape {
+        [b, h, t, d] => Ok([b, h, t, d]),
+        _ => Err(Error::shape(
+            op,
+            format!("Q has shape {shape:?}: expected [B, H, T, d]"),
+        )),
+    }
 }
 
 /// The GPU path: every op a kiln kernel rendered for this adapter.
@@ -113,39 +199,43 @@ impl Backend for GpuBackend {
         format!("GPU ({})", self.gpu.profile().name)
     }
     fn upload(&self, a: &Array) -> Result<Tensor> {
-        Ok(Tensor::from_slice(
-            &self.gpu,
-            &a.shape,
-            &a.data,
-            DType::F32,
-        )?)
+        Tensor::from_slice(&self.gpu, &a.shape, &a.data, DType::F32)
     }
     fn ids(&self, ids: &[u32]) -> Result<Tensor> {
-        Ok(Tensor::from_u32(&self.gpu, &[ids.len()], ids)?)
+        Tensor::from_u32(&self.gpu, &[ids.len()], ids)
     }
     async fn read(&self, t: &Tensor) -> Result<Vec<f32>> {
-        Ok(t.read().await?)
+        t.read().await
     }
     fn shape<'a>(&self, t: &'a Tensor) -> &'a [usize] {
         t.shape()
     }
     fn reshape(&self, t: &Tensor, shape: &[usize]) -> Result<Tensor> {
-        Ok(t.reshape(shape)?)
+        t.reshape(shape)
     }
     fn matmul(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        Ok(ops::matmul(a, b)?)
+        ops::matmul(a, b)
     }
     fn matmul_bt(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        Ok(ops::matmul_bt(a, b)?)
+        ops::matmul_bt(a, b)
     }
     fn matmul_at(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        Ok(ops::matmul_at(a, b)?)
+        ops::matmul_at(a, b)
+    }
+    fn linear(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+        ops::linear(x, w, b)
+    }
+    fn linear_gelu(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+        ops::linear_gelu(x, w, b)
     }
     fn add(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        Ok(ops::add(a, b)?)
+        ops::add(a, b)
+    }
+    fn softmax(&self, x: &Tensor, causal: bool, scale: f32) -> Result<Tensor> {
+        ops::softmax(x, causal, scale)
     }
     fn layernorm(&self, x: &Tensor, g: &Tensor, b: &Tensor, eps: f32) -> Result<Tensor> {
-        Ok(ops::layernorm(x, g, b, eps)?)
+        ops::layernorm(x, g, b, eps)
     }
     fn add_layernorm(
         &self,
@@ -155,23 +245,7 @@ impl Backend for GpuBackend {
         b: &Tensor,
         eps: f32,
     ) -> Result<(Tensor, Tensor)> {
-        Ok(ops::add_layernorm(x, r, g, b, eps)?)
-    }
-    fn split_qkv(
-        &self,
-        qkv: &Tensor,
-        [b, t, h, d]: [usize; 4],
-    ) -> Result<(Tensor, Tensor, Tensor)> {
-        // [B, T, 3H, d] → [B, 3H, T, d] = [B, 3, H·T·d] → [3, B, H·T·d]: three parts, each a
-        // view [B, H, T, d] where the offsets allow.
-        let heads = ops::swap_axes12(&qkv.reshape(&[b, t, 3 * h, d])?)?;
-        let stacked = if b == 1 {
-            heads
-        } else {
-            ops::swap_axes12(&heads.reshape(&[1, b, 3, h * t * d])?)?
-        };
-        let stacked = stacked.reshape(&[3, b, h, t, d])?;
-        Ok((stacked.part(0)?, stacked.part(1)?, stacked.part(2)?))
+        ops::add_layernorm(x, r, g, b, eps)
     }
     fn layernorm_backward(
         &self,
@@ -180,16 +254,31 @@ impl Backend for GpuBackend {
         dy: &Tensor,
         eps: f32,
     ) -> Result<(Tensor, Tensor, Tensor)> {
-        Ok(ops::layernorm_backward(x, g, dy, eps)?)
+        ops::layernorm_backward(x, g, dy, eps)
     }
     fn gelu(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(ops::gelu(x)?)
+        ops::gelu(x)
     }
     fn gelu_backward(&self, x: &Tensor, dy: &Tensor) -> Result<Tensor> {
-        Ok(ops::gelu_backward(x, dy)?)
+        ops::gelu_backward(x, dy)
+    }
+    fn transpose(&self, x: &Tensor) -> Result<Tensor> {
+        ops::transpose(x)
     }
     fn swap12(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(ops::swap_axes12(x)?)
+        ops::swap_axes12(x)
+    }
+    fn split_qkv(&self, qkv: &Tensor, [b, t, h, d]: [usize; 4]) -> Result<[Tensor; 3]> {
+        // [B, T, 3H, d] → [B, 3H, T, d] = [B, 3, H·T·d] → [3, B, H·T·d]: three parts, each a
+        // view [B, H, T, d] where the device's offset alignment allows.
+        let heads = ops::swap_axes12(&qkv.reshape(&[b, t, 3 * h, d])?)?;
+        let stacked = if b == 1 {
+            heads
+        } else {
+            ops::swap_axes12(&heads.reshape(&[1, b, 3, h * t * d])?)?
+        };
+        let stacked = stacked.reshape(&[3, b, h, t, d])?;
+        Ok([stacked.part(0)?, stacked.part(1)?, stacked.part(2)?])
     }
     fn attention(
         &self,
@@ -198,7 +287,7 @@ impl Backend for GpuBackend {
         v: &Tensor,
         scale: f32,
     ) -> Result<(Tensor, Tensor)> {
-        Ok(ops::flash_attention(q, k, v, true, scale)?)
+        ops::flash_attention(q, k, v, true, scale)
     }
     fn attention_backward(
         &self,
@@ -212,18 +301,9 @@ impl Backend for GpuBackend {
     ) -> Result<Tensor> {
         // dQ, dK and dV written straight into the parts of one [3, B, H, T, d] tensor, then
         // that stacked back into [B, T, 3H, d] — split_qkv's steps in reverse.
-        let [b, h, t, d] = match *q.shape() {
-            [b, h, t, d] => [b, h, t, d],
-            _ => {
-                return Err(kiln::Error::Shape {
-                    op: "attention_backward",
-                    detail: format!("Q has shape {:?}: expected [B, H, T, d]", q.shape()),
-                }
-                .into());
-            }
-        };
+        let [b, h, t, d] = bhtd("attention_backward", q.shape())?;
         let stacked = Tensor::uninit(&self.gpu, &[3, b, h, t, d], q.dtype())?;
-        let views: kiln::Result<Vec<Tensor>> = (0..3).map(|i| stacked.part_view(i)).collect();
+        let views: Result<Vec<Tensor>> = (0..3).map(|i| stacked.part_view(i)).collect();
         let stacked = match views {
             Ok(g) => {
                 let grads = ops::attention::Grads {
@@ -247,13 +327,13 @@ impl Backend for GpuBackend {
             ops::swap_axes12(&stacked.reshape(&[1, 3, b, h * t * d])?)?
         };
         let rows = ops::swap_axes12(&heads.reshape(&[b, 3 * h, t, d])?)?;
-        Ok(rows.reshape(&[b * t, 3 * h * d])?)
+        rows.reshape(&[b * t, 3 * h * d])
     }
     fn embedding(&self, table: &Tensor, ids: &Tensor) -> Result<Tensor> {
-        Ok(ops::embedding(table, ids)?)
+        ops::embedding(table, ids)
     }
     fn embedding_backward(&self, dy: &Tensor, ids: &Tensor, vocab: usize) -> Result<Tensor> {
-        Ok(ops::embedding_backward(dy, ids, vocab)?)
+        ops::embedding_backward(dy, ids, vocab)
     }
     fn cross_entropy(
         &self,
@@ -261,7 +341,7 @@ impl Backend for GpuBackend {
         targets: &Tensor,
         grad_scale: f32,
     ) -> Result<(Tensor, Tensor)> {
-        Ok(ops::cross_entropy(logits, targets, grad_scale)?)
+        ops::cross_entropy(logits, targets, grad_scale)
     }
     fn adamw(
         &self,
@@ -271,10 +351,10 @@ impl Backend for GpuBackend {
         v: &mut Tensor,
         h: &AdamW,
     ) -> Result<()> {
-        Ok(ops::adamw(p, g, m, v, h)?)
+        ops::adamw(p, g, m, v, h)
     }
     async fn idle(&self) -> Result<()> {
-        Ok(self.gpu.idle().await?)
+        self.gpu.idle().await
     }
 }
 
@@ -298,11 +378,12 @@ impl CpuBackend {
         }
     }
 
-    /// A · B for 2-D A, its rows split across the threads.
+    /// A · B for 2-D A, its rows split across the threads (each row's sums as one thread would
+    /// add them).
     fn matmul_rows(&self, a: &Array, b: &Array) -> Result<Array> {
         let (rows, k) = match a.shape.as_slice() {
             [r, k] if self.threads > 1 && b.shape.len() == 2 => (*r, *k),
-            _ => return Ok(cpu::matmul(a, b)?),
+            _ => return cpu::matmul(a, b),
         };
         let n = b.shape[1];
         let parts = split(rows, self.threads, |range| {
@@ -312,7 +393,28 @@ impl CpuBackend {
             )?;
             Ok(cpu::matmul(&part, b)?.data)
         })?;
-        Ok(Array::new(&[rows, n], parts.concat())?)
+        Array::new(&[rows, n], parts.concat())
+    }
+
+    /// x · W over the last axis of x, split by rows, then `then` applied to the bias sum: the
+    /// reference's linear layer (`cpu::linear`) with its product threaded.
+    fn linear_rows(
+        &self,
+        x: &Array,
+        w: &Array,
+        b: &Array,
+        then: fn(Array) -> Result<Array>,
+    ) -> Result<Array> {
+        if self.threads <= 1 {
+            return then(cpu::linear(x, w, b)?);
+        }
+        let (rows, k) = crate::shape::rows_cols("linear", &x.shape)?;
+        let y = self.matmul_rows(&Array::new(&[rows, k], x.data.clone())?, w)?;
+        let mut shape = x.shape.clone();
+        if let (Some(last), [_, n]) = (shape.last_mut(), y.shape.as_slice()) {
+            *last = *n;
+        }
+        then(cpu::add(&Array::new(&shape, y.data)?, b)?)
     }
 
     /// `f` over [BH, T, d] slices of the heads, split across the threads; the results of each
@@ -323,6 +425,12 @@ impl CpuBackend {
         f: impl Fn(&[Array]) -> Result<[Vec<f32>; N]> + Sync,
     ) -> Result<[Vec<f32>; N]> {
         let shape = &inputs[0].shape;
+        if shape.len() < 2 {
+            return Err(Error::shape(
+                "attention",
+                format!("shape {shape:?}: expected [.., T, d]"),
+            ));
+        }
         let (t, d) = (shape[shape.len() - 2], shape[shape.len() - 1]);
         let bh: usize = shape[..shape.len() - 2].iter().product();
         let parts = split(bh, self.threads, |range| {
@@ -336,7 +444,7 @@ impl CpuBackend {
                         x.data[range.start * per..range.end * per].to_vec(),
                     )
                 })
-                .collect::<kiln::Result<Vec<_>>>()?;
+                .collect::<Result<Vec<_>>>()?;
             f(&slices)
         })?;
         Ok(std::array::from_fn(|i| {
@@ -369,17 +477,14 @@ fn split<R: Send>(
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| {
-                    Err(crate::error::Error::Config(
-                        "a CPU worker thread panicked".into(),
-                    ))
+                    Err(Error::InvalidArgument {
+                        op: "cpu",
+                        detail: "a CPU worker thread panicked".into(),
+                    })
                 })
             })
             .collect()
     })
-}
-
-fn array(shape: &[usize], data: Vec<f32>) -> Result<Array> {
-    Ok(Array::new(shape, data)?)
 }
 
 impl Backend for CpuBackend {
@@ -406,7 +511,7 @@ impl Backend for CpuBackend {
         &t.shape
     }
     fn reshape(&self, t: &Array, shape: &[usize]) -> Result<Array> {
-        array(shape, t.data.clone())
+        Array::new(shape, t.data.clone())
     }
     fn matmul(&self, a: &Array, b: &Array) -> Result<Array> {
         self.matmul_rows(a, b)
@@ -417,11 +522,20 @@ impl Backend for CpuBackend {
     fn matmul_at(&self, a: &Array, b: &Array) -> Result<Array> {
         self.matmul_rows(&cpu::transpose(a)?, b)
     }
+    fn linear(&self, x: &Array, w: &Array, b: &Array) -> Result<Array> {
+        self.linear_rows(x, w, b, Ok)
+    }
+    fn linear_gelu(&self, x: &Array, w: &Array, b: &Array) -> Result<Array> {
+        self.linear_rows(x, w, b, |y| cpu::gelu(&y))
+    }
     fn add(&self, a: &Array, b: &Array) -> Result<Array> {
-        Ok(cpu::add(a, b)?)
+        cpu::add(a, b)
+    }
+    fn softmax(&self, x: &Array, causal: bool, scale: f32) -> Result<Array> {
+        cpu::softmax(x, causal, scale)
     }
     fn layernorm(&self, x: &Array, g: &Array, b: &Array, eps: f32) -> Result<Array> {
-        Ok(cpu::layernorm(x, g, b, eps)?)
+        cpu::layernorm(x, g, b, eps)
     }
     fn add_layernorm(
         &self,
@@ -431,21 +545,7 @@ impl Backend for CpuBackend {
         b: &Array,
         eps: f32,
     ) -> Result<(Array, Array)> {
-        Ok(cpu::add_layernorm(x, r, g, b, eps)?)
-    }
-    fn split_qkv(&self, qkv: &Array, [b, t, h, d]: [usize; 4]) -> Result<(Array, Array, Array)> {
-        // [B, T, 3, H, d] → [B, 3, T, H, d] (swap T and the three) → per part [B, T, H, d] →
-        // [B, H, T, d].
-        let x = array(&[b, t, 3, h * d], qkv.data.clone())?;
-        let parts = cpu::swap_axes12(&x)?;
-        let per = t * h * d;
-        let part = |i: usize| -> Result<Array> {
-            let rows: Vec<f32> = (0..b)
-                .flat_map(|bi| parts.data[(bi * 3 + i) * per..][..per].iter().copied())
-                .collect();
-            Ok(cpu::swap_axes12(&array(&[b, t, h, d], rows)?)?)
-        };
-        Ok((part(0)?, part(1)?, part(2)?))
+        cpu::add_layernorm(x, r, g, b, eps)
     }
     fn layernorm_backward(
         &self,
@@ -454,16 +554,33 @@ impl Backend for CpuBackend {
         dy: &Array,
         eps: f32,
     ) -> Result<(Array, Array, Array)> {
-        Ok(cpu::layernorm_backward(x, g, dy, eps)?)
+        cpu::layernorm_backward(x, g, dy, eps)
     }
     fn gelu(&self, x: &Array) -> Result<Array> {
-        Ok(cpu::gelu(x)?)
+        cpu::gelu(x)
     }
     fn gelu_backward(&self, x: &Array, dy: &Array) -> Result<Array> {
-        Ok(cpu::gelu_backward(x, dy)?)
+        cpu::gelu_backward(x, dy)
+    }
+    fn transpose(&self, x: &Array) -> Result<Array> {
+        cpu::transpose(x)
     }
     fn swap12(&self, x: &Array) -> Result<Array> {
-        Ok(cpu::swap_axes12(x)?)
+        cpu::swap_axes12(x)
+    }
+    fn split_qkv(&self, qkv: &Array, [b, t, h, d]: [usize; 4]) -> Result<[Array; 3]> {
+        // [B, T, 3, H, d] → [B, 3, T, H, d] (swap T and the three) → per part [B, T, H, d] →
+        // [B, H, T, d].
+        let x = Array::new(&[b, t, 3, h * d], qkv.data.clone())?;
+        let parts = cpu::swap_axes12(&x)?;
+        let per = t * h * d;
+        let part = |i: usize| -> Result<Array> {
+            let rows: Vec<f32> = (0..b)
+                .flat_map(|bi| parts.data[(bi * 3 + i) * per..][..per].iter().copied())
+                .collect();
+            cpu::swap_axes12(&Array::new(&[b, t, h, d], rows)?)
+        };
+        Ok([part(0)?, part(1)?, part(2)?])
     }
     fn attention(&self, q: &Array, k: &Array, v: &Array, scale: f32) -> Result<(Array, Array)> {
         let [o, lse] = self.per_heads(&[q, k, v], |s| {
@@ -471,7 +588,7 @@ impl Backend for CpuBackend {
             Ok([f.out.data, f.lse])
         })?;
         let lse_shape = &q.shape[..q.shape.len() - 1];
-        Ok((array(&q.shape, o)?, array(lse_shape, lse)?))
+        Ok((Array::new(&q.shape, o)?, Array::new(lse_shape, lse)?))
     }
     fn attention_backward(
         &self,
@@ -483,25 +600,16 @@ impl Backend for CpuBackend {
         d_o: &Array,
         scale: f32,
     ) -> Result<Array> {
+        let [b, h, t, d] = bhtd("attention_backward", &q.shape)?;
         // The plain backward recomputes the probabilities row by row from Q and K.
         let [dq, dk, dv] = self.per_heads(&[q, k, v, d_o], |s| {
             let g = cpu::attention_backward(&s[0], &s[1], &s[2], &s[3], true, scale)?;
             Ok([g.dq.data, g.dk.data, g.dv.data])
         })?;
         // Each [B, H, T, d] → [B, T, H, d], then side by side per row: [B·T, 3·H·d].
-        let (b, h, t, d) = match *q.shape.as_slice() {
-            [b, h, t, d] => (b, h, t, d),
-            _ => {
-                return Err(kiln::Error::Shape {
-                    op: "attention_backward",
-                    detail: format!("Q has shape {:?}: expected [B, H, T, d]", q.shape),
-                }
-                .into());
-            }
-        };
         let rows = [dq, dk, dv]
             .into_iter()
-            .map(|g| cpu::swap_axes12(&array(&[b, h, t, d], g)?).map_err(Into::into))
+            .map(|g| cpu::swap_axes12(&Array::new(&[b, h, t, d], g)?))
             .collect::<Result<Vec<Array>>>()?;
         let width = h * d;
         let mut out = Vec::with_capacity(3 * b * t * width);
@@ -510,13 +618,13 @@ impl Backend for CpuBackend {
                 out.extend_from_slice(&g.data[r * width..(r + 1) * width]);
             }
         }
-        array(&[b * t, 3 * width], out)
+        Array::new(&[b * t, 3 * width], out)
     }
     fn embedding(&self, table: &Array, ids: &Vec<u32>) -> Result<Array> {
-        Ok(cpu::embedding(table, ids)?)
+        cpu::embedding(table, ids)
     }
     fn embedding_backward(&self, dy: &Array, ids: &Vec<u32>, vocab: usize) -> Result<Array> {
-        Ok(cpu::embedding_backward(dy, ids, vocab)?)
+        cpu::embedding_backward(dy, ids, vocab)
     }
     fn cross_entropy(
         &self,
@@ -524,7 +632,7 @@ impl Backend for CpuBackend {
         targets: &Vec<u32>,
         grad_scale: f32,
     ) -> Result<(Array, Array)> {
-        Ok(cpu::cross_entropy(logits, targets, grad_scale)?)
+        cpu::cross_entropy(logits, targets, grad_scale)
     }
     fn adamw(
         &self,
@@ -534,7 +642,7 @@ impl Backend for CpuBackend {
         v: &mut Array,
         h: &AdamW,
     ) -> Result<()> {
-        Ok(cpu::adamw(p, g, m, v, h)?)
+        cpu::adamw(p, g, m, v, h)
     }
     async fn idle(&self) -> Result<()> {
         Ok(())
