@@ -4,10 +4,13 @@
 
 pub mod campaign;
 pub mod error;
+mod json;
 pub mod merge;
 pub mod report;
 pub mod show;
 pub mod talk;
+pub mod text;
+pub mod validate;
 
 pub use error::{FleetError, Result};
 pub use report::Report;

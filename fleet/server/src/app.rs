@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use axum::body::Bytes;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -114,7 +115,7 @@ async fn with_db<T: Send + 'static>(
 async fn post_report(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    body: String,
+    body: Bytes,
 ) -> Result<Response> {
     let consent = headers
         .get("x-kiln-consent")
@@ -123,8 +124,10 @@ async fn post_report(
     if !consent {
         return Err(ServerError::NoConsent);
     }
-    let report =
-        Report::parse("request body", &body).map_err(|e| ServerError::Invalid(e.to_string()))?;
+    // Bytes, not a String: a body that is not UTF-8 is a malformed report (422), not a
+    // rejection of the extractor (400).
+    let report = Report::parse_bytes("request body", &body)
+        .map_err(|e| ServerError::Invalid(e.to_string()))?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);

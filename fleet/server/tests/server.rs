@@ -101,6 +101,23 @@ fn post(url: &str, body: &str, consent: bool) -> (u16, Value) {
     }
 }
 
+/// Status and JSON body of a POST of raw bytes (with consent).
+fn post_bytes(url: &str, body: &[u8]) -> (u16, Value) {
+    match agent()
+        .post(format!("{url}/reports"))
+        .header("X-Kiln-Consent", "yes")
+        .header("Content-Type", "application/json")
+        .send(body)
+    {
+        Ok(mut r) => {
+            let status = r.status().as_u16();
+            let text = r.body_mut().read_to_string().unwrap_or_default();
+            (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+        }
+        Err(e) => (0, json!({"transport": e.to_string()})),
+    }
+}
+
 /// A POST that declares `length` bytes and sends none of them: the status and JSON body of the
 /// answer, read over a plain socket.
 fn post_headers_only(url: &str, length: usize) -> (u16, Value) {
@@ -238,6 +255,60 @@ fn stores_valid_reports_once_and_refuses_bad_ones() {
     assert!(!summary["picks"].as_array().unwrap().is_empty());
     assert!(!summary["table"]["entries"].as_array().unwrap().is_empty());
     assert_eq!(get(&s.url, "/health").1["reports"], 2);
+}
+
+#[test]
+fn every_malformed_body_gets_422_and_stores_nothing() {
+    let s = Server::start(10_000);
+    let text = report(1).to_string();
+    let mut not_utf8 = text.clone().into_bytes();
+    let at = text.find("llvmpipe").unwrap();
+    not_utf8[at] = 0xff;
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("not UTF-8", not_utf8, "not UTF-8"),
+        (
+            "a duplicate key",
+            text.replacen("\"backend\":", "\"backend\":\"metal\",\"backend\":", 1)
+                .into_bytes(),
+            "duplicate key `backend`",
+        ),
+        (
+            "an unknown field inside device",
+            {
+                let mut v = report(2);
+                v["device"]["extra"] = json!("x".repeat(100_000));
+                v.to_string().into_bytes()
+            },
+            "device: unknown field `extra`",
+        ),
+        (
+            "ESC in device.backend",
+            {
+                let mut v = report(3);
+                v["device"]["backend"] = json!("vulkan\u{1b}[31m");
+                v.to_string().into_bytes()
+            },
+            "device.backend",
+        ),
+        (
+            "a bidi override in a variant",
+            {
+                let mut v = report(4);
+                v["results"][0]["variant"] = json!("f32\u{202e}x");
+                v.to_string().into_bytes()
+            },
+            "results[0].variant",
+        ),
+    ];
+    for (what, body, reason) in cases {
+        let (status, v) = post_bytes(&s.url, &body);
+        assert_eq!(status, 422, "{what}: {v}");
+        assert!(
+            v["error"].as_str().unwrap_or("").contains(reason),
+            "{what}: {v}"
+        );
+    }
+    assert_eq!(get(&s.url, "/health").1["reports"], 0);
 }
 
 #[test]
