@@ -148,6 +148,16 @@ impl Report {
             json::Refusal::Syntax(e) => invalid(format!("not JSON: {e}")),
             json::Refusal::Rule(e) => invalid(e),
         })?;
+        Report::from_value(what, value)
+    }
+
+    /// Validates a report already read as JSON (with its duplicate keys refused: see
+    /// `parse`), as inside a collector's export.
+    pub fn from_value(what: &str, value: serde_json::Value) -> Result<Report> {
+        let invalid = |detail: String| FleetError::InvalidReport {
+            what: what.to_string(),
+            detail,
+        };
         // Schema and version first, so that another document or a newer report says so
         // rather than failing on some field.
         let obj = value

@@ -22,6 +22,13 @@ pub struct Config {
     /// Requests per minute one address may make (health checks excepted).
     #[serde(default = "default_rate")]
     pub rate_per_minute: u32,
+    /// Most reports one page of `GET /export` holds.
+    #[serde(default = "default_export_page")]
+    pub export_page_reports: usize,
+}
+
+fn default_export_page() -> usize {
+    200
 }
 
 fn default_body() -> usize {
@@ -36,9 +43,9 @@ impl Config {
     pub fn parse(what: &str, text: &str) -> Result<Config> {
         let c: Config =
             toml::from_str(text).map_err(|e| ServerError::Config(format!("{what}: {e}")))?;
-        if c.max_body_bytes == 0 || c.rate_per_minute == 0 {
+        if c.max_body_bytes == 0 || c.rate_per_minute == 0 || c.export_page_reports == 0 {
             return Err(ServerError::Config(format!(
-                "{what}: max_body_bytes and rate_per_minute must be positive"
+                "{what}: max_body_bytes, rate_per_minute and export_page_reports must be positive"
             )));
         }
         if !(c.allowed_origin.starts_with("http://") || c.allowed_origin.starts_with("https://")) {

@@ -30,7 +30,9 @@ impl RateLimit {
         if buckets.len() > 10_000 {
             buckets.retain(|_, (_, seen)| now.duration_since(*seen).as_secs() < 60);
         }
-        let (tokens, seen) = buckets.entry(addr).or_insert((self.per_minute, now));
+        let (tokens, seen) = buckets
+            .entry(crate::sender::key(addr))
+            .or_insert((self.per_minute, now));
         let refill = now.duration_since(*seen).as_secs_f64() * self.per_minute / 60.0;
         *tokens = (*tokens + refill).min(self.per_minute);
         *seen = now;

@@ -8,6 +8,7 @@ mod config;
 mod db;
 mod error;
 mod limit;
+mod sender;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

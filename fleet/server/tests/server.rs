@@ -22,21 +22,26 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 impl Server {
     fn start(rate_per_minute: u32) -> Server {
+        Server::start_with(rate_per_minute, "")
+    }
+
+    /// A server whose configuration has `extra` lines.
+    fn start_with(rate_per_minute: u32, extra: &str) -> Server {
         let dir = std::env::temp_dir().join(format!(
             "kiln-fleet-server-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::SeqCst)
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        Server::start_in(dir, rate_per_minute)
+        Server::start_in(dir, rate_per_minute, extra)
     }
 
-    fn start_in(dir: PathBuf, rate_per_minute: u32) -> Server {
+    fn start_in(dir: PathBuf, rate_per_minute: u32, extra: &str) -> Server {
         let config = dir.join("fleet-server.toml");
         std::fs::write(
             &config,
             format!(
-                "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\nallowed_origin = \"http://127.0.0.1:8080\"\nmax_body_bytes = 1048576\nrate_per_minute = {rate_per_minute}\n",
+                "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\nallowed_origin = \"http://127.0.0.1:8080\"\nmax_body_bytes = 1048576\nrate_per_minute = {rate_per_minute}\n{extra}",
                 dir.join("fleet.sqlite").display()
             ),
         )
@@ -66,7 +71,7 @@ impl Server {
         self.child.wait().unwrap();
         let dir = self.dir.clone();
         std::mem::forget(self);
-        Server::start_in(dir, rate_per_minute)
+        Server::start_in(dir, rate_per_minute, "")
     }
 }
 
@@ -252,8 +257,10 @@ fn stores_valid_reports_once_and_refuses_bad_ones() {
         .map(|d| d["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&name), "{names:?}");
-    assert!(!summary["picks"].as_array().unwrap().is_empty());
-    assert!(!summary["table"]["entries"].as_array().unwrap().is_empty());
+    // Two reports from one address decide nothing: a crowd pick needs a quorum of devices
+    // from distinct senders (fleet/SCHEMA.md).
+    assert!(summary["picks"].as_array().unwrap().is_empty(), "{summary}");
+    assert!(!summary["undecided"].as_array().unwrap().is_empty());
     assert_eq!(get(&s.url, "/health").1["reports"], 2);
 }
 
@@ -309,6 +316,131 @@ fn every_malformed_body_gets_422_and_stores_nothing() {
         );
     }
     assert_eq!(get(&s.url, "/health").1["reports"], 0);
+}
+
+/// A TCP connection to `url` from the local address `from` (127.0.0.2, …: every 127/8 address
+/// is this machine, and the collector tells senders apart by address).
+fn connect_from(url: &str, from: [u8; 4]) -> std::net::TcpStream {
+    let addr: std::net::SocketAddr = url.trim_start_matches("http://").parse().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    let stream = rt.block_on(async {
+        let s = tokio::net::TcpSocket::new_v4().unwrap();
+        s.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+        s.connect(addr).await.unwrap()
+    });
+    let stream = stream.into_std().unwrap();
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    stream
+}
+
+/// POSTs a report from the local address `from`: the status.
+fn post_from(url: &str, from: [u8; 4], body: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut stream = connect_from(url, from);
+    write!(
+        stream,
+        "POST /reports HTTP/1.1\r\nHost: x\r\nX-Kiln-Consent: yes\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+fn checked_in(name: &str) -> kiln_fleet::Report {
+    let path = format!("{}/../reports/{name}", env!("CARGO_MANIFEST_DIR"));
+    kiln_fleet::Report::parse(name, &std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A device of a class no curated report measured: the H200's results on another vendor id,
+/// another driver build per `n`.
+fn new_class(n: usize) -> kiln_fleet::Report {
+    let mut r = checked_in("nvidia-h200.json");
+    r.device.vendor = 0x1002;
+    r.device.name = format!("Radeon {n}");
+    r.device.driver_info = format!("580.{n}.0");
+    r
+}
+
+#[test]
+fn crowd_reports_reach_the_table_only_through_the_review() {
+    use kiln_fleet::report::Outcome;
+    use kiln_fleet::{case_models::CaseModels, crowd, export, merge, review};
+    // Small export pages, so that reading the export walks several.
+    let s = Server::start_with(1_000_000, "export_page_reports = 4\n");
+    // Three honest devices of a new class, each from its own address.
+    for i in 0..3u8 {
+        let body = serde_json::to_string(&new_class(i as usize)).unwrap();
+        assert_eq!(post_from(&s.url, [127, 0, 0, 2 + i], &body), 201);
+    }
+    // The first finding's poison, from a fourth address: the H200's profile, every matmul
+    // variant marked wrong.
+    let mut poison = checked_in("nvidia-h200.json");
+    for x in poison.results.iter_mut().filter(|x| x.family == "matmul") {
+        x.outcome = Outcome::Wrong;
+        x.timing = None;
+        x.error = Some("no".into());
+    }
+    let body = serde_json::to_string(&poison).unwrap();
+    assert_eq!(post_from(&s.url, [127, 0, 0, 9], &body), 201);
+    // Twenty near-copies of a new-class device from one more address, each another "device".
+    for i in 0..20 {
+        let mut r = new_class(100 + i);
+        r.elapsed_s += i as f64;
+        let body = serde_json::to_string(&r).unwrap();
+        assert_eq!(post_from(&s.url, [127, 0, 0, 10], &body), 201);
+    }
+
+    let entries = export::fetch_entries(&s.url).unwrap();
+    assert_eq!(entries.len(), 24, "every page read");
+    let senders: std::collections::BTreeSet<&str> =
+        entries.iter().map(|e| e.sender.as_str()).collect();
+    assert_eq!(senders.len(), 5, "one hash per address");
+    let text = serde_json::to_string(&entries).unwrap();
+    assert!(!text.contains("127.0.0."), "an address in the export");
+
+    let page = export::fetch(&s.url).unwrap();
+    let curated = vec![checked_in("lavapipe.json"), checked_in("nvidia-h200.json")];
+    let merged = crowd::merge(
+        &page.submissions,
+        &CaseModels::from_curated(&curated),
+        &kiln::Registry::builtin().unwrap(),
+        &crowd::Rules::default(),
+    );
+    let before = kiln::TunedTable::builtin().unwrap();
+    let r = review::review(
+        &before,
+        &merge::picks(&curated),
+        "curated",
+        merged,
+        "crowd",
+        crowd::DEFAULT_QUORUM,
+    );
+    let class = new_class(0).device.class();
+    let h200 = curated[1].device.class();
+    // The new class is decided by its three honest devices (the near-copies are one more
+    // device at most); nothing of the H200's moves.
+    assert!(r.table.entries.iter().any(|e| e.class == class));
+    let of = |t: &kiln::TunedTable, c: &str| -> Vec<(String, String, String)> {
+        t.entries
+            .iter()
+            .filter(|e| e.class == c)
+            .map(|e| (e.family.clone(), e.bucket.clone(), e.variant.clone()))
+            .collect()
+    };
+    assert_eq!(of(&r.table, &h200), of(&before, &h200));
+    assert!(r.text().contains(&format!("add {class}")), "{}", r.text());
 }
 
 #[test]
