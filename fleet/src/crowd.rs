@@ -10,7 +10,7 @@
 //!   it is excluded when a quorum found it wrong or failed;
 //! - `skipped` entries are unmeasured: they never count.
 
-use std::collections::{BTreeMap, HashMap, HashSet, btree_map};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use kiln::{DeviceProfile, Registry};
 use serde::Serialize;
@@ -134,6 +134,29 @@ enum Obs {
 
 type Key = (String, String, String);
 
+/// What the merge needs to know of a stored report before reading it: its id, sender, class,
+/// device fingerprint and device name (the collector keeps these in columns).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Head {
+    pub id: i64,
+    pub sender: String,
+    pub class: String,
+    pub fingerprint: String,
+    pub device: String,
+}
+
+impl Head {
+    pub fn of(s: &Submission) -> Head {
+        Head {
+            id: s.id,
+            sender: s.sender.clone(),
+            class: s.report.device.class(),
+            fingerprint: fingerprint(&s.report.device),
+            device: s.report.device.name.clone(),
+        }
+    }
+}
+
 /// Merges crowd reports by the rules: `models` are the curated reports' cases, `registry` the
 /// kernels this build has.
 pub fn merge(
@@ -142,22 +165,100 @@ pub fn merge(
     registry: &Registry,
     rules: &Rules,
 ) -> CrowdMerge {
-    let mut out = CrowdMerge {
-        reports: submissions.len(),
-        ..Default::default()
-    };
-    let latest = latest_per_device(submissions, &mut out.set_aside);
-    out.counted = latest.len();
+    let heads: Vec<Head> = submissions.iter().map(Head::of).collect();
+    let mut tally = Tally::new(models, registry, *rules);
+    let counted = tally.select(&heads);
+    for s in submissions.iter().filter(|s| counted.contains(&s.id)) {
+        tally.add(s);
+    }
+    let mut out = tally.finish();
+    out.reports = submissions.len();
+    out
+}
 
-    // (class, family, bucket) → variant → device fingerprint → one observation per sender.
-    let mut seen: BTreeMap<Key, BTreeMap<String, BTreeMap<String, Vec<Obs>>>> = BTreeMap::new();
-    let mut names: HashMap<String, String> = HashMap::new();
-    for ((fp, _), s) in &latest {
-        names
+/// The merge, fed one report at a time (the collector's summary reads them from its database
+/// one by one): `select` the reports that count from their heads, `add` each of them, `finish`.
+#[derive(Debug)]
+pub struct Tally<'a> {
+    models: &'a CaseModels,
+    registry: &'a Registry,
+    rules: Rules,
+    /// (class, family, bucket) → variant → device fingerprint → one observation per sender.
+    seen: BTreeMap<Key, BTreeMap<String, BTreeMap<String, Vec<Obs>>>>,
+    names: HashMap<String, String>,
+    out: CrowdMerge,
+}
+
+impl<'a> Tally<'a> {
+    pub fn new(models: &'a CaseModels, registry: &'a Registry, rules: Rules) -> Self {
+        Tally {
+            models,
+            registry,
+            rules,
+            seen: BTreeMap::new(),
+            names: HashMap::new(),
+            out: CrowdMerge::default(),
+        }
+    }
+
+    /// The ids of the reports that count: per (device fingerprint, sender) the latest, and per
+    /// (sender, class) only the first device that sender reported (one address cannot be
+    /// several devices of one class). The others are set aside, with why.
+    pub fn select(&mut self, heads: &[Head]) -> HashSet<i64> {
+        let mut order: Vec<&Head> = heads.iter().collect();
+        order.sort_by_key(|h| h.id);
+        let mut device_of: HashMap<(&str, &str), &str> = HashMap::new();
+        let mut latest: BTreeMap<(&str, &str), &Head> = BTreeMap::new();
+        for h in order {
+            let first = *device_of
+                .entry((h.sender.as_str(), h.class.as_str()))
+                .or_insert(h.fingerprint.as_str());
+            if first != h.fingerprint {
+                self.out.set_aside.push(SetAside {
+                    id: h.id,
+                    device: h.device.clone(),
+                    what: "the report".into(),
+                    why: format!(
+                        "another device of class {} from a sender that already reported one \
+                         (device {}): one device per sender and class counts",
+                        h.class,
+                        &first[..12.min(first.len())]
+                    ),
+                });
+                continue;
+            }
+            if let Some(older) = latest.insert((h.fingerprint.as_str(), h.sender.as_str()), h) {
+                self.out.set_aside.push(SetAside {
+                    id: older.id,
+                    device: older.device.clone(),
+                    what: "the report".into(),
+                    why: format!(
+                        "superseded by report {} of the same device and sender",
+                        h.id
+                    ),
+                });
+            }
+        }
+        self.out.counted = latest.len();
+        latest.values().map(|h| h.id).collect()
+    }
+
+    /// One report that counts (`select` said so).
+    pub fn add(&mut self, s: &Submission) {
+        let fp = fingerprint(&s.report.device);
+        self.names
             .entry(fp.clone())
             .or_insert_with(|| s.report.device.name.clone());
-        for ((key, variant), obs) in observations(s, models, registry, rules, &mut out.set_aside) {
-            seen.entry(key)
+        let observed = observations(
+            s,
+            self.models,
+            self.registry,
+            &self.rules,
+            &mut self.out.set_aside,
+        );
+        for ((key, variant), obs) in observed {
+            self.seen
+                .entry(key)
                 .or_default()
                 .entry(variant)
                 .or_default()
@@ -167,120 +268,83 @@ pub fn merge(
         }
     }
 
-    for ((class, family, bucket), variants) in seen {
-        let mut candidates: Vec<(String, f64, Vec<Vote>)> = Vec::new();
-        let (mut excluded, mut disputed, mut most) = (Vec::new(), Vec::new(), 0);
-        for (variant, devices) in variants {
-            let mut votes = Vec::new();
-            let mut wrong = 0;
-            for (fp, list) in devices {
-                let times: Vec<f64> = list
-                    .iter()
-                    .filter_map(|o| match o {
-                        Obs::Time(ms) => Some(*ms),
-                        Obs::Wrong => None,
-                    })
-                    .collect();
-                // A device is wrong for a variant when at least as many of its senders found
-                // it wrong as timed it.
-                if list.len() - times.len() >= times.len() {
-                    wrong += 1;
+    /// Sets a report aside that could not be read (a stored row that no longer validates).
+    pub fn unreadable(&mut self, id: i64, why: String) {
+        self.out.set_aside.push(SetAside {
+            id,
+            device: String::new(),
+            what: "the report".into(),
+            why,
+        });
+    }
+
+    /// The picks, and what the crowd cannot decide yet.
+    pub fn finish(mut self) -> CrowdMerge {
+        let rules = self.rules;
+        for ((class, family, bucket), variants) in std::mem::take(&mut self.seen) {
+            let mut candidates: Vec<(String, f64, Vec<Vote>)> = Vec::new();
+            let (mut excluded, mut disputed, mut most) = (Vec::new(), Vec::new(), 0);
+            for (variant, devices) in variants {
+                let mut votes = Vec::new();
+                let mut wrong = 0;
+                for (fp, list) in devices {
+                    let times: Vec<f64> = list
+                        .iter()
+                        .filter_map(|o| match o {
+                            Obs::Time(ms) => Some(*ms),
+                            Obs::Wrong => None,
+                        })
+                        .collect();
+                    // A device is wrong for a variant when at least as many of its senders
+                    // found it wrong as timed it.
+                    if list.len() - times.len() >= times.len() {
+                        wrong += 1;
+                        continue;
+                    }
+                    votes.push(Vote {
+                        fingerprint: fp.chars().take(12).collect(),
+                        device: self.names.get(&fp).cloned().unwrap_or_default(),
+                        ms: median(times),
+                        senders: list.len(),
+                    });
+                }
+                if wrong >= rules.quorum {
+                    excluded.push(variant);
                     continue;
                 }
-                votes.push(Vote {
-                    fingerprint: fp.chars().take(12).collect(),
-                    device: names.get(&fp).cloned().unwrap_or_default(),
-                    ms: median(times),
-                    senders: list.len(),
-                });
+                if wrong > 0 {
+                    disputed.push((variant.clone(), wrong));
+                }
+                most = most.max(votes.len());
+                if votes.len() >= rules.quorum {
+                    let m = median(votes.iter().map(|v| v.ms).collect());
+                    candidates.push((variant, m, votes));
+                }
             }
-            if wrong >= rules.quorum {
-                excluded.push(variant);
-                continue;
-            }
-            if wrong > 0 {
-                disputed.push((variant.clone(), wrong));
-            }
-            most = most.max(votes.len());
-            if votes.len() >= rules.quorum {
-                let m = median(votes.iter().map(|v| v.ms).collect());
-                candidates.push((variant, m, votes));
+            candidates.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+            let runner_up = candidates.get(1).map(|(v, m, _)| (v.clone(), *m));
+            match candidates.into_iter().next() {
+                Some((variant, median_ms, votes)) => self.out.picks.push(CrowdPick {
+                    class,
+                    family,
+                    bucket,
+                    variant,
+                    median_ms,
+                    votes,
+                    runner_up,
+                    excluded,
+                    disputed,
+                }),
+                None => self.out.unmet.push(Unmet {
+                    class,
+                    family,
+                    bucket,
+                    devices: most,
+                }),
             }
         }
-        candidates.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-        let runner_up = candidates.get(1).map(|(v, m, _)| (v.clone(), *m));
-        match candidates.into_iter().next() {
-            Some((variant, median_ms, votes)) => out.picks.push(CrowdPick {
-                class,
-                family,
-                bucket,
-                variant,
-                median_ms,
-                votes,
-                runner_up,
-                excluded,
-                disputed,
-            }),
-            None => out.unmet.push(Unmet {
-                class,
-                family,
-                bucket,
-                devices: most,
-            }),
-        }
+        self.out
     }
-    out
-}
-
-/// The reports that count: per (device fingerprint, sender) the latest, and per (sender, class)
-/// only the first device that sender reported (one address cannot be several devices of one
-/// class). Keyed by (fingerprint, sender).
-fn latest_per_device<'a>(
-    submissions: &'a [Submission],
-    aside: &mut Vec<SetAside>,
-) -> BTreeMap<(String, String), &'a Submission> {
-    let mut order: Vec<&Submission> = submissions.iter().collect();
-    order.sort_by_key(|s| s.id);
-    let mut device_of: HashMap<(String, String), String> = HashMap::new();
-    let mut latest = BTreeMap::new();
-    for s in order {
-        let fp = fingerprint(&s.report.device);
-        let class = s.report.device.class();
-        let first = device_of
-            .entry((s.sender.clone(), class.clone()))
-            .or_insert_with(|| fp.clone());
-        if *first != fp {
-            aside.push(SetAside {
-                id: s.id,
-                device: s.report.device.name.clone(),
-                what: "the report".into(),
-                why: format!(
-                    "another device of class {class} from a sender that already reported one \
-                     (device {}): one device per sender and class counts",
-                    &first[..12.min(first.len())]
-                ),
-            });
-            continue;
-        }
-        match latest.entry((fp, s.sender.clone())) {
-            btree_map::Entry::Vacant(e) => {
-                e.insert(s);
-            }
-            btree_map::Entry::Occupied(mut e) => {
-                let older = e.insert(s);
-                aside.push(SetAside {
-                    id: older.id,
-                    device: older.report.device.name.clone(),
-                    what: "the report".into(),
-                    why: format!(
-                        "superseded by report {} of the same device and sender",
-                        s.id
-                    ),
-                });
-            }
-        }
-    }
-    latest
 }
 
 /// One report's observations per (key, variant): each result checked, a variant timed on

@@ -1,33 +1,60 @@
-//! The SQLite store: schema migrations from `migrations/`, each report stored once, nothing
-//! acknowledged before it is committed to disk.
+//! The SQLite store: schema migrations from `migrations/`, each report stored once within the
+//! storage quotas with its audit record, nothing acknowledged before it is committed to disk.
+//! One connection writes ([`Db`]); reads (the summary, the export, the health probe) have
+//! connections of their own ([`Reader`], [`Probe`]), so that in WAL mode none waits on a write.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use sha2::{Digest, Sha256};
 
 use kiln_fleet::Report;
-use kiln_fleet::crowd::{Submission, fingerprint};
+use kiln_fleet::crowd::{Head, fingerprint};
 
 use crate::error::{Result, ServerError};
 
 /// The migrations in order; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     include_str!("../migrations/0001_reports.sql"),
     include_str!("../migrations/0002_senders.sql"),
+    include_str!("../migrations/0003_audit.sql"),
 ];
+
+/// How long the writer waits for a lock another connection holds (a reader checkpointing, the
+/// probe) before the write fails.
+const WRITE_BUSY: Duration = Duration::from_secs(5);
+/// How long the health probe waits for the write lock before it says the database cannot be
+/// written now.
+const PROBE_BUSY: Duration = Duration::from_millis(250);
 
 /// What storing a report did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Stored {
-    New(i64),
+    /// Stored as the report with this id; the number of reports stored now.
+    New(i64, i64),
     /// The same report (by content) was already there.
     Duplicate(i64),
 }
 
+/// The storage quotas (`fleet-server.toml`).
+#[derive(Clone, Copy, Debug)]
+pub struct Quotas {
+    pub reports_per_address: u64,
+    pub bytes_per_address: u64,
+    pub bytes_total: u64,
+}
+
+/// The writer.
 pub struct Db {
     conn: Connection,
+    path: PathBuf,
     salt: String,
+    quotas: Quotas,
+    /// Reports stored and their bytes: kept here, so that neither a write nor `/health`
+    /// counts them again.
+    count: i64,
+    bytes: u64,
 }
 
 /// One stored report as the export gives it.
@@ -41,31 +68,15 @@ pub struct Row {
 
 impl Db {
     /// Opens (creating if needed) the database and brings its schema up to date.
-    pub fn open(path: &Path) -> Result<Db> {
+    pub fn open(path: &Path, quotas: Quotas) -> Result<Db> {
         let mut conn = Connection::open(path).map_err(|e| ServerError::db(path, e))?;
         // WAL with full sync: a commit is on disk before the client hears of it, and a process
         // killed mid-write leaves the last committed state.
         conn.pragma_update(None, "journal_mode", "WAL")
             .and_then(|_| conn.pragma_update(None, "synchronous", "FULL"))
-            .and_then(|_| conn.busy_timeout(std::time::Duration::from_secs(5)))
+            .and_then(|_| conn.busy_timeout(WRITE_BUSY))
             .map_err(|e| ServerError::db(path, e))?;
-        let version: usize = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(|e| ServerError::db(path, e))?;
-        if version > MIGRATIONS.len() {
-            return Err(ServerError::Config(format!(
-                "{}: schema version {version} is newer than this server ({})",
-                path.display(),
-                MIGRATIONS.len()
-            )));
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
-            let tx = conn.transaction().map_err(|e| ServerError::db(path, e))?;
-            tx.execute_batch(sql)
-                .and_then(|_| tx.pragma_update(None, "user_version", i + 1))
-                .and_then(|_| tx.commit())
-                .map_err(|e| ServerError::db(path, e))?;
-        }
+        migrate(&mut conn, path)?;
         let salt: String = conn
             .query_row(
                 "SELECT value FROM meta WHERE key = 'sender_salt'",
@@ -73,7 +84,21 @@ impl Db {
                 |r| r.get(0),
             )
             .map_err(|e| ServerError::db(path, e))?;
-        let db = Db { conn, salt };
+        let (count, bytes): (i64, i64) = conn
+            .query_row(
+                "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM reports",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| ServerError::db(path, e))?;
+        let db = Db {
+            conn,
+            path: path.to_path_buf(),
+            salt,
+            quotas,
+            count,
+            bytes: bytes.max(0) as u64,
+        };
         db.fill_fingerprints()?;
         Ok(db)
     }
@@ -81,6 +106,15 @@ impl Db {
     /// The salt of the sender hashes.
     pub fn salt(&self) -> &str {
         &self.salt
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reports stored.
+    pub fn count(&self) -> i64 {
+        self.count
     }
 
     /// Rows stored before fingerprints were kept get theirs (a row that no longer parses is
@@ -110,51 +144,167 @@ impl Db {
         Ok(())
     }
 
-    /// Stores a validated report from `sender` (its salted hash) unless the same content is
-    /// already stored.
-    pub fn store(&mut self, report: &Report, now_unix: i64, sender: &str) -> Result<Stored> {
+    /// Stores a validated report from `sender` (its salted hash; `received` bytes came in)
+    /// unless the same content is already stored, within the quotas, with its audit record.
+    pub fn store(
+        &mut self,
+        report: &Report,
+        now_unix: i64,
+        sender: &str,
+        received: usize,
+    ) -> Result<Stored> {
         // The canonical form: the parsed report written back out, so that whitespace or key
         // order does not make a duplicate look new (it was validated when parsed).
         let body =
             serde_json::to_string(report).map_err(|e| ServerError::Internal(e.to_string()))?;
         let sha = format!("{:x}", Sha256::digest(body.as_bytes()));
-        let tx = self.conn.transaction().map_err(ServerError::sql)?;
-        let inserted = tx
-            .execute(
-                "INSERT OR IGNORE INTO reports
-                 (sha256, received_unix, device_name, device_class, kiln_version, body, sender,
-                  fingerprint, bytes)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![
-                    sha,
-                    now_unix,
-                    report.device.name,
-                    report.device.class(),
-                    report.kiln_version,
-                    body,
-                    sender,
-                    fingerprint(&report.device),
-                    body.len() as i64
-                ],
-            )
+        let size = body.len() as u64;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(ServerError::sql)?;
-        let id: i64 = tx
+        let existing: Option<i64> = tx
             .query_row("SELECT id FROM reports WHERE sha256 = ?1", [&sha], |r| {
                 r.get(0)
             })
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })
             .map_err(ServerError::sql)?;
+        if let Some(id) = existing {
+            return Ok(Stored::Duplicate(id));
+        }
+        let q = self.quotas;
+        let (theirs, their_bytes): (i64, i64) = tx
+            .query_row(
+                "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM reports WHERE sender = ?1",
+                [sender],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(ServerError::sql)?;
+        if theirs as u64 >= q.reports_per_address || their_bytes as u64 + size > q.bytes_per_address
+        {
+            return Err(ServerError::Quota(format!(
+                "this address has stored {theirs} reports ({their_bytes} bytes): its quota is {} \
+                 reports and {} bytes",
+                q.reports_per_address, q.bytes_per_address
+            )));
+        }
+        if self.bytes + size > q.bytes_total {
+            return Err(ServerError::Quota(format!(
+                "the collector's storage quota of {} bytes is used up",
+                q.bytes_total
+            )));
+        }
+        tx.execute(
+            "INSERT INTO reports
+             (sha256, received_unix, device_name, device_class, kiln_version, body, sender,
+              fingerprint, bytes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                sha,
+                now_unix,
+                report.device.name,
+                report.device.class(),
+                report.kiln_version,
+                body,
+                sender,
+                fingerprint(&report.device),
+                size as i64
+            ],
+        )
+        .map_err(ServerError::sql)?;
+        let id = tx.last_insert_rowid();
+        tx.execute(
+            "INSERT INTO audit (received_unix, report_id, bytes, sender) VALUES (?1, ?2, ?3, ?4)",
+            params![now_unix, id, received as i64, sender],
+        )
+        .map_err(ServerError::sql)?;
         tx.commit().map_err(ServerError::sql)?;
-        Ok(if inserted == 1 {
-            Stored::New(id)
-        } else {
-            Stored::Duplicate(id)
-        })
+        self.count += 1;
+        self.bytes += size;
+        Ok(Stored::New(id, self.count))
+    }
+}
+
+/// Runs the migrations the database has not had, each in its transaction.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let version: usize = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| ServerError::db(path, e))?;
+    if version > MIGRATIONS.len() {
+        return Err(ServerError::Config(format!(
+            "{}: schema version {version} is newer than this server ({})",
+            path.display(),
+            MIGRATIONS.len()
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+        let tx = conn.transaction().map_err(|e| ServerError::db(path, e))?;
+        tx.execute_batch(sql)
+            .and_then(|_| tx.pragma_update(None, "user_version", i + 1))
+            .and_then(|_| tx.commit())
+            .map_err(|e| ServerError::db(path, e))?;
+    }
+    Ok(())
+}
+
+/// A read-only connection: the summary's and the export's.
+pub struct Reader {
+    conn: Connection,
+}
+
+impl Reader {
+    pub fn open(path: &Path) -> Result<Reader> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| ServerError::db(path, e))?;
+        conn.busy_timeout(WRITE_BUSY)
+            .map_err(|e| ServerError::db(path, e))?;
+        Ok(Reader { conn })
     }
 
-    pub fn count(&self) -> Result<i64> {
-        self.conn
-            .query_row("SELECT COUNT(*) FROM reports", [], |r| r.get(0))
-            .map_err(ServerError::sql)
+    /// Every stored report's identity for the crowd merge, in id order (no body is read).
+    pub fn heads(&self) -> Result<Vec<Head>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, sender, device_class, fingerprint, device_name FROM reports
+                 ORDER BY id",
+            )
+            .map_err(ServerError::sql)?;
+        stmt.query_map([], |r| {
+            Ok(Head {
+                id: r.get(0)?,
+                sender: r.get(1)?,
+                class: r.get(2)?,
+                fingerprint: r.get(3)?,
+                device: r.get(4)?,
+            })
+        })
+        .and_then(Iterator::collect)
+        .map_err(ServerError::sql)
+    }
+
+    /// Calls `f` with each stored report's id, sender and body, in id order.
+    pub fn each_body(&self, mut f: impl FnMut(i64, String, String)) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, sender, body FROM reports ORDER BY id")
+            .map_err(ServerError::sql)?;
+        let mut rows = stmt.query([]).map_err(ServerError::sql)?;
+        while let Some(r) = rows.next().map_err(ServerError::sql)? {
+            f(
+                r.get(0).map_err(ServerError::sql)?,
+                r.get(1).map_err(ServerError::sql)?,
+                r.get(2).map_err(ServerError::sql)?,
+            );
+        }
+        Ok(())
     }
 
     /// Up to `max_rows` stored rows after `after`, in id order, stopping early past
@@ -191,31 +341,29 @@ impl Db {
         }
         Ok((out, false))
     }
+}
 
-    /// Every stored report as a crowd submission, parsed again (a row that no longer
-    /// validates is skipped and logged).
-    pub fn submissions(&self) -> Result<Vec<Submission>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, sender, body FROM reports ORDER BY id")
-            .map_err(ServerError::sql)?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
-            })
-            .map_err(ServerError::sql)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, sender, body) = row.map_err(ServerError::sql)?;
-            match Report::parse(&format!("stored report {id}"), &body) {
-                Ok(report) => out.push(Submission { id, sender, report }),
-                Err(e) => log::warn!("{e}: skipped"),
-            }
-        }
-        Ok(out)
+/// The health probe's connection: it asks for the write lock and lets it go.
+pub struct Probe {
+    conn: Connection,
+}
+
+impl Probe {
+    pub fn open(path: &Path) -> Result<Probe> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| ServerError::db(path, e))?;
+        conn.busy_timeout(PROBE_BUSY)
+            .map_err(|e| ServerError::db(path, e))?;
+        Ok(Probe { conn })
+    }
+
+    /// Whether a write could start now: the write lock taken and given back (nothing written).
+    pub fn check(&self) -> Result<()> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
+            .map_err(ServerError::sql)
     }
 }

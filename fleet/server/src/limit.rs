@@ -1,4 +1,5 @@
-//! Per-address rate limiting: a token bucket of `rate_per_minute` tokens refilled continuously.
+//! Per-address rate limiting (an IPv6 address by its /64, `crate::sender::key`): a token bucket
+//! of `rate_per_minute` tokens refilled continuously.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
