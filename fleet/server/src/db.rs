@@ -67,9 +67,63 @@ pub struct Row {
 }
 
 impl Db {
-    /// Opens (creating if needed) the database and brings its schema up to date.
-    pub fn open(path: &Path, quotas: Quotas) -> Result<Db> {
-        let mut conn = Connection::open(path).map_err(|e| ServerError::db(path, e))?;
+    /// Opens the database, or creates it with `init`, and brings its schema up to date. Refused:
+    /// a name that keeps nothing (`""`, `:memory:`, a `file:` URI); a missing file without
+    /// `init` (a deleted database is not recreated empty); `init` where a crash left a WAL or
+    /// journal without its database; a file that is not a Kiln fleet database (another
+    /// application's, by `PRAGMA application_id` and its tables); one that fails
+    /// `PRAGMA integrity_check`.
+    pub fn open(path: &Path, init: bool, quotas: Quotas) -> Result<Db> {
+        let refuse =
+            |why: String| ServerError::Config(format!("database {}: {why}", path.display()));
+        let name = path.to_string_lossy();
+        if name.is_empty() || name == ":memory:" || name.starts_with("file:") {
+            return Err(refuse(
+                "keeps nothing on disk: name a file (`database` in the configuration)".into(),
+            ));
+        }
+        let exists = path.exists();
+        if !exists {
+            if !init {
+                return Err(refuse(
+                    "does not exist: start with --init to create it (a database that went \
+                     missing is not recreated empty)"
+                        .into(),
+                ));
+            }
+            for suffix in ["-wal", "-journal"] {
+                let mut left = path.as_os_str().to_owned();
+                left.push(suffix);
+                if Path::new(&left).exists() {
+                    return Err(refuse(format!(
+                        "is missing but its {suffix} file is there (a crash left it): restore \
+                         the database rather than create a new one over it"
+                    )));
+                }
+            }
+        } else if path.is_dir() {
+            return Err(refuse("is a directory".into()));
+        }
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if !exists {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let mut conn =
+            Connection::open_with_flags(path, flags).map_err(|e| ServerError::db(path, e))?;
+        check_identity(&conn, path, init)?;
+        let problems: Vec<String> = conn
+            .prepare("PRAGMA integrity_check")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .map_err(|e| refuse(format!("fails its integrity check: {e}")))?;
+        if problems != ["ok"] {
+            return Err(refuse(format!(
+                "fails its integrity check: {}",
+                problems.join("; ")
+            )));
+        }
         // WAL with full sync: a commit is on disk before the client hears of it, and a process
         // killed mid-write leaves the last committed state.
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -77,6 +131,8 @@ impl Db {
             .and_then(|_| conn.busy_timeout(WRITE_BUSY))
             .map_err(|e| ServerError::db(path, e))?;
         migrate(&mut conn, path)?;
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .map_err(|e| ServerError::db(path, e))?;
         let salt: String = conn
             .query_row(
                 "SELECT value FROM meta WHERE key = 'sender_salt'",
@@ -227,6 +283,70 @@ impl Db {
         self.bytes += size;
         Ok(Stored::New(id, self.count))
     }
+}
+
+/// `PRAGMA application_id` of a Kiln fleet database: "KlnF".
+const APPLICATION_ID: i32 = 0x4b6c_6e46;
+
+/// Whether the file is a Kiln fleet database: ours by its application id; new (no table at
+/// all, and `init` asked for it); or one an earlier fleet-server made before it set the id (its
+/// `reports` table exactly as the first migration creates it). Anything else is another
+/// application's file, and is left as it is.
+fn check_identity(conn: &Connection, path: &Path, init: bool) -> Result<()> {
+    let refuse = |why: String| ServerError::Config(format!("database {}: {why}", path.display()));
+    let id: i32 = conn
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .map_err(|e| refuse(format!("is not an SQLite database: {e}")))?;
+    if id == APPLICATION_ID {
+        return Ok(());
+    }
+    let tables: Vec<(String, String)> = conn
+        .prepare("SELECT name, COALESCE(sql, '') FROM sqlite_master WHERE type = 'table'")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(|e| refuse(format!("is not an SQLite database: {e}")))?;
+    if id == 0 && tables.is_empty() {
+        return if init {
+            Ok(())
+        } else {
+            Err(refuse(
+                "is empty: start with --init to create the schema".into(),
+            ))
+        };
+    }
+    // The first migration's `CREATE TABLE reports (…` up to its closing parenthesis: later
+    // migrations add columns there, so an earlier server's table begins with it.
+    let first = MIGRATIONS[0];
+    let create = first
+        .find("CREATE TABLE reports (")
+        .and_then(|a| first[a..].find("\n);").map(|b| &first[a..a + b]));
+    let version: usize = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| refuse(format!("is not an SQLite database: {e}")))?;
+    let earlier = id == 0
+        && (1..=MIGRATIONS.len()).contains(&version)
+        && create.is_some_and(|c| {
+            tables
+                .iter()
+                .any(|(name, sql)| name == "reports" && sql.starts_with(c))
+        });
+    if earlier {
+        log::info!(
+            "database {}: made by an earlier fleet-server: adopted",
+            path.display()
+        );
+        return Ok(());
+    }
+    Err(refuse(format!(
+        "is not a Kiln fleet database (application_id {id:#x}; tables {}): refused, left as it is",
+        tables
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
 }
 
 /// Runs the migrations the database has not had, each in its transaction.

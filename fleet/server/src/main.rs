@@ -2,7 +2,7 @@
 //! quotas, with an audit record) in a SQLite file and serves the crowd's summary and an export
 //! for `fleet merge --from`.
 //!
-//!     fleet-server --config fleet/server/fleet-server.toml [--listen ADDR] [--database FILE]
+//!     fleet-server --config fleet/server/fleet-server.toml [--listen ADDR] [--database FILE] [--init]
 
 mod app;
 mod config;
@@ -37,6 +37,10 @@ struct Cli {
     /// Overrides the file's `database`.
     #[arg(long)]
     database: Option<PathBuf>,
+    /// Create the database if it does not exist (without it, a missing database is refused:
+    /// one that went missing is not silently recreated empty).
+    #[arg(long)]
+    init: bool,
 }
 
 /// How long the runtime waits, after the server stops, for blocking work (a write being
@@ -74,8 +78,17 @@ async fn run(cli: Cli) -> Result<()> {
         config.database = database;
     }
     let stop = serve::signals()?;
+    // The port first: a server that cannot listen touches no database (and leaves no new
+    // empty one behind).
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| ServerError::Config(format!("listen {}: {e}", config.listen)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| ServerError::Internal(e.to_string()))?;
     let db = db::Db::open(
         &config.database,
+        cli.init,
         db::Quotas {
             reports_per_address: config.quota_reports_per_address,
             bytes_per_address: config.quota_bytes_per_address,
@@ -90,12 +103,6 @@ async fn run(cli: Cli) -> Result<()> {
     );
     let summary = summary::Summary::start(config.database.clone(), config.summary_interval());
     let app = app::router(&config, db, health, summary)?;
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(|e| ServerError::Config(format!("listen {}: {e}", config.listen)))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| ServerError::Internal(e.to_string()))?;
     // The first line says where to connect (tests start the server on port 0 and read it).
     println!("fleet-server listening on http://{addr}");
     log::info!("database {}", config.database.display());

@@ -95,8 +95,7 @@ fn slow_headers_slow_bodies_and_idle_sockets_are_closed() {
 #[test]
 fn three_hundred_idle_sockets_do_not_stop_health() {
     // Few descriptors, as on a small host: the server must not spend them all on one address.
-    let mut launch = Launch::new(
-        fresh_dir(),
+    let mut launch = Launch::fresh(
         10_000,
         "max_connections = 64\nmax_connections_per_address = 16\n",
     );

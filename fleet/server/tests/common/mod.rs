@@ -27,11 +27,14 @@ impl Server {
         Server::start_with(rate_per_minute, "")
     }
 
-    /// A server whose configuration has `extra` lines.
+    /// A server on a new database (`--init`) whose configuration has `extra` lines.
     pub fn start_with(rate_per_minute: u32, extra: &str) -> Server {
-        Server::start_in(fresh_dir(), rate_per_minute, extra)
+        Launch::fresh(rate_per_minute, extra)
+            .run()
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// A server on the database already in `dir`.
     pub fn start_in(dir: PathBuf, rate_per_minute: u32, extra: &str) -> Server {
         Launch::new(dir, rate_per_minute, extra)
             .run()
@@ -99,6 +102,8 @@ pub struct Launch {
     pub args: Vec<String>,
     /// The process's limit on open files (`ulimit -n`).
     pub fd_limit: Option<u32>,
+    /// `--init`: create the database.
+    pub init: bool,
 }
 
 impl Launch {
@@ -110,7 +115,15 @@ impl Launch {
             database: None,
             args: Vec::new(),
             fd_limit: None,
+            init: false,
         }
+    }
+
+    /// A server in a fresh directory, creating its database.
+    pub fn fresh(rate_per_minute: u32, extra: &str) -> Launch {
+        let mut launch = Launch::new(fresh_dir(), rate_per_minute, extra);
+        launch.init = true;
+        launch
     }
 
     /// Starts the server: it, once it says where it listens, or what it printed when it did
@@ -146,6 +159,7 @@ impl Launch {
             .arg("--config")
             .arg(&config)
             .args(&self.args)
+            .args(self.init.then_some("--init"))
             .stdout(Stdio::piped())
             .stderr(log)
             .spawn()
