@@ -151,23 +151,21 @@ fn device(d: &DeviceProfile) -> Check {
     line("device.driver", &d.driver, 256)?;
     line("device.driver_info", &d.driver_info, 256)?;
     let (lo, hi) = (d.subgroup_min_size, d.subgroup_max_size);
-    if d.features.subgroup {
-        let size = |s: u32| s.is_power_of_two() && s <= 256;
-        if !(size(lo) && size(hi) && lo <= hi) {
-            return Err(format!(
-                "device.subgroup_min_size, subgroup_max_size: {lo} and {hi} are not powers of two \
-                 up to 256 with min ≤ max"
-            ));
-        }
-    } else if lo != 0 || hi != 0 {
-        return Err(
-            "device.subgroup_min_size, subgroup_max_size: 0 without the subgroup feature".into(),
-        );
+    // With subgroups the sizes are known (powers of two up to 256, min ≤ max) or both 0 (an
+    // adapter that does not say, as some browsers); without, both 0.
+    let size = |s: u32| s.is_power_of_two() && s <= 256;
+    let known = size(lo) && size(hi) && lo <= hi;
+    let unknown = lo == 0 && hi == 0;
+    if !(unknown || (d.features.subgroup && known)) {
+        return Err(format!(
+            "device.subgroup_min_size, subgroup_max_size: {lo} and {hi}: with the subgroup \
+             feature, powers of two up to 256 with min ≤ max (or both 0); without it, both 0"
+        ));
     }
-    if d.features.cooperative_matrix == d.cooperative_matrix.is_empty() {
+    if !d.features.cooperative_matrix && !d.cooperative_matrix.is_empty() {
         return Err(
-            "device.cooperative_matrix: configurations are listed exactly when the \
-             cooperative_matrix feature is present"
+            "device.cooperative_matrix: configurations listed without the cooperative_matrix \
+             feature"
                 .into(),
         );
     }

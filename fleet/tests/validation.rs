@@ -101,7 +101,7 @@ fn device_fields_are_bounded_and_enumerated() {
                 v["device"]["cooperative_matrix"] =
                     json!([{"m": 16, "n": 16, "k": 16, "ab": "f16", "cr": "f32"}]);
             }),
-            "device.cooperative_matrix: configurations are listed exactly when",
+            "device.cooperative_matrix: configurations listed without",
         ),
         (
             "subgroup sizes that are not powers of two",

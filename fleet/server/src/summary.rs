@@ -4,7 +4,7 @@
 //! write, and writes never wait on a summary. A stored row that no longer validates is skipped
 //! and logged, never an error for everyone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use kiln::Registry;
 use kiln_fleet::Report;
 use kiln_fleet::case_models::CaseModels;
-use kiln_fleet::crowd::{Rules, Submission, Tally};
+use kiln_fleet::crowd::{Rules, Submission, Tally, fingerprint};
 use serde_json::json;
 
 use crate::db::Reader;
@@ -109,17 +109,38 @@ fn compute(path: &std::path::Path, models: &CaseModels, registry: &Registry) -> 
     let heads = reader.heads()?;
     let mut tally = Tally::new(models, registry, Rules::default());
     let counted = tally.select(&heads);
+    // What each row's columns claim (the selection above went by them): the report's own
+    // profile must produce the same class and fingerprint, or the row does not count.
+    let claimed: HashMap<i64, (&str, &str)> = heads
+        .iter()
+        .map(|h| (h.id, (h.class.as_str(), h.fingerprint.as_str())))
+        .collect();
     let mut unreadable = 0;
     reader.each_body(|id, sender, body| {
         if !counted.contains(&id) {
             return;
         }
-        match Report::parse(&format!("stored report {id}"), &body) {
+        let parsed = Report::parse(&format!("stored report {id}"), &body)
+            .map_err(|e| e.to_string())
+            .and_then(|report| {
+                let own = (report.device.class(), fingerprint(&report.device));
+                match claimed.get(&id) {
+                    Some((class, fp)) if (*class, *fp) == (own.0.as_str(), own.1.as_str()) => {
+                        Ok(report)
+                    }
+                    _ => Err(format!(
+                        "stored report {id}: its stored class or fingerprint is not its \
+                         profile's ({})",
+                        own.0
+                    )),
+                }
+            });
+        match parsed {
             Ok(report) => tally.add(&Submission { id, sender, report }),
             Err(e) => {
                 log::warn!("{e}: skipped");
                 unreadable += 1;
-                tally.unreadable(id, e.to_string());
+                tally.unreadable(id, e);
             }
         }
     })?;

@@ -188,14 +188,24 @@ fn a_stored_row_that_no_longer_validates_is_skipped() {
         [],
     )
     .unwrap();
+    // And a valid report whose stored class is not the one its profile produces.
+    let body = report(2).to_string();
+    db.execute(
+        "INSERT INTO reports (sha256, received_unix, device_name, device_class, kiln_version, body)
+         VALUES ('also-not-a-hash', 0, 'liar', 'vulkan/discrete/10de/f16+sg32+coop/48k', '0.1.0', ?1)",
+        [&body],
+    )
+    .unwrap();
     drop(db);
-    // Restarted, the server reads the row again: it is skipped, not an error for everyone.
+    // Restarted, the server reads the rows again: they are skipped, not an error for everyone.
     let s = s.kill_and_restart(10_000, "");
-    let summary = summary_of(&s.url, 2);
-    assert_eq!(summary["unreadable"], 1, "{summary}");
+    let summary = summary_of(&s.url, 3);
+    assert_eq!(summary["unreadable"], 2, "{summary}");
     let (status, export, _) = get(&s.url, "/export");
     assert_eq!(status, 200, "{export}");
-    assert_eq!(export["reports"].as_array().unwrap().len(), 1);
+    // The export holds the reports that validate (the merge takes each one's class from its
+    // profile).
+    assert_eq!(export["reports"].as_array().unwrap().len(), 2);
     assert!(s.log().contains("skipped"), "{}", s.log());
 }
 
