@@ -73,8 +73,10 @@ fn names_that_keep_nothing_are_refused() {
     for name in ["", ":memory:", "file::memory:"] {
         let mut launch = Launch::fresh(10_000, "");
         launch.database = Some(name.to_string());
+        let dir = launch.dir.clone();
         let why = refused(launch);
         assert!(why.contains("keeps nothing"), "`{name}`: {why}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
 
@@ -98,6 +100,7 @@ fn a_foreign_sqlite_file_is_refused_and_left_as_it_was() {
     }
     assert_eq!(tables(&db), ["customers"]);
     assert_eq!(std::fs::read(&db).unwrap(), before, "the file was changed");
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -147,5 +150,6 @@ fn a_port_in_use_leaves_no_database_behind() {
                 "--init {init}: {file} was created"
             );
         }
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
