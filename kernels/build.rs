@@ -149,6 +149,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     writeln!(modules, "];")?;
     writeln!(
         modules,
+        "/// Each family's campaign tolerance for f32 (its case table's `CAMPAIGN_TOLERANCE`), by family name."
+    )?;
+    writeln!(
+        modules,
+        "pub(crate) const CAMPAIGN_TOLERANCES: &[(&str, f64); {n}] = &["
+    )?;
+    for (name, _, _) in &families {
+        writeln!(
+            modules,
+            "    ({name:?}, {name}::cases::CAMPAIGN_TOLERANCE),"
+        )?;
+    }
+    writeln!(modules, "];")?;
+    writeln!(
+        modules,
         "/// Each family's typed reading of a variant (`Design::parse`), by family name."
     )?;
     writeln!(

@@ -1,5 +1,6 @@
-//! Reports in, tuned table out: for each device class, op family and shape bucket, the fastest
-//! variant that was correct on every device of the class that ran it.
+//! Curated reports (the project's own, checked in under `fleet/reports/`) in, tuned table out:
+//! for each device class, op family and shape bucket, the fastest variant that was correct on
+//! every device of the class that ran it. Crowd reports go through `crate::crowd` instead.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -85,17 +86,12 @@ pub fn picks(reports: &[Report]) -> Vec<Pick> {
 /// picks do not cover stay: a merge replaces what it measured and nothing else (entries from a
 /// benchmark sweep at other shapes, other device classes).
 pub fn tuned_table(picks: &[Pick], keep: &TunedTable, source: &str) -> TunedTable {
-    let measured: BTreeSet<(&str, &str, &str)> = picks
-        .iter()
-        .map(|p| (p.class.as_str(), p.family.as_str(), p.bucket.as_str()))
-        .collect();
-    let mut entries: Vec<TunedEntry> = keep
-        .entries
-        .iter()
-        .filter(|e| !measured.contains(&(e.class.as_str(), e.family.as_str(), e.bucket.as_str())))
-        .cloned()
-        .collect();
-    entries.extend(picks.iter().map(|p| TunedEntry {
+    replace(keep, picks.iter().map(|p| entry(p, source)).collect())
+}
+
+/// A curated pick as a tuned-table entry.
+pub fn entry(p: &Pick, source: &str) -> TunedEntry {
+    TunedEntry {
         class: p.class.clone(),
         family: p.family.clone(),
         bucket: p.bucket.clone(),
@@ -104,9 +100,44 @@ pub fn tuned_table(picks: &[Pick], keep: &TunedTable, source: &str) -> TunedTabl
             "{source}; slowest of {} device(s) {:.4} ms",
             p.devices, p.worst_ms
         ),
-    }));
+    }
+}
+
+/// `keep` with every entry of a (class, family, bucket) that `entries` decide replaced by them,
+/// in place (where the first of the old ones stood), and the entries of a new (class, family,
+/// bucket) after the rest: a merge moves nothing it did not decide.
+pub fn replace(keep: &TunedTable, entries: Vec<TunedEntry>) -> TunedTable {
+    let mut pending: BTreeMap<(String, String, String), Vec<TunedEntry>> = BTreeMap::new();
+    let mut order = Vec::new();
+    for e in entries {
+        let k = key(&e);
+        if !pending.contains_key(&k) {
+            order.push(k.clone());
+        }
+        pending.entry(k).or_default().push(e);
+    }
+    let decided: BTreeSet<(String, String, String)> = pending.keys().cloned().collect();
+    let mut out = Vec::new();
+    for e in &keep.entries {
+        let k = key(e);
+        match pending.remove(&k) {
+            Some(new) => out.extend(new),
+            None if decided.contains(&k) => {}
+            None => out.push(e.clone()),
+        }
+    }
+    for k in order {
+        if let Some(new) = pending.remove(&k) {
+            out.extend(new);
+        }
+    }
     TunedTable {
         version: kiln::select::TUNED_VERSION,
-        entries,
+        entries: out,
     }
+}
+
+/// An entry's (class, family, bucket).
+pub fn key(e: &TunedEntry) -> (String, String, String) {
+    (e.class.clone(), e.family.clone(), e.bucket.clone())
 }

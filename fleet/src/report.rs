@@ -8,6 +8,8 @@ use kiln::DeviceProfile;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FleetError, Result};
+use crate::text::clip;
+use crate::{json, validate};
 
 /// The `schema` field of every report.
 pub const SCHEMA: &str = "kiln-fleet-report";
@@ -124,20 +126,40 @@ pub struct Skipped {
     pub why: String,
 }
 
-/// Longest string field accepted: names and errors are short; anything longer is not a report.
-const MAX_TEXT: usize = 4096;
-
 impl Report {
+    /// Reads and validates a report from bytes (a request body): text that is not UTF-8 is
+    /// refused like any other malformed report.
+    pub fn parse_bytes(what: &str, bytes: &[u8]) -> Result<Report> {
+        let json = std::str::from_utf8(bytes).map_err(|e| FleetError::InvalidReport {
+            what: what.to_string(),
+            detail: format!("not UTF-8 text: {e}"),
+        })?;
+        Report::parse(what, json)
+    }
+
     /// Reads and validates a report; `what` names it in errors (a file name, "request body").
     pub fn parse(what: &str, json: &str) -> Result<Report> {
         let invalid = |detail: String| FleetError::InvalidReport {
             what: what.to_string(),
             detail,
         };
+        // Duplicate keys are refused while reading: serde_json would keep the last silently.
+        let value = json::parse_unique(json).map_err(|r| match r {
+            json::Refusal::Syntax(e) => invalid(format!("not JSON: {e}")),
+            json::Refusal::Rule(e) => invalid(e),
+        })?;
+        Report::from_value(what, value)
+    }
+
+    /// Validates a report already read as JSON (with its duplicate keys refused: see
+    /// `parse`), as inside a collector's export.
+    pub fn from_value(what: &str, value: serde_json::Value) -> Result<Report> {
+        let invalid = |detail: String| FleetError::InvalidReport {
+            what: what.to_string(),
+            detail,
+        };
         // Schema and version first, so that another document or a newer report says so
         // rather than failing on some field.
-        let value: serde_json::Value =
-            serde_json::from_str(json).map_err(|e| invalid(format!("not JSON: {e}")))?;
         let obj = value
             .as_object()
             .ok_or_else(|| invalid("not a JSON object".into()))?;
@@ -160,195 +182,23 @@ impl Report {
             }
             None => return Err(invalid("`version` is missing or not a whole number".into())),
         }
-        let report: Report = serde_path_to_error::deserialize(value)
+        let report: Report = serde_path_to_error::deserialize(&value)
             .map_err(|e| invalid(format!("{}: {}", e.path(), e.inner())))?;
-        report.validate().map_err(invalid)?;
+        // Unknown fields at any depth, also inside `device` (kiln's type, which ignores them).
+        json::unknown_field(&value, &report).map_err(invalid)?;
+        validate::report(&report).map_err(invalid)?;
         Ok(report)
     }
 
     /// The report as pretty JSON.
     pub fn to_json(&self) -> Result<String> {
-        self.validate()
-            .map_err(|detail| FleetError::InvalidReport {
-                what: "report".into(),
-                detail,
-            })?;
+        validate::report(self).map_err(|detail| FleetError::InvalidReport {
+            what: "report".into(),
+            detail,
+        })?;
         serde_json::to_string_pretty(self).map_err(|e| FleetError::InvalidReport {
             what: "report".into(),
             detail: e.to_string(),
         })
     }
-
-    /// The checks types cannot express.
-    fn validate(&self) -> std::result::Result<(), String> {
-        positive("budget_s", self.budget_s)?;
-        non_negative("elapsed_s", self.elapsed_s)?;
-        let c = &self.ceilings;
-        positive("ceilings.copy_gb_per_s", c.copy_gb_per_s)?;
-        positive("ceilings.fma_gflop_per_s", c.fma_gflop_per_s)?;
-        positive("ceilings.dispatch_latency_us", c.dispatch_latency_us)?;
-        non_negative("ceilings.compile_ms", c.compile_ms)?;
-        clock("ceilings.clock", &c.clock)?;
-        for (name, text) in [
-            ("kiln_version", &self.kiln_version),
-            ("platform.os", &self.platform.os),
-            ("platform.arch", &self.platform.arch),
-            ("platform.driver", &self.platform.driver),
-            ("device.name", &self.device.name),
-        ] {
-            bounded(name, text)?;
-        }
-        if let Some(b) = &self.platform.browser {
-            bounded("platform.browser", b)?;
-        }
-        let mut seen = std::collections::HashSet::new();
-        for (i, r) in self.results.iter().enumerate() {
-            let at = |field: &str| format!("results[{i}].{field}");
-            for (name, text) in [
-                ("family", &r.family),
-                ("variant", &r.variant),
-                ("case", &r.case),
-                ("bucket", &r.bucket),
-            ] {
-                bounded(&at(name), text)?;
-            }
-            if r.family.is_empty() || r.variant.is_empty() || r.case.is_empty() {
-                return Err(format!(
-                    "{}: family, variant and case must be named",
-                    at("")
-                ));
-            }
-            if !seen.insert((&r.family, &r.variant, &r.case)) {
-                return Err(format!(
-                    "results[{i}]: {} {} on `{}` appears twice",
-                    r.family, r.variant, r.case
-                ));
-            }
-            positive(&at("tolerance"), r.tolerance)?;
-            if let Some(e) = r.rel_l2 {
-                non_negative(&at("rel_l2"), e)?;
-            }
-            if let Some(e) = &r.error {
-                bounded(&at("error"), e)?;
-            }
-            if let Some(ms) = r.compile_ms {
-                non_negative(&at("compile_ms"), ms)?;
-            }
-            for (name, v) in [
-                ("gflop_per_s", r.gflop_per_s),
-                ("gb_per_s", r.gb_per_s),
-                ("efficiency", r.efficiency),
-            ] {
-                if let Some(v) = v {
-                    non_negative(&at(name), v)?;
-                }
-            }
-            match (r.outcome, &r.timing) {
-                (Outcome::Ok, None) => {
-                    return Err(format!("{}: an ok variant is timed", at("timing")));
-                }
-                (Outcome::Ok, Some(t)) => {
-                    let e = r
-                        .rel_l2
-                        .ok_or_else(|| format!("{}: an ok variant has its error", at("rel_l2")))?;
-                    if e > r.tolerance {
-                        return Err(format!(
-                            "{}: {e} is over the tolerance {} of an ok variant",
-                            at("rel_l2"),
-                            r.tolerance
-                        ));
-                    }
-                    check_timing(&at("timing"), t)?;
-                }
-                (_, Some(_)) => {
-                    return Err(format!(
-                        "{}: a {:?} variant is never timed",
-                        at("timing"),
-                        r.outcome
-                    ));
-                }
-                (Outcome::Failed, None) if r.error.is_none() => {
-                    return Err(format!("{}: a failed variant says why", at("error")));
-                }
-                _ => {}
-            }
-        }
-        for (i, s) in self.skipped.iter().enumerate() {
-            for (name, text) in [
-                ("family", &s.family),
-                ("variant", &s.variant),
-                ("case", &s.case),
-                ("why", &s.why),
-            ] {
-                bounded(&format!("skipped[{i}].{name}"), text)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-fn check_timing(at: &str, t: &Timing) -> std::result::Result<(), String> {
-    clock(&format!("{at}.clock"), &t.clock)?;
-    for (name, v) in [
-        ("median_ms", t.median_ms),
-        ("min_ms", t.min_ms),
-        ("max_ms", t.max_ms),
-    ] {
-        positive(&format!("{at}.{name}"), v)?;
-    }
-    if !(t.min_ms <= t.median_ms && t.median_ms <= t.max_ms) {
-        return Err(format!(
-            "{at}: min {} ≤ median {} ≤ max {} does not hold",
-            t.min_ms, t.median_ms, t.max_ms
-        ));
-    }
-    if t.repeats == 0 {
-        return Err(format!("{at}.repeats: at least one timed run"));
-    }
-    Ok(())
-}
-
-fn positive(name: &str, v: f64) -> std::result::Result<(), String> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(format!("{name}: {v} is not a positive finite number"))
-    }
-}
-
-fn non_negative(name: &str, v: f64) -> std::result::Result<(), String> {
-    if v.is_finite() && v >= 0.0 {
-        Ok(())
-    } else {
-        Err(format!("{name}: {v} is not a finite number ≥ 0"))
-    }
-}
-
-fn clock(name: &str, c: &str) -> std::result::Result<(), String> {
-    match c {
-        "gpu_timestamps" | "wall_clock" => Ok(()),
-        other => Err(format!(
-            "{name}: `{}` is not a clock (gpu_timestamps, wall_clock)",
-            clip(other, 40)
-        )),
-    }
-}
-
-fn bounded(name: &str, text: &str) -> std::result::Result<(), String> {
-    if text.len() > MAX_TEXT {
-        return Err(format!("{name}: {} bytes, over {MAX_TEXT}", text.len()));
-    }
-    if text.chars().any(|c| c.is_control() && c != '\n') {
-        return Err(format!("{name}: control characters"));
-    }
-    Ok(())
-}
-
-/// At most `n` characters of `s`, for quoting untrusted text in an error.
-fn clip(s: &str, n: usize) -> String {
-    let mut out: String = s.chars().take(n).collect();
-    if s.chars().count() > n {
-        out.push('…');
-    }
-    out
 }

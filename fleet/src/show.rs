@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use crate::merge::Pick;
 use crate::report::{Outcome, Report};
+use crate::text::one_line;
 
 /// One report: the device, its ceilings, and per family the fastest correct variants and every
 /// wrong or failed one.
@@ -13,10 +14,10 @@ pub fn report(r: &Report) -> String {
     let _ = writeln!(
         s,
         "{} ({}, {}), kiln {}, {} results in {:.1} s of a {:.0} s budget, {} skipped",
-        r.device.name,
+        one_line(&r.device.name),
         r.device.backend,
         r.device.class(),
-        r.kiln_version,
+        one_line(&r.kiln_version),
         r.results.len(),
         r.elapsed_s,
         r.budget_s,
@@ -46,7 +47,7 @@ pub fn report(r: &Report) -> String {
             };
             t(a).total_cmp(&t(b))
         });
-        let _ = writeln!(s, "  {case}:");
+        let _ = writeln!(s, "  {}:", one_line(case));
         for x in ok.iter().take(3) {
             if let Some(t) = &x.timing {
                 let _ = writeln!(
@@ -68,7 +69,7 @@ pub fn report(r: &Report) -> String {
                 "    {:<40} {:?}: {}",
                 x.variant,
                 x.outcome,
-                x.error.as_deref().unwrap_or("")
+                one_line(x.error.as_deref().unwrap_or(""))
             );
         }
     }

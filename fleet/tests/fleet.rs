@@ -94,6 +94,24 @@ fn campaign_report_validates_and_covers_every_family() {
     );
 }
 
+#[test]
+fn the_merge_reads_each_familys_tolerance_as_its_case_table_sets_it() {
+    // `kiln::cases::campaign_tolerance` (no GPU) against the tolerance the campaign's cases
+    // carried: the merge holds crowd reports to the former.
+    let mut wrong = Vec::new();
+    for r in &campaign_report().results {
+        let dtype = kiln_fleet::case_models::dtype_of(&r.case).expect("a dtype");
+        let read = kiln::cases::campaign_tolerance(&r.family, dtype);
+        if read != Some(r.tolerance) {
+            wrong.push(format!(
+                "{}: {read:?}, the case has {}",
+                r.case, r.tolerance
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 /// The campaign's report as JSON with `edit` applied.
 fn corrupted(edit: impl FnOnce(&mut Value)) -> String {
     let mut v = serde_json::to_value(campaign_report()).unwrap();

@@ -1,34 +1,64 @@
-//! The HTTP routes: `POST /reports`, `GET /summary`, `GET /health`.
+//! The HTTP routes: `POST /reports`, `GET /summary`, `GET /export`, `GET /health`; and what
+//! every answer gets: a JSON body and content type, `X-Content-Type-Options: nosniff`, the
+//! body and request timeouts.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::path::PathBuf;
+use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::Mutex;
 use tower_http::cors::CorsLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
-use kiln::TunedTable;
-use kiln_fleet::{Report, merge};
+use kiln_fleet::Report;
+use kiln_fleet::export::{Entry, Export};
 
 use crate::config::Config;
-use crate::db::{Db, Stored};
+use crate::db::{Db, Reader, Stored};
 use crate::error::{Result, ServerError};
+use crate::health::Health;
 use crate::limit::RateLimit;
+use crate::sender::Senders;
+use crate::summary::Summary;
 
 pub struct AppState {
-    db: Mutex<Db>,
+    /// The one writer: a request waits for it without holding a thread.
+    writer: Arc<Mutex<Db>>,
+    path: PathBuf,
     limit: RateLimit,
+    senders: Senders,
+    health: Arc<Health>,
+    summary: Arc<Summary>,
+    export_rows: usize,
+    max_body: usize,
 }
 
-pub fn router(config: &Config, db: Db) -> Result<Router> {
+pub fn router(
+    config: &Config,
+    db: Db,
+    health: Arc<Health>,
+    summary: Arc<Summary>,
+) -> Result<Router> {
     let state = Arc::new(AppState {
-        db: Mutex::new(db),
+        senders: Senders::new(db.salt().to_string()),
+        path: db.path().to_path_buf(),
+        writer: Arc::new(Mutex::new(db)),
         limit: RateLimit::new(config.rate_per_minute),
+        health,
+        summary,
+        export_rows: config.export_page_reports,
+        max_body: config.max_body_bytes,
     });
     let origin = HeaderValue::from_str(&config.allowed_origin)
         .map_err(|e| ServerError::Config(format!("allowed_origin: {e}")))?;
@@ -43,11 +73,12 @@ pub fn router(config: &Config, db: Db) -> Result<Router> {
         ]);
     let limited = Router::new()
         .route("/reports", post(post_report))
-        .route("/summary", get(summary))
+        .route("/summary", get(get_summary))
+        .route("/export", get(export))
         .layer(middleware::from_fn_with_state(state.clone(), rate_limit));
     Ok(Router::new()
         .merge(limited)
-        .route("/health", get(health))
+        .route("/health", get(get_health))
         // A declared length over the limit is refused before any of the body is read, so the
         // client hears 413 at once; a body without a length is cut off at the limit.
         .layer(middleware::from_fn_with_state(
@@ -55,7 +86,19 @@ pub fn router(config: &Config, db: Db) -> Result<Router> {
             declared_length,
         ))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        // A body that stops arriving, and a request that takes too long as a whole (a body
+        // that trickles in a byte at a time), are cut off with 408.
+        .layer(RequestBodyTimeoutLayer::new(config.body_timeout()))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            config.request_timeout(),
+        ))
         .layer(cors)
+        .layer(middleware::from_fn(json_answers))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
         .with_state(state))
 }
 
@@ -97,24 +140,51 @@ async fn declared_length(State(max): State<usize>, request: Request, next: Next)
     }
 }
 
-/// Runs a database call off the async threads.
-async fn with_db<T: Send + 'static>(
-    state: &Arc<AppState>,
-    f: impl FnOnce(&mut Db) -> Result<T> + Send + 'static,
-) -> Result<T> {
-    let state = state.clone();
-    tokio::task::spawn_blocking(move || {
-        let mut db = state.db.lock().unwrap_or_else(PoisonError::into_inner);
-        f(&mut db)
-    })
-    .await
-    .map_err(|e| ServerError::Internal(e.to_string()))?
+/// Every answer is JSON: one that is not (an unknown path, a method not allowed, a timeout, a
+/// CORS preflight, an extractor's refusal in plain text) gets `{"error": …}` with its text, or
+/// `{}` for a success, and the JSON content type.
+async fn json_answers(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let value = if parts.status.is_success() {
+        json!({})
+    } else if text.is_empty() {
+        json!({"error": parts.status.canonical_reason().unwrap_or("error")})
+    } else {
+        json!({ "error": text })
+    };
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(value.to_string()))
+}
+
+/// Runs blocking work (parsing, SQLite) off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ServerError::Internal(e.to_string()))?
 }
 
 async fn post_report(
     State(state): State<Arc<AppState>>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    body: String,
+    body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Response> {
     let consent = headers
         .get("x-kiln-consent")
@@ -123,43 +193,129 @@ async fn post_report(
     if !consent {
         return Err(ServerError::NoConsent);
     }
-    let report =
-        Report::parse("request body", &body).map_err(|e| ServerError::Invalid(e.to_string()))?;
+    // The body's own failures: over the limit, or it stopped arriving (the body timeout).
+    let body = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ServerError::TooLarge(state.max_body)
+        } else {
+            ServerError::BodyTimeout
+        }
+    })?;
+    let received = body.len();
+    // Bytes, not a String: a body that is not UTF-8 is a malformed report (422), not a
+    // rejection of the extractor (400).
+    let report = blocking(move || {
+        Report::parse_bytes("request body", &body).map_err(|e| ServerError::Invalid(e.to_string()))
+    })
+    .await?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    let stored = with_db(&state, move |db| db.store(&report, now)).await?;
+    let sender = state.senders.hash(addr.ip());
+    let mut writer = state.writer.clone().lock_owned().await;
+    // The guard moves into the blocking task: the write runs, and the next waits, off the
+    // async threads.
+    let stored = blocking(move || writer.store(&report, now, &sender, received)).await;
     Ok(match stored {
-        Stored::New(id) => (
-            StatusCode::CREATED,
-            Json(json!({"status": "stored", "id": id})),
-        )
-            .into_response(),
-        Stored::Duplicate(id) => (
+        Ok(Stored::New(id, count)) => {
+            state.health.stored(count);
+            state.summary.mark_stale();
+            (
+                StatusCode::CREATED,
+                Json(json!({"status": "stored", "id": id})),
+            )
+                .into_response()
+        }
+        Ok(Stored::Duplicate(id)) => (
             StatusCode::OK,
             Json(json!({"status": "duplicate", "id": id})),
         )
             .into_response(),
+        Err(e) => {
+            if matches!(e, ServerError::Sql(_)) {
+                state.health.write_failed(e.to_string());
+            }
+            return Err(e);
+        }
     })
 }
 
-async fn summary(State(state): State<Arc<AppState>>) -> Result<Json<Value>> {
-    let reports = with_db(&state, |db| db.reports()).await?;
-    let picks = merge::picks(&reports);
-    let table = merge::tuned_table(&picks, &TunedTable::default(), "fleet-server summary");
-    let devices: Vec<Value> = reports
-        .iter()
-        .map(|r| {
-            json!({"name": r.device.name, "class": r.device.class(), "backend": r.device.backend,
-                   "kiln_version": r.kiln_version, "results": r.results.len()})
-        })
-        .collect();
-    Ok(Json(
-        json!({"reports": reports.len(), "devices": devices, "picks": picks, "table": table}),
-    ))
+/// The last summary (`crate::summary`): never computed here.
+async fn get_summary(State(state): State<Arc<AppState>>) -> Response {
+    let body = state.summary.current();
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        Body::from(Bytes::copy_from_slice(&body)),
+    )
+        .into_response()
 }
 
-async fn health(State(state): State<Arc<AppState>>) -> Result<Json<Value>> {
-    let n = with_db(&state, |db| db.count()).await?;
-    Ok(Json(json!({"status": "ok", "reports": n})))
+/// `after`: the last id the client has.
+#[derive(Debug, Deserialize)]
+struct ExportQuery {
+    #[serde(default)]
+    after: i64,
+}
+
+/// About the most bytes of reports one export page holds.
+const EXPORT_BYTES: usize = 8 << 20;
+
+/// A page of stored reports for `fleet merge --from` (`fleet/SCHEMA.md`, "The collector's
+/// export"), read on a connection of its own: each with its id and sender hash; a row that no
+/// longer validates is left out and logged.
+async fn export(
+    State(state): State<Arc<AppState>>,
+    Query(q): Query<ExportQuery>,
+) -> Result<Json<Export>> {
+    let (path, per_page) = (state.path.clone(), state.export_rows);
+    let page = blocking(move || {
+        let (rows, more) = Reader::open(&path)?.export_page(q.after, per_page, EXPORT_BYTES)?;
+        let next = if more {
+            rows.last().map(|r| r.id)
+        } else {
+            None
+        };
+        let mut entries = Vec::with_capacity(rows.len());
+        for row in rows {
+            let what = format!("stored report {}", row.id);
+            let report = Report::parse(&what, &row.body)
+                .map_err(|e| e.to_string())
+                .and_then(|r| serde_json::to_value(r).map_err(|e| e.to_string()));
+            match report {
+                Ok(report) => entries.push(Entry {
+                    id: row.id,
+                    received_unix: row.received_unix,
+                    sender: row.sender,
+                    report,
+                }),
+                Err(e) => log::warn!("{e}: left out of the export"),
+            }
+        }
+        Ok(Export::page(entries, next))
+    })
+    .await?;
+    Ok(Json(page))
+}
+
+/// Reports stored and whether the database can be written, from what the writer and the probe
+/// last said (`crate::health`): 200 when it can, 503 when it cannot.
+async fn get_health(State(state): State<Arc<AppState>>) -> Response {
+    let h = state.health.snapshot();
+    let status = if h.writable {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let mut body = json!({
+        "status": if h.writable { "ok" } else { "unavailable" },
+        "reports": h.reports,
+        "writable": h.writable,
+    });
+    if !h.writable {
+        body["why"] = json!(h.why);
+    }
+    (status, Json(body)).into_response()
 }

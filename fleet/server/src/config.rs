@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -22,6 +23,46 @@ pub struct Config {
     /// Requests per minute one address may make (health checks excepted).
     #[serde(default = "default_rate")]
     pub rate_per_minute: u32,
+    /// Most reports one page of `GET /export` holds.
+    #[serde(default = "default_export_page")]
+    pub export_page_reports: usize,
+    /// Seconds a client has to send a request's headers (also how long a kept-alive
+    /// connection may wait for its next request).
+    #[serde(default = "default_header_s")]
+    pub header_timeout_s: f64,
+    /// Seconds the body may go without a byte arriving.
+    #[serde(default = "default_body_s")]
+    pub body_timeout_s: f64,
+    /// Seconds a request may take from its headers to its answer, body included.
+    #[serde(default = "default_request_s")]
+    pub request_timeout_s: f64,
+    /// Seconds a connection may wait on its client without a byte moving either way (reading
+    /// or writing); longer than the request timeout, which decides first while one runs.
+    #[serde(default = "default_idle_s")]
+    pub idle_timeout_s: f64,
+    /// Open connections in all, and from one address (an IPv6 /64), at most: more are answered
+    /// 503 or 429 and closed.
+    #[serde(default = "default_connections")]
+    pub max_connections: usize,
+    #[serde(default = "default_connections_per_address")]
+    pub max_connections_per_address: usize,
+    /// Seconds the server waits, after SIGINT or SIGTERM, for requests in flight to finish.
+    #[serde(default = "default_shutdown_s")]
+    pub shutdown_deadline_s: f64,
+    /// Storage quotas: reports and bytes one address may store, and bytes in all.
+    #[serde(default = "default_quota_reports")]
+    pub quota_reports_per_address: u64,
+    #[serde(default = "default_quota_address_bytes")]
+    pub quota_bytes_per_address: u64,
+    #[serde(default = "default_quota_total_bytes")]
+    pub quota_bytes_total: u64,
+    /// Seconds between checks that the database can be written (`/health`).
+    #[serde(default = "default_probe_s")]
+    pub health_probe_s: f64,
+    /// Seconds at least between two recomputations of `/summary` (each new report marks it
+    /// stale; a burst of reports is summarised once).
+    #[serde(default = "default_summary_s")]
+    pub summary_interval_s: f64,
 }
 
 fn default_body() -> usize {
@@ -32,14 +73,98 @@ fn default_rate() -> u32 {
     60
 }
 
+fn default_export_page() -> usize {
+    200
+}
+
+fn default_header_s() -> f64 {
+    10.0
+}
+
+fn default_body_s() -> f64 {
+    10.0
+}
+
+fn default_request_s() -> f64 {
+    30.0
+}
+
+fn default_idle_s() -> f64 {
+    60.0
+}
+
+fn default_connections() -> usize {
+    512
+}
+
+fn default_connections_per_address() -> usize {
+    32
+}
+
+fn default_shutdown_s() -> f64 {
+    10.0
+}
+
+fn default_quota_reports() -> u64 {
+    100
+}
+
+fn default_quota_address_bytes() -> u64 {
+    64 << 20
+}
+
+fn default_quota_total_bytes() -> u64 {
+    4 << 30
+}
+
+fn default_probe_s() -> f64 {
+    5.0
+}
+
+fn default_summary_s() -> f64 {
+    2.0
+}
+
 impl Config {
     pub fn parse(what: &str, text: &str) -> Result<Config> {
         let c: Config =
             toml::from_str(text).map_err(|e| ServerError::Config(format!("{what}: {e}")))?;
-        if c.max_body_bytes == 0 || c.rate_per_minute == 0 {
-            return Err(ServerError::Config(format!(
-                "{what}: max_body_bytes and rate_per_minute must be positive"
-            )));
+        let counts = [
+            ("max_body_bytes", c.max_body_bytes as u64),
+            ("rate_per_minute", u64::from(c.rate_per_minute)),
+            ("export_page_reports", c.export_page_reports as u64),
+            ("max_connections", c.max_connections as u64),
+            (
+                "max_connections_per_address",
+                c.max_connections_per_address as u64,
+            ),
+            ("quota_reports_per_address", c.quota_reports_per_address),
+            ("quota_bytes_per_address", c.quota_bytes_per_address),
+            ("quota_bytes_total", c.quota_bytes_total),
+        ];
+        for (name, v) in counts {
+            if v == 0 {
+                return Err(ServerError::Config(format!(
+                    "{what}: {name} must be positive"
+                )));
+            }
+        }
+        let seconds = [
+            ("header_timeout_s", c.header_timeout_s),
+            ("body_timeout_s", c.body_timeout_s),
+            ("request_timeout_s", c.request_timeout_s),
+            ("idle_timeout_s", c.idle_timeout_s),
+            ("shutdown_deadline_s", c.shutdown_deadline_s),
+            ("health_probe_s", c.health_probe_s),
+            ("summary_interval_s", c.summary_interval_s),
+        ];
+        for (name, v) in seconds {
+            // Up to a day: a longer timeout is no timeout.
+            if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+                return Err(ServerError::Config(format!(
+                    "{what}: {name} = {v}: give seconds, more than 0 and at most 86400"
+                )));
+            }
         }
         if !(c.allowed_origin.starts_with("http://") || c.allowed_origin.starts_with("https://")) {
             return Err(ServerError::Config(format!(
@@ -48,5 +173,33 @@ impl Config {
             )));
         }
         Ok(c)
+    }
+
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.header_timeout_s)
+    }
+
+    pub fn body_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.body_timeout_s)
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.request_timeout_s)
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.idle_timeout_s)
+    }
+
+    pub fn shutdown_deadline(&self) -> Duration {
+        Duration::from_secs_f64(self.shutdown_deadline_s)
+    }
+
+    pub fn health_probe(&self) -> Duration {
+        Duration::from_secs_f64(self.health_probe_s)
+    }
+
+    pub fn summary_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.summary_interval_s)
     }
 }

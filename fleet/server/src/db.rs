@@ -1,120 +1,489 @@
-//! The SQLite store: schema migrations from `migrations/`, each report stored once, nothing
-//! acknowledged before it is committed to disk.
+//! The SQLite store: schema migrations from `migrations/`, each report stored once within the
+//! storage quotas with its audit record, nothing acknowledged before it is committed to disk.
+//! One connection writes ([`Db`]); reads (the summary, the export, the health probe) have
+//! connections of their own ([`Reader`], [`Probe`]), so that in WAL mode none waits on a write.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use sha2::{Digest, Sha256};
 
 use kiln_fleet::Report;
+use kiln_fleet::crowd::{Head, fingerprint};
 
 use crate::error::{Result, ServerError};
 
 /// The migrations in order; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: [&str; 1] = [include_str!("../migrations/0001_reports.sql")];
+const MIGRATIONS: [&str; 3] = [
+    include_str!("../migrations/0001_reports.sql"),
+    include_str!("../migrations/0002_senders.sql"),
+    include_str!("../migrations/0003_audit.sql"),
+];
+
+/// How long the writer waits for a lock another connection holds (a reader checkpointing, the
+/// probe) before the write fails.
+const WRITE_BUSY: Duration = Duration::from_secs(5);
+/// How long the health probe waits for the write lock before it says the database cannot be
+/// written now.
+const PROBE_BUSY: Duration = Duration::from_millis(250);
 
 /// What storing a report did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Stored {
-    New(i64),
+    /// Stored as the report with this id; the number of reports stored now.
+    New(i64, i64),
     /// The same report (by content) was already there.
     Duplicate(i64),
 }
 
+/// The storage quotas (`fleet-server.toml`).
+#[derive(Clone, Copy, Debug)]
+pub struct Quotas {
+    pub reports_per_address: u64,
+    pub bytes_per_address: u64,
+    pub bytes_total: u64,
+}
+
+/// The writer.
 pub struct Db {
     conn: Connection,
+    path: PathBuf,
+    salt: String,
+    quotas: Quotas,
+    /// Reports stored and their bytes: kept here, so that neither a write nor `/health`
+    /// counts them again.
+    count: i64,
+    bytes: u64,
+}
+
+/// One stored report as the export gives it.
+#[derive(Debug)]
+pub struct Row {
+    pub id: i64,
+    pub received_unix: i64,
+    pub sender: String,
+    pub body: String,
 }
 
 impl Db {
-    /// Opens (creating if needed) the database and brings its schema up to date.
-    pub fn open(path: &Path) -> Result<Db> {
-        let mut conn = Connection::open(path).map_err(|e| ServerError::db(path, e))?;
+    /// Opens the database, or creates it with `init`, and brings its schema up to date. Refused:
+    /// a name that keeps nothing (`""`, `:memory:`, a `file:` URI); a missing file without
+    /// `init` (a deleted database is not recreated empty); `init` where a crash left a WAL or
+    /// journal without its database; a file that is not a Kiln fleet database (another
+    /// application's, by `PRAGMA application_id` and its tables); one that fails
+    /// `PRAGMA integrity_check`.
+    pub fn open(path: &Path, init: bool, quotas: Quotas) -> Result<Db> {
+        let refuse =
+            |why: String| ServerError::Config(format!("database {}: {why}", path.display()));
+        let name = path.to_string_lossy();
+        if name.is_empty() || name == ":memory:" || name.starts_with("file:") {
+            return Err(refuse(
+                "keeps nothing on disk: name a file (`database` in the configuration)".into(),
+            ));
+        }
+        let exists = path.exists();
+        if !exists {
+            if !init {
+                return Err(refuse(
+                    "does not exist: start with --init to create it (a database that went \
+                     missing is not recreated empty)"
+                        .into(),
+                ));
+            }
+            for suffix in ["-wal", "-journal"] {
+                let mut left = path.as_os_str().to_owned();
+                left.push(suffix);
+                if Path::new(&left).exists() {
+                    return Err(refuse(format!(
+                        "is missing but its {suffix} file is there (a crash left it): restore \
+                         the database rather than create a new one over it"
+                    )));
+                }
+            }
+        } else if path.is_dir() {
+            return Err(refuse("is a directory".into()));
+        }
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if !exists {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let mut conn =
+            Connection::open_with_flags(path, flags).map_err(|e| ServerError::db(path, e))?;
+        check_identity(&conn, path, init)?;
+        let problems: Vec<String> = conn
+            .prepare("PRAGMA integrity_check")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .map_err(|e| refuse(format!("fails its integrity check: {e}")))?;
+        if problems != ["ok"] {
+            return Err(refuse(format!(
+                "fails its integrity check: {}",
+                problems.join("; ")
+            )));
+        }
         // WAL with full sync: a commit is on disk before the client hears of it, and a process
         // killed mid-write leaves the last committed state.
         conn.pragma_update(None, "journal_mode", "WAL")
             .and_then(|_| conn.pragma_update(None, "synchronous", "FULL"))
-            .and_then(|_| conn.busy_timeout(std::time::Duration::from_secs(5)))
+            .and_then(|_| conn.busy_timeout(WRITE_BUSY))
             .map_err(|e| ServerError::db(path, e))?;
-        let version: usize = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
+        migrate(&mut conn, path)?;
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
             .map_err(|e| ServerError::db(path, e))?;
-        if version > MIGRATIONS.len() {
-            return Err(ServerError::Config(format!(
-                "{}: schema version {version} is newer than this server ({})",
-                path.display(),
-                MIGRATIONS.len()
-            )));
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
-            let tx = conn.transaction().map_err(|e| ServerError::db(path, e))?;
-            tx.execute_batch(sql)
-                .and_then(|_| tx.pragma_update(None, "user_version", i + 1))
-                .and_then(|_| tx.commit())
-                .map_err(|e| ServerError::db(path, e))?;
-        }
-        Ok(Db { conn })
+        let salt: String = conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'sender_salt'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| ServerError::db(path, e))?;
+        let (count, bytes): (i64, i64) = conn
+            .query_row(
+                "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM reports",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| ServerError::db(path, e))?;
+        let db = Db {
+            conn,
+            path: path.to_path_buf(),
+            salt,
+            quotas,
+            count,
+            bytes: bytes.max(0) as u64,
+        };
+        db.fill_fingerprints()?;
+        Ok(db)
     }
 
-    /// Stores a validated report unless the same content is already stored.
-    pub fn store(&mut self, report: &Report, now_unix: i64) -> Result<Stored> {
+    /// The salt of the sender hashes.
+    pub fn salt(&self) -> &str {
+        &self.salt
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reports stored.
+    pub fn count(&self) -> i64 {
+        self.count
+    }
+
+    /// Rows stored before fingerprints were kept get theirs (a row that no longer parses is
+    /// left without one, and logged).
+    fn fill_fingerprints(&self) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, body FROM reports WHERE fingerprint = ''")
+            .map_err(ServerError::sql)?;
+        let rows: Vec<(i64, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(Iterator::collect)
+            .map_err(ServerError::sql)?;
+        for (id, body) in rows {
+            match Report::parse(&format!("stored report {id}"), &body) {
+                Ok(r) => {
+                    self.conn
+                        .execute(
+                            "UPDATE reports SET fingerprint = ?1 WHERE id = ?2",
+                            params![fingerprint(&r.device), id],
+                        )
+                        .map_err(ServerError::sql)?;
+                }
+                Err(e) => log::warn!("{e}: left without a fingerprint"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores a validated report from `sender` (its salted hash; `received` bytes came in)
+    /// unless the same content is already stored, within the quotas, with its audit record.
+    pub fn store(
+        &mut self,
+        report: &Report,
+        now_unix: i64,
+        sender: &str,
+        received: usize,
+    ) -> Result<Stored> {
         // The canonical form: the parsed report written back out, so that whitespace or key
         // order does not make a duplicate look new (it was validated when parsed).
         let body =
             serde_json::to_string(report).map_err(|e| ServerError::Internal(e.to_string()))?;
         let sha = format!("{:x}", Sha256::digest(body.as_bytes()));
-        let tx = self.conn.transaction().map_err(ServerError::sql)?;
-        let inserted = tx
-            .execute(
-                "INSERT OR IGNORE INTO reports
-                 (sha256, received_unix, device_name, device_class, kiln_version, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    sha,
-                    now_unix,
-                    report.device.name,
-                    report.device.class(),
-                    report.kiln_version,
-                    body
-                ],
-            )
+        let size = body.len() as u64;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(ServerError::sql)?;
-        let id: i64 = tx
+        let existing: Option<i64> = tx
             .query_row("SELECT id FROM reports WHERE sha256 = ?1", [&sha], |r| {
                 r.get(0)
             })
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })
             .map_err(ServerError::sql)?;
+        if let Some(id) = existing {
+            return Ok(Stored::Duplicate(id));
+        }
+        let q = self.quotas;
+        let (theirs, their_bytes): (i64, i64) = tx
+            .query_row(
+                "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM reports WHERE sender = ?1",
+                [sender],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(ServerError::sql)?;
+        if theirs as u64 >= q.reports_per_address || their_bytes as u64 + size > q.bytes_per_address
+        {
+            return Err(ServerError::Quota(format!(
+                "this address has stored {theirs} reports ({their_bytes} bytes): its quota is {} \
+                 reports and {} bytes",
+                q.reports_per_address, q.bytes_per_address
+            )));
+        }
+        if self.bytes + size > q.bytes_total {
+            return Err(ServerError::Quota(format!(
+                "the collector's storage quota of {} bytes is used up",
+                q.bytes_total
+            )));
+        }
+        tx.execute(
+            "INSERT INTO reports
+             (sha256, received_unix, device_name, device_class, kiln_version, body, sender,
+              fingerprint, bytes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                sha,
+                now_unix,
+                report.device.name,
+                report.device.class(),
+                report.kiln_version,
+                body,
+                sender,
+                fingerprint(&report.device),
+                size as i64
+            ],
+        )
+        .map_err(ServerError::sql)?;
+        let id = tx.last_insert_rowid();
+        tx.execute(
+            "INSERT INTO audit (received_unix, report_id, bytes, sender) VALUES (?1, ?2, ?3, ?4)",
+            params![now_unix, id, received as i64, sender],
+        )
+        .map_err(ServerError::sql)?;
         tx.commit().map_err(ServerError::sql)?;
-        Ok(if inserted == 1 {
-            Stored::New(id)
-        } else {
-            Stored::Duplicate(id)
+        self.count += 1;
+        self.bytes += size;
+        Ok(Stored::New(id, self.count))
+    }
+}
+
+/// `PRAGMA application_id` of a Kiln fleet database: "KlnF".
+const APPLICATION_ID: i32 = 0x4b6c_6e46;
+
+/// Whether the file is a Kiln fleet database: ours by its application id; new (no table at
+/// all, and `init` asked for it); or one an earlier fleet-server made before it set the id (its
+/// `reports` table exactly as the first migration creates it). Anything else is another
+/// application's file, and is left as it is.
+fn check_identity(conn: &Connection, path: &Path, init: bool) -> Result<()> {
+    let refuse = |why: String| ServerError::Config(format!("database {}: {why}", path.display()));
+    let id: i32 = conn
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .map_err(|e| refuse(format!("is not an SQLite database: {e}")))?;
+    if id == APPLICATION_ID {
+        return Ok(());
+    }
+    let tables: Vec<(String, String)> = conn
+        .prepare("SELECT name, COALESCE(sql, '') FROM sqlite_master WHERE type = 'table'")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
         })
+        .map_err(|e| refuse(format!("is not an SQLite database: {e}")))?;
+    if id == 0 && tables.is_empty() {
+        return if init {
+            Ok(())
+        } else {
+            Err(refuse(
+                "is empty: start with --init to create the schema".into(),
+            ))
+        };
+    }
+    // The first migration's `CREATE TABLE reports (…` up to its closing parenthesis: later
+    // migrations add columns there, so an earlier server's table begins with it.
+    let first = MIGRATIONS[0];
+    let create = first
+        .find("CREATE TABLE reports (")
+        .and_then(|a| first[a..].find("\n);").map(|b| &first[a..a + b]));
+    let version: usize = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| refuse(format!("is not an SQLite database: {e}")))?;
+    let earlier = id == 0
+        && (1..=MIGRATIONS.len()).contains(&version)
+        && create.is_some_and(|c| {
+            tables
+                .iter()
+                .any(|(name, sql)| name == "reports" && sql.starts_with(c))
+        });
+    if earlier {
+        log::info!(
+            "database {}: made by an earlier fleet-server: adopted",
+            path.display()
+        );
+        return Ok(());
+    }
+    Err(refuse(format!(
+        "is not a Kiln fleet database (application_id {id:#x}; tables {}): refused, left as it is",
+        tables
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+/// Runs the migrations the database has not had, each in its transaction.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let version: usize = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| ServerError::db(path, e))?;
+    if version > MIGRATIONS.len() {
+        return Err(ServerError::Config(format!(
+            "{}: schema version {version} is newer than this server ({})",
+            path.display(),
+            MIGRATIONS.len()
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+        let tx = conn.transaction().map_err(|e| ServerError::db(path, e))?;
+        tx.execute_batch(sql)
+            .and_then(|_| tx.pragma_update(None, "user_version", i + 1))
+            .and_then(|_| tx.commit())
+            .map_err(|e| ServerError::db(path, e))?;
+    }
+    Ok(())
+}
+
+/// A read-only connection: the summary's and the export's.
+pub struct Reader {
+    conn: Connection,
+}
+
+impl Reader {
+    pub fn open(path: &Path) -> Result<Reader> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| ServerError::db(path, e))?;
+        conn.busy_timeout(WRITE_BUSY)
+            .map_err(|e| ServerError::db(path, e))?;
+        Ok(Reader { conn })
     }
 
-    pub fn count(&self) -> Result<i64> {
-        self.conn
-            .query_row("SELECT COUNT(*) FROM reports", [], |r| r.get(0))
-            .map_err(ServerError::sql)
-    }
-
-    /// Every stored report, parsed again (a row that no longer validates is an error: the
-    /// store only ever holds validated reports).
-    pub fn reports(&self) -> Result<Vec<Report>> {
+    /// Every stored report's identity for the crowd merge, in id order (no body is read).
+    pub fn heads(&self) -> Result<Vec<Head>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT id, body FROM reports ORDER BY id")
+            .prepare(
+                "SELECT id, sender, device_class, fingerprint, device_name FROM reports
+                 ORDER BY id",
+            )
             .map_err(ServerError::sql)?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+        stmt.query_map([], |r| {
+            Ok(Head {
+                id: r.get(0)?,
+                sender: r.get(1)?,
+                class: r.get(2)?,
+                fingerprint: r.get(3)?,
+                device: r.get(4)?,
+            })
+        })
+        .and_then(Iterator::collect)
+        .map_err(ServerError::sql)
+    }
+
+    /// Calls `f` with each stored report's id, sender and body, in id order.
+    pub fn each_body(&self, mut f: impl FnMut(i64, String, String)) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, sender, body FROM reports ORDER BY id")
             .map_err(ServerError::sql)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, body) = row.map_err(ServerError::sql)?;
-            out.push(
-                Report::parse(&format!("stored report {id}"), &body)
-                    .map_err(|e| ServerError::Internal(e.to_string()))?,
+        let mut rows = stmt.query([]).map_err(ServerError::sql)?;
+        while let Some(r) = rows.next().map_err(ServerError::sql)? {
+            f(
+                r.get(0).map_err(ServerError::sql)?,
+                r.get(1).map_err(ServerError::sql)?,
+                r.get(2).map_err(ServerError::sql)?,
             );
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// Up to `max_rows` stored rows after `after`, in id order, stopping early past
+    /// `max_bytes` of bodies; and whether more follow.
+    pub fn export_page(
+        &self,
+        after: i64,
+        max_rows: usize,
+        max_bytes: usize,
+    ) -> Result<(Vec<Row>, bool)> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, received_unix, sender, body FROM reports WHERE id > ?1
+                 ORDER BY id LIMIT ?2",
+            )
+            .map_err(ServerError::sql)?;
+        let mut rows = stmt
+            .query(params![after, max_rows as i64 + 1])
+            .map_err(ServerError::sql)?;
+        let (mut out, mut bytes) = (Vec::new(), 0);
+        while let Some(r) = rows.next().map_err(ServerError::sql)? {
+            if out.len() == max_rows || (bytes > max_bytes && !out.is_empty()) {
+                return Ok((out, true));
+            }
+            let row = Row {
+                id: r.get(0).map_err(ServerError::sql)?,
+                received_unix: r.get(1).map_err(ServerError::sql)?,
+                sender: r.get(2).map_err(ServerError::sql)?,
+                body: r.get(3).map_err(ServerError::sql)?,
+            };
+            bytes += row.body.len();
+            out.push(row);
+        }
+        Ok((out, false))
+    }
+}
+
+/// The health probe's connection: it asks for the write lock and lets it go.
+pub struct Probe {
+    conn: Connection,
+}
+
+impl Probe {
+    pub fn open(path: &Path) -> Result<Probe> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| ServerError::db(path, e))?;
+        conn.busy_timeout(PROBE_BUSY)
+            .map_err(|e| ServerError::db(path, e))?;
+        Ok(Probe { conn })
+    }
+
+    /// Whether a write could start now: the write lock taken and given back (nothing written).
+    pub fn check(&self) -> Result<()> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
+            .map_err(ServerError::sql)
     }
 }

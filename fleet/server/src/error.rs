@@ -25,6 +25,15 @@ pub enum ServerError {
     /// The request body is not a valid report.
     #[error("{0}")]
     Invalid(String),
+    /// A storage quota (per address or in total) is used up.
+    #[error("{0}")]
+    Quota(String),
+    /// The body did not arrive in time.
+    #[error("the request body did not arrive in time")]
+    BodyTimeout,
+    /// The body is over the size limit.
+    #[error("the body is over the limit of {0} bytes")]
+    TooLarge(usize),
     /// The client did not say the user agreed to send the report.
     #[error("a report is accepted only with the user's consent (header X-Kiln-Consent: yes)")]
     NoConsent,
@@ -51,10 +60,15 @@ impl IntoResponse for ServerError {
     fn into_response(self) -> Response {
         let status = match &self {
             ServerError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ServerError::Quota(_) => StatusCode::INSUFFICIENT_STORAGE,
+            ServerError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
+            ServerError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            // The database is there but cannot take the write now (locked, damaged, full).
+            ServerError::Sql(_) => StatusCode::SERVICE_UNAVAILABLE,
             ServerError::NoConsent => StatusCode::FORBIDDEN,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        if status == StatusCode::INTERNAL_SERVER_ERROR {
+        if status.is_server_error() && status != StatusCode::INSUFFICIENT_STORAGE {
             log::error!("{self}");
         }
         (status, Json(json!({ "error": self.to_string() }))).into_response()

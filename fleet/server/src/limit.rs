@@ -1,4 +1,5 @@
-//! Per-address rate limiting: a token bucket of `rate_per_minute` tokens refilled continuously.
+//! Per-address rate limiting (an IPv6 address by its /64, `crate::sender::key`): a token bucket
+//! of `rate_per_minute` tokens refilled continuously.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -30,7 +31,9 @@ impl RateLimit {
         if buckets.len() > 10_000 {
             buckets.retain(|_, (_, seen)| now.duration_since(*seen).as_secs() < 60);
         }
-        let (tokens, seen) = buckets.entry(addr).or_insert((self.per_minute, now));
+        let (tokens, seen) = buckets
+            .entry(crate::sender::key(addr))
+            .or_insert((self.per_minute, now));
         let refill = now.duration_since(*seen).as_secs_f64() * self.per_minute / 60.0;
         *tokens = (*tokens + refill).min(self.per_minute);
         *seen = now;

@@ -1,17 +1,24 @@
-//! `fleet-server`: the fleet's collector. Stores campaign reports (validated, each once) in a
-//! SQLite file and serves the merged tuned table.
+//! `fleet-server`: the fleet's collector. Stores campaign reports (validated, each once, within
+//! quotas, with an audit record) in a SQLite file and serves the crowd's summary and an export
+//! for `fleet merge --from`.
 //!
-//!     fleet-server --config fleet/server/fleet-server.toml [--listen ADDR] [--database FILE]
+//!     fleet-server --config fleet/server/fleet-server.toml [--listen ADDR] [--database FILE] [--init]
 
 mod app;
 mod config;
 mod db;
 mod error;
+mod gate;
+mod health;
 mod limit;
+mod sender;
+mod serve;
+mod summary;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 
@@ -21,8 +28,7 @@ use error::{Result, ServerError};
 #[derive(Parser)]
 #[command(name = "fleet-server", version, about = "Kiln's fleet collector")]
 struct Cli {
-    /// The configuration file (TOML: listen, database, allowed_origin, max_body_bytes,
-    /// rate_per_minute).
+    /// The configuration file (TOML; fleet/server/fleet-server.toml lists every setting).
     #[arg(long, default_value = "fleet/server/fleet-server.toml")]
     config: PathBuf,
     /// Overrides the file's `listen`.
@@ -31,7 +37,15 @@ struct Cli {
     /// Overrides the file's `database`.
     #[arg(long)]
     database: Option<PathBuf>,
+    /// Create the database if it does not exist (without it, a missing database is refused:
+    /// one that went missing is not silently recreated empty).
+    #[arg(long)]
+    init: bool,
 }
+
+/// How long the runtime waits, after the server stops, for blocking work (a write being
+/// committed) before the process exits regardless.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
@@ -42,7 +56,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(Cli::parse())) {
+    let result = runtime.block_on(run(Cli::parse()));
+    runtime.shutdown_timeout(EXIT_GRACE);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fleet-server: error: {e}");
@@ -61,24 +77,40 @@ async fn run(cli: Cli) -> Result<()> {
     if let Some(database) = cli.database {
         config.database = database;
     }
-    let db = db::Db::open(&config.database)?;
-    let app = app::router(&config, db)?;
+    let stop = serve::signals()?;
+    // The port first: a server that cannot listen touches no database (and leaves no new
+    // empty one behind).
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServerError::Config(format!("listen {}: {e}", config.listen)))?;
     let addr = listener
         .local_addr()
         .map_err(|e| ServerError::Internal(e.to_string()))?;
+    let db = db::Db::open(
+        &config.database,
+        cli.init,
+        db::Quotas {
+            reports_per_address: config.quota_reports_per_address,
+            bytes_per_address: config.quota_bytes_per_address,
+            bytes_total: config.quota_bytes_total,
+        },
+    )?;
+    let health = health::Health::new(db.count());
+    health::spawn_probe(
+        health.clone(),
+        config.database.clone(),
+        config.health_probe(),
+    );
+    let summary = summary::Summary::start(config.database.clone(), config.summary_interval());
+    let app = app::router(&config, db, health, summary)?;
     // The first line says where to connect (tests start the server on port 0 and read it).
     println!("fleet-server listening on http://{addr}");
     log::info!("database {}", config.database.display());
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await
-    .map_err(|e| ServerError::Internal(e.to_string()))
+    let limits = serve::Limits {
+        header: config.header_timeout(),
+        idle: config.idle_timeout(),
+        shutdown: config.shutdown_deadline(),
+        gate: gate::Gate::new(config.max_connections, config.max_connections_per_address),
+    };
+    serve::serve(listener, app, limits, stop).await
 }

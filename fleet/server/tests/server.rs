@@ -3,149 +3,12 @@
 //! concurrent clients; kill -9 during writes loses no acknowledged report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
-
-/// A running server with its own database in a fresh directory.
-struct Server {
-    child: Child,
-    url: String,
-    dir: PathBuf,
-}
-
-static NEXT: AtomicUsize = AtomicUsize::new(0);
-
-impl Server {
-    fn start(rate_per_minute: u32) -> Server {
-        let dir = std::env::temp_dir().join(format!(
-            "kiln-fleet-server-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Server::start_in(dir, rate_per_minute)
-    }
-
-    fn start_in(dir: PathBuf, rate_per_minute: u32) -> Server {
-        let config = dir.join("fleet-server.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\nallowed_origin = \"http://127.0.0.1:8080\"\nmax_body_bytes = 1048576\nrate_per_minute = {rate_per_minute}\n",
-                dir.join("fleet.sqlite").display()
-            ),
-        )
-        .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fleet-server"))
-            .arg("--config")
-            .arg(&config)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("fleet-server listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line `{line}`"))
-            .to_string();
-        Server { child, url, dir }
-    }
-
-    /// SIGKILL, then a new process on the same database.
-    fn kill_and_restart(mut self, rate_per_minute: u32) -> Server {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-        let dir = self.dir.clone();
-        std::mem::forget(self);
-        Server::start_in(dir, rate_per_minute)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into()
-}
-
-/// Status and JSON body of a request.
-fn post(url: &str, body: &str, consent: bool) -> (u16, Value) {
-    let mut req = agent().post(format!("{url}/reports"));
-    if consent {
-        req = req.header("X-Kiln-Consent", "yes");
-    }
-    match req.header("Content-Type", "application/json").send(body) {
-        Ok(mut r) => {
-            let status = r.status().as_u16();
-            let text = r.body_mut().read_to_string().unwrap_or_default();
-            (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-        }
-        Err(e) => (0, json!({"transport": e.to_string()})),
-    }
-}
-
-/// A POST that declares `length` bytes and sends none of them: the status and JSON body of the
-/// answer, read over a plain socket.
-fn post_headers_only(url: &str, length: usize) -> (u16, Value) {
-    use std::io::{Read, Write};
-    let addr = url.trim_start_matches("http://");
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        stream,
-        "POST /reports HTTP/1.1\r\nHost: {addr}\r\nX-Kiln-Consent: yes\r\nContent-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("");
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
-}
-
-fn get(url: &str, path: &str) -> (u16, Value, Option<String>) {
-    let mut r = agent().get(format!("{url}{path}")).call().unwrap();
-    let retry = r
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_string());
-    let status = r.status().as_u16();
-    let text = r.body_mut().read_to_string().unwrap();
-    (status, serde_json::from_str(&text).unwrap(), retry)
-}
-
-/// A valid report (the checked-in lavapipe one, cut to 20 results), made distinct by `i`.
-fn report(i: usize) -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../reports/lavapipe.json");
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    v["results"].as_array_mut().unwrap().truncate(20);
-    v["skipped"] = json!([]);
-    v["elapsed_s"] = json!(10.0 + i as f64 / 1000.0);
-    v
-}
+use common::*;
+use serde_json::json;
 
 #[test]
 fn stores_valid_reports_once_and_refuses_bad_ones() {
@@ -225,9 +88,8 @@ fn stores_valid_reports_once_and_refuses_bad_ones() {
     hostile["device"]["name"] = json!(name);
     let (status, v) = post(&s.url, &hostile.to_string(), true);
     assert_eq!(status, 201, "{v}");
-    let (status, summary, _) = get(&s.url, "/summary");
-    assert_eq!(status, 200);
-    assert_eq!(summary["reports"], 2);
+    // The summary is recomputed after writes, off the request path: it catches up.
+    let summary = summary_of(&s.url, 2);
     let names: Vec<&str> = summary["devices"]
         .as_array()
         .unwrap()
@@ -235,9 +97,135 @@ fn stores_valid_reports_once_and_refuses_bad_ones() {
         .map(|d| d["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&name), "{names:?}");
-    assert!(!summary["picks"].as_array().unwrap().is_empty());
-    assert!(!summary["table"]["entries"].as_array().unwrap().is_empty());
+    // Two reports from one address decide nothing: a crowd pick needs a quorum of devices
+    // from distinct senders (fleet/SCHEMA.md).
+    assert!(summary["picks"].as_array().unwrap().is_empty(), "{summary}");
+    assert!(!summary["undecided"].as_array().unwrap().is_empty());
     assert_eq!(get(&s.url, "/health").1["reports"], 2);
+}
+
+#[test]
+fn every_malformed_body_gets_422_and_stores_nothing() {
+    let s = Server::start(10_000);
+    let text = report(1).to_string();
+    let mut not_utf8 = text.clone().into_bytes();
+    let at = text.find("llvmpipe").unwrap();
+    not_utf8[at] = 0xff;
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("not UTF-8", not_utf8, "not UTF-8"),
+        (
+            "a duplicate key",
+            text.replacen("\"backend\":", "\"backend\":\"metal\",\"backend\":", 1)
+                .into_bytes(),
+            "duplicate key `backend`",
+        ),
+        (
+            "an unknown field inside device",
+            {
+                let mut v = report(2);
+                v["device"]["extra"] = json!("x".repeat(100_000));
+                v.to_string().into_bytes()
+            },
+            "device: unknown field `extra`",
+        ),
+        (
+            "ESC in device.backend",
+            {
+                let mut v = report(3);
+                v["device"]["backend"] = json!("vulkan\u{1b}[31m");
+                v.to_string().into_bytes()
+            },
+            "device.backend",
+        ),
+        (
+            "a bidi override in a variant",
+            {
+                let mut v = report(4);
+                v["results"][0]["variant"] = json!("f32\u{202e}x");
+                v.to_string().into_bytes()
+            },
+            "results[0].variant",
+        ),
+    ];
+    for (what, body, reason) in cases {
+        let (status, v) = post_bytes(&s.url, &body);
+        assert_eq!(status, 422, "{what}: {v}");
+        assert!(
+            v["error"].as_str().unwrap_or("").contains(reason),
+            "{what}: {v}"
+        );
+    }
+    assert_eq!(get(&s.url, "/health").1["reports"], 0);
+}
+
+#[test]
+fn crowd_reports_reach_the_table_only_through_the_review() {
+    use kiln_fleet::report::Outcome;
+    use kiln_fleet::{case_models::CaseModels, crowd, export, merge, review};
+    // Small export pages, so that reading the export walks several.
+    let s = Server::start_with(1_000_000, "export_page_reports = 4\n");
+    // Three honest devices of a new class, each from its own address.
+    for i in 0..3u8 {
+        let body = serde_json::to_string(&new_class(i as usize)).unwrap();
+        assert_eq!(post_from(&s.url, [127, 0, 0, 2 + i], &body), 201);
+    }
+    // The first finding's poison, from a fourth address: the H200's profile, every matmul
+    // variant marked wrong.
+    let mut poison = checked_in("nvidia-h200.json");
+    for x in poison.results.iter_mut().filter(|x| x.family == "matmul") {
+        x.outcome = Outcome::Wrong;
+        x.timing = None;
+        x.error = Some("no".into());
+    }
+    let body = serde_json::to_string(&poison).unwrap();
+    assert_eq!(post_from(&s.url, [127, 0, 0, 9], &body), 201);
+    // Twenty near-copies of a new-class device from one more address, each another "device".
+    for i in 0..20 {
+        let mut r = new_class(100 + i);
+        r.elapsed_s += i as f64;
+        let body = serde_json::to_string(&r).unwrap();
+        assert_eq!(post_from(&s.url, [127, 0, 0, 10], &body), 201);
+    }
+
+    let entries = export::fetch_entries(&s.url).unwrap();
+    assert_eq!(entries.len(), 24, "every page read");
+    let senders: std::collections::BTreeSet<&str> =
+        entries.iter().map(|e| e.sender.as_str()).collect();
+    assert_eq!(senders.len(), 5, "one hash per address");
+    let text = serde_json::to_string(&entries).unwrap();
+    assert!(!text.contains("127.0.0."), "an address in the export");
+
+    let page = export::fetch(&s.url).unwrap();
+    let curated = vec![checked_in("lavapipe.json"), checked_in("nvidia-h200.json")];
+    let merged = crowd::merge(
+        &page.submissions,
+        &CaseModels::from_curated(&curated),
+        &kiln::Registry::builtin().unwrap(),
+        &crowd::Rules::default(),
+    );
+    let before = kiln::TunedTable::builtin().unwrap();
+    let r = review::review(
+        &before,
+        &merge::picks(&curated),
+        "curated",
+        merged,
+        "crowd",
+        crowd::DEFAULT_QUORUM,
+    );
+    let class = new_class(0).device.class();
+    let h200 = curated[1].device.class();
+    // The new class is decided by its three honest devices (the near-copies are one more
+    // device at most); nothing of the H200's moves.
+    assert!(r.table.entries.iter().any(|e| e.class == class));
+    let of = |t: &kiln::TunedTable, c: &str| -> Vec<(String, String, String)> {
+        t.entries
+            .iter()
+            .filter(|e| e.class == c)
+            .map(|e| (e.family.clone(), e.bucket.clone(), e.variant.clone()))
+            .collect()
+    };
+    assert_eq!(of(&r.table, &h200), of(&before, &h200));
+    assert!(r.text().contains(&format!("add {class}")), "{}", r.text());
 }
 
 #[test]
@@ -257,7 +245,8 @@ fn a_flood_from_one_address_gets_429() {
 
 #[test]
 fn concurrent_clients_each_report_stored_exactly_once() {
-    let s = Server::start(1_000_000);
+    // 500 reports from one address: over the default quota of 100.
+    let s = Server::start_with(1_000_000, UNLIMITED);
     let url = Arc::new(s.url.clone());
     let threads: Vec<_> = (0..20)
         .map(|c| {
@@ -283,7 +272,7 @@ fn concurrent_clients_each_report_stored_exactly_once() {
 
 #[test]
 fn kill_9_during_writes_loses_no_acknowledged_report() {
-    let s = Server::start(1_000_000);
+    let s = Server::start_with(1_000_000, UNLIMITED);
     let url = s.url.clone();
     let acked = Arc::new(Mutex::new(Vec::new()));
     let writer = {
@@ -302,7 +291,7 @@ fn kill_9_during_writes_loses_no_acknowledged_report() {
     while acked.lock().unwrap().len() < 40 {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    let s = s.kill_and_restart(1_000_000);
+    let s = s.kill_and_restart(1_000_000, UNLIMITED);
     writer.join().unwrap();
     let acked = acked.lock().unwrap();
     let stored = get(&s.url, "/health").1["reports"].as_u64().unwrap() as usize;
@@ -315,9 +304,5 @@ fn kill_9_during_writes_loses_no_acknowledged_report() {
     for body in acked.iter() {
         assert_eq!(post(&s.url, body, true).0, 200);
     }
-    assert_eq!(
-        get(&s.url, "/summary").0,
-        200,
-        "the database reads back whole"
-    );
+    summary_of(&s.url, stored as u64);
 }

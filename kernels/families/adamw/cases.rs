@@ -2,6 +2,10 @@
 //! and moments back in, then steps; only the step is timed.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     use crate::ops::copy::plan as plan_copy;
     let mut inputs = Inputs::for_family("adamw");
@@ -29,7 +33,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         family: "adamw",
         fixed: vec![dtype_is(DType::F32)],
         name: format!("adamw {n} f32"),
-        tolerance: tolerance(z, DType::F32, 1e-5, 1e-6),
+        tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 1e-6),
         flops: 16.0 * n as f64,
         bytes: 7.0 * n as f64 * 4.0,
         outputs: vec![o_p, o_m, o_v],

@@ -1,6 +1,10 @@
 //! add's cases: equal shapes (the contiguous and vec4 forms) and a broadcast row.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-6;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("add");
     let (r, c) = z.rows;
@@ -15,7 +19,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 family: "add",
                 fixed: vec![dtype_is(dtype)],
                 name: format!("add {r}x{c} + {b_shape:?} ({what}) {}", dtype.wgsl()),
-                tolerance: tolerance(z, dtype, 1e-6, 1e-7),
+                tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 1e-7),
                 flops: (r * c) as f64,
                 bytes: (2 * r * c + nb) as f64 * dtype.size() as f64,
                 outputs: vec![o],

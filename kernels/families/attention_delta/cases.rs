@@ -1,6 +1,13 @@
 //! attention_delta's cases: D = rowsum(dO ∘ O), the first dispatch of the flash backward plan.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-4;
+/// The backward passes' campaign tolerance for f32 (flash_bwd_dkdv, flash_bwd_dq and
+/// flash_bwd_fused take it as theirs): their sums run over a whole sequence.
+pub(crate) const BACKWARD_CAMPAIGN_TOLERANCE: f64 = 3e-4;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     backward_cases(gpu, z, Pass::Delta)
 }
@@ -55,18 +62,18 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Cas
                     .map(|(o, g)| o.iter().zip(g).map(|(a, b)| a * b).sum())
                     .collect();
                 let flops = 2.0 * p.tensor_bytes / p.dtype.size() as f64;
-                let t = tolerance(z, p.dtype, 1e-4, 4e-6);
+                let t = tolerance(z, p.dtype, CAMPAIGN_TOLERANCE, 4e-6);
                 (vec![values(&delta_out, &delta)], vec![dtype_is(p.dtype)], flops, 2.0 * p.tensor_bytes, t, 0)
             }
             Pass::DkDv => {
                 let grads = p.grads()?;
                 let outputs = vec![values(&g.dk, &grads.dk.data), values(&g.dv, &grads.dv.data)];
-                (outputs, p.fixed(), p.flops * 2.0, 6.0 * p.tensor_bytes, tolerance(z, p.dtype, 3e-4, 4e-6), 1)
+                (outputs, p.fixed(), p.flops * 2.0, 6.0 * p.tensor_bytes, tolerance(z, p.dtype, BACKWARD_CAMPAIGN_TOLERANCE, 4e-6), 1)
             }
             Pass::Dq => {
                 let grads = p.grads()?;
                 let outputs = vec![values(&g.dq, &grads.dq.data)];
-                (outputs, p.fixed(), p.flops * 1.5, 5.0 * p.tensor_bytes, tolerance(z, p.dtype, 3e-4, 5e-6), 2)
+                (outputs, p.fixed(), p.flops * 1.5, 5.0 * p.tensor_bytes, tolerance(z, p.dtype, BACKWARD_CAMPAIGN_TOLERANCE, 5e-6), 2)
             }
             Pass::Fused => {
                 let grads = p.grads()?;
@@ -75,7 +82,7 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Cas
                     values(&g.dk, &grads.dk.data),
                     values(&g.dv, &grads.dv.data),
                 ];
-                (outputs, p.fixed(), p.flops * 2.5, 8.0 * p.tensor_bytes, tolerance(z, p.dtype, 3e-4, 4e-6), 2)
+                (outputs, p.fixed(), p.flops * 2.5, 8.0 * p.tensor_bytes, tolerance(z, p.dtype, BACKWARD_CAMPAIGN_TOLERANCE, 4e-6), 2)
             }
         };
         let (q, k, v, d_o) = (p.q.0.clone(), p.k.0.clone(), p.v.0.clone(), p.d_o.0.clone());

@@ -1,6 +1,10 @@
 //! copy's cases: a buffer copied, the memory-bandwidth ceiling.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-7;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("copy");
     let n = z.copy;
@@ -10,7 +14,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         family: "copy",
         fixed: vec![dtype_is(DType::F32)],
         name: format!("copy {n} f32"),
-        tolerance: tolerance(z, DType::F32, 1e-7, 0.0),
+        tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 0.0),
         flops: 0.0,
         bytes: 2.0 * n as f64 * 4.0,
         outputs: vec![o],

@@ -1,6 +1,10 @@
 //! cross_entropy's cases: the loss of each row's target and dlogits.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("cross_entropy");
     let (rows, cols) = z.rows;
@@ -16,7 +20,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         family: "cross_entropy",
         fixed: vec![dtype_is(DType::F32)],
         name: format!("cross_entropy {rows}x{cols} f32"),
-        tolerance: tolerance(z, DType::F32, 1e-5, 2e-6),
+        tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 2e-6),
         flops: 5.0 * rc,
         bytes: 2.0 * rc * 4.0,
         outputs: vec![o_loss, o_d],

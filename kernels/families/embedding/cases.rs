@@ -2,6 +2,10 @@
 //! campaign, as the training demo's).
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-7;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("embedding");
     let ((vocab, width), rows) = (z.vocab, z.rows.0);
@@ -14,7 +18,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         family: "embedding",
         fixed: vec![dtype_is(DType::F32)],
         name: format!("embedding {rows} of {vocab}x{width} f32"),
-        tolerance: tolerance(z, DType::F32, 1e-7, 0.0),
+        tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 0.0),
         flops: 0.0,
         bytes: 2.0 * (rows * width) as f64 * 4.0,
         outputs: vec![o],

@@ -1,6 +1,10 @@
 //! embedding_backward's cases: each token's gradient row added into the table's gradient.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-6;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("embedding_backward");
     let ((vocab, width), rows) = (z.vocab, z.rows.0);
@@ -13,7 +17,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         family: "embedding_backward",
         fixed: vec![dtype_is(DType::F32)],
         name: format!("embedding_backward {rows} into {vocab}x{width} f32"),
-        tolerance: tolerance(z, DType::F32, 1e-6, 1e-6),
+        tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 1e-6),
         flops: (rows * width) as f64,
         bytes: ((rows + vocab) * width) as f64 * 4.0,
         outputs: vec![o],

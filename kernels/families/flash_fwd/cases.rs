@@ -1,6 +1,10 @@
 //! flash_fwd's cases: O and the LSE of attention, per dtype, mask and head dim.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-4;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut cases = Vec::new();
     for p in Attention::problems(gpu, z, "attention", false)? {
@@ -12,7 +16,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             family: "flash_fwd",
             fixed: p.fixed(),
             name: format!("flash_fwd {}", p.suffix),
-            tolerance: tolerance(z, p.dtype, 1e-4, 2e-6),
+            tolerance: tolerance(z, p.dtype, CAMPAIGN_TOLERANCE, 2e-6),
             flops: p.flops,
             bytes: 4.0 * p.tensor_bytes,
             outputs: vec![o, lse],

@@ -1,6 +1,10 @@
 //! fma_chain's cases: a chain of fused multiply-adds per element, the arithmetic ceiling.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("fma_chain");
     let ((n, iters), a, b) = (z.fma, 0.999f32, 0.001f32);
@@ -11,7 +15,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         family: "fma_chain",
         fixed: vec![dtype_is(DType::F32)],
         name: format!("fma_chain {n}×{iters} f32"),
-        tolerance: tolerance(z, DType::F32, 1e-5, 4e-6),
+        tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 4e-6),
         flops: 2.0 * n as f64 * f64::from(iters),
         bytes: 2.0 * n as f64 * 4.0,
         outputs: vec![o],

@@ -1,6 +1,10 @@
 //! gelu's cases: the exact (erf) gelu of every element.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("gelu");
     let n = z.elementwise;
@@ -12,7 +16,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             family: "gelu",
             fixed: vec![dtype_is(dtype)],
             name: format!("gelu {n} {}", dtype.wgsl()),
-            tolerance: tolerance(z, dtype, 1e-5, 1e-6),
+            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 1e-6),
             flops: 20.0 * n as f64,
             bytes: 2.0 * n as f64 * dtype.size() as f64,
             outputs: vec![o],

@@ -1,6 +1,10 @@
 //! gelu_backward's cases: dX = dY · gelu'(X).
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("gelu_backward");
     let n = z.elementwise;
@@ -13,7 +17,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             family: "gelu_backward",
             fixed: vec![dtype_is(dtype)],
             name: format!("gelu_backward {n} {}", dtype.wgsl()),
-            tolerance: tolerance(z, dtype, 1e-5, 2e-6),
+            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 2e-6),
             flops: 30.0 * n as f64,
             bytes: 3.0 * n as f64 * dtype.size() as f64,
             outputs: vec![o],

@@ -2,6 +2,10 @@
 //! (x + r normalised, the sum written too).
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("layernorm");
     let (rows, cols) = z.rows;
@@ -32,7 +36,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                     if residual { " residual" } else { "" },
                     dtype.wgsl()
                 ),
-                tolerance: tolerance(z, dtype, 1e-5, 2e-6),
+                tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 2e-6),
                 flops: 8.0 * rc,
                 bytes: if residual { 4.0 } else { 2.0 } * rc * dtype.size() as f64,
                 outputs,

@@ -2,6 +2,10 @@
 //! norm's backward plan, which is timed).
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     backward_cases(gpu, z, 0)
 }
@@ -38,7 +42,7 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, index: usize) -> Result<Vec<C
         family,
         fixed: vec![dtype_is(DType::F32)],
         name: format!("{family} {rows}x{cols} f32"),
-        tolerance: tolerance(z, DType::F32, 1e-5, 2e-6),
+        tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 2e-6),
         flops: 12.0 * rc,
         bytes,
         outputs,

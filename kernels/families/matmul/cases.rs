@@ -4,6 +4,10 @@
 use crate::cases::prelude::*;
 use crate::ops::matmul::{Epilogue, Layout};
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-4;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("matmul");
     let f16 = gpu.profile().features.shader_f16;
@@ -46,7 +50,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                     ("epilogue", Param::Str(epilogue.name().into())),
                 ],
                 name: format!("matmul {m}x{k}x{n}{suffix} {}", dtype.wgsl()),
-                tolerance: tolerance(z, dtype, 1e-4, 1e-6),
+                tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 1e-6),
                 flops: 2.0 * (m * k * n) as f64,
                 bytes: (m * k + k * n + m * n) as f64 * e,
                 outputs: vec![o],

@@ -2,6 +2,10 @@
 use crate::cases::prelude::*;
 use crate::ops::matmul::Epilogue;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-6;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("matmul_reduce");
     let [splits, rows, n] = z.reduce;
@@ -22,7 +26,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 ("epilogue", Param::Str(epilogue.name().into())),
             ],
             name: format!("matmul_reduce {splits}x{rows}x{n} {} f32", epilogue.name()),
-            tolerance: tolerance(z, DType::F32, 1e-6, 1e-6),
+            tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 1e-6),
             flops: (splits * rows * n) as f64,
             bytes: ((splits + 1) * rows * n) as f64 * 4.0,
             outputs: vec![o],

@@ -1,6 +1,10 @@
 //! rgba8's cases: four planes scaled, biased and packed into RGBA8 pixels.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 5e-3;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("rgba8");
     let (h, w) = z.pixels;
@@ -14,7 +18,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             family: "rgba8",
             fixed: vec![dtype_is(dtype)],
             name: format!("rgba8 4x{h}x{w} {}", dtype.wgsl()),
-            tolerance: tolerance(z, dtype, 5e-3, 1e-6),
+            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 1e-6),
             flops: 0.0,
             bytes: (4 * h * w) as f64 * dtype.size() as f64 + (h * w) as f64 * 4.0,
             outputs: vec![Output::Pixels { t: pixels, want }],

@@ -1,6 +1,10 @@
 //! sinusoid's cases: rows of sin and cos waves sampled along a line.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-3;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("sinusoid");
     let (waves, n) = z.sinusoid;
@@ -20,7 +24,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             // WGSL lets sin and cos be off by 2⁻¹¹ absolute, and SwiftShader uses that room
             // (1.07e-4 measured; lavapipe 2.5e-8, the H200 1.6e-7): no adapter can be held to
             // less.
-            tolerance: tolerance(z, dtype, 1e-3, 1e-3),
+            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 1e-3),
             flops: 2.0 * (2 * waves * n) as f64,
             bytes: (2 * waves * n) as f64 * dtype.size() as f64,
             outputs: vec![o],

@@ -1,6 +1,10 @@
 //! softmax's cases: rows of scaled scores, plain and with a causal mask.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("softmax");
     let (rows, cols) = z.rows;
@@ -19,7 +23,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                     if causal { " causal" } else { "" },
                     dtype.wgsl()
                 ),
-                tolerance: tolerance(z, dtype, 1e-5, 3e-6),
+                tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 3e-6),
                 flops: 5.0 * rc,
                 bytes: 2.0 * rc * dtype.size() as f64,
                 outputs: vec![o],

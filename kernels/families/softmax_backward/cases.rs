@@ -1,6 +1,10 @@
 //! softmax_backward's cases: dX from the saved probabilities and dP.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("softmax_backward");
     let (rows, cols) = z.rows;
@@ -20,7 +24,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             family: "softmax_backward",
             fixed: vec![dtype_is(dtype)],
             name: format!("softmax_backward {rows}x{cols} {}", dtype.wgsl()),
-            tolerance: tolerance(z, dtype, 1e-5, 1e-6),
+            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 1e-6),
             flops: 4.0 * rc,
             bytes: 3.0 * rc * dtype.size() as f64,
             outputs: vec![o],

@@ -1,6 +1,10 @@
 //! transpose's cases: the last two axes of a batch of matrices swapped.
 use crate::cases::prelude::*;
 
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-7;
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("transpose");
     let [b, r, c] = z.transpose;
@@ -12,7 +16,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             family: "transpose",
             fixed: vec![dtype_is(dtype)],
             name: format!("transpose {b}x{r}x{c} {}", dtype.wgsl()),
-            tolerance: tolerance(z, dtype, 1e-7, 0.0),
+            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 0.0),
             flops: 0.0,
             bytes: 2.0 * (b * r * c) as f64 * dtype.size() as f64,
             outputs: vec![o],

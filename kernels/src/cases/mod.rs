@@ -256,11 +256,22 @@ pub(crate) mod prelude {
     pub(crate) use crate::{DType, Gpu, Tensor};
 }
 
-use crate::families::TABLES;
+use crate::families::{CAMPAIGN_TOLERANCES, TABLES};
 
 /// The families that have a case table, in name order.
 pub fn families() -> impl Iterator<Item = &'static str> {
     TABLES.iter().map(|(f, _)| *f)
+}
+
+/// The largest relative L2 error a campaign case of `family` in `dtype` allows, as the family's
+/// case table sets it (the same constant, through the same rule), without a GPU: the fleet's
+/// merge holds crowd reports to it rather than to the tolerance a report states. `None` for a
+/// family without a case table.
+pub fn campaign_tolerance(family: &str, dtype: DType) -> Option<f64> {
+    CAMPAIGN_TOLERANCES
+        .iter()
+        .find(|(f, _)| *f == family)
+        .map(|&(_, campaign)| tolerance(&HARDWARE, dtype, campaign, 0.0))
 }
 
 /// A family's cases at `scale` (both sets for a proof).

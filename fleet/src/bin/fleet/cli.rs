@@ -3,12 +3,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use kiln::{Gpu, GpuOptions, TunedTable};
-use kiln_fleet::{FleetError, Report, Result, campaign, merge, show};
+use kiln_fleet::case_models::CaseModels;
+use kiln_fleet::{FleetError, Report, Result, campaign, crowd, export, merge, review, show};
 
+use crate::collector;
 use crate::presenter::FleetTalk;
 
 #[derive(Parser)]
@@ -41,12 +44,33 @@ enum Command {
     },
     /// Check reports; prints each one's verdict, fails when any is invalid.
     Validate { reports: Vec<PathBuf> },
-    /// Merge reports into a tuned table: per device class, family and shape bucket, the
-    /// fastest variant that was correct on every device of the class.
+    /// Merge curated reports (the project's own, `fleet/reports/*.json`) into a tuned table:
+    /// per device class, family and shape bucket, the fastest variant that was correct on
+    /// every device of the class. With --from, crowd reports too, by the crowd rules
+    /// (fleet/SCHEMA.md): the merge then prints what would change and why, and writes only
+    /// with --write.
     Merge {
         reports: Vec<PathBuf>,
         /// The table to write; its entries the reports did not measure are kept.
         #[arg(long, default_value = "kernels/tuned.json")]
+        out: PathBuf,
+        /// Crowd reports: a collector's URL (`http://host:port`) or an export file saved from
+        /// its `/export`.
+        #[arg(long)]
+        from: Option<String>,
+        /// With --from: write the table the review shows (without it nothing is written).
+        #[arg(long, requires = "from")]
+        write: bool,
+        /// Devices that must agree before the crowd decides a class, family and bucket.
+        #[arg(long, default_value_t = kiln_fleet::crowd::DEFAULT_QUORUM, value_parser = clap::value_parser!(u16).range(2..).map(usize::from))]
+        quorum: usize,
+    },
+    /// Save every report a collector stored (its `/export`, page by page) as one export file,
+    /// for `fleet merge --from FILE`.
+    Export {
+        /// The collector (`http://host:port`).
+        url: String,
+        #[arg(long, default_value = "fleet-export.json")]
         out: PathBuf,
     },
     /// Print reports and the table merging them would give.
@@ -180,7 +204,13 @@ async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Merge { reports, out } => {
+        Command::Merge {
+            reports,
+            out,
+            from,
+            write: confirmed,
+            quorum,
+        } => {
             let loaded = read_all(&reports)?;
             let keep = match std::fs::read_to_string(&out) {
                 Ok(text) => TunedTable::from_json(&out.display().to_string(), &text)?,
@@ -194,20 +224,55 @@ async fn run(cli: Cli) -> Result<()> {
             };
             let names: Vec<String> = loaded.iter().map(|r| r.device.name.clone()).collect();
             let picks = merge::picks(&loaded);
-            let table = merge::tuned_table(
-                &picks,
-                &keep,
-                &format!(
-                    "fleet merge of {} report(s): {}",
-                    loaded.len(),
-                    names.join(", ")
-                ),
+            let source = format!(
+                "fleet merge of {} report(s): {}",
+                loaded.len(),
+                names.join(", ")
             );
-            let json = serde_json::to_string_pretty(&table)
-                .map_err(|e| FleetError::Usage(format!("cannot write the tuned table: {e}")))?;
+            let Some(from) = from else {
+                // Curated reports only: written at once, as always.
+                let table = merge::tuned_table(&picks, &keep, &source);
+                write_table(&out, &table)?;
+                print!("{}", show::picks(&picks));
+                println!("{}: {} entries", out.display(), table.entries.len());
+                return Ok(());
+            };
+            let page = collector::read(&from)?;
+            let registry = kiln::Registry::builtin()?;
+            let models = CaseModels::from_curated(&loaded);
+            let rules = crowd::Rules {
+                quorum,
+                ..Default::default()
+            };
+            let mut merged = crowd::merge(&page.submissions, &models, &registry, &rules);
+            merged.reports += page.set_aside.len();
+            merged.set_aside.splice(0..0, page.set_aside);
+            let crowd_source =
+                format!("fleet merge of crowd reports from {from} (quorum {quorum})");
+            let review = review::review(&keep, &picks, &source, merged, &crowd_source, quorum);
+            print!("{}", review.text());
+            if confirmed {
+                write_table(&out, &review.table)?;
+                println!(
+                    "{}: written, {} entries",
+                    out.display(),
+                    review.table.entries.len()
+                );
+            } else {
+                println!(
+                    "{}: nothing written (run again with --write to write the table above)",
+                    out.display()
+                );
+            }
+            Ok(())
+        }
+        Command::Export { url, out } => {
+            let entries = export::fetch_entries(&url)?;
+            let n = entries.len();
+            let json = serde_json::to_string(&export::Export::page(entries, None))
+                .map_err(|e| FleetError::Usage(format!("cannot write the export: {e}")))?;
             write(&out, &(json + "\n"))?;
-            print!("{}", show::picks(&picks));
-            println!("{}: {} entries", out.display(), table.entries.len());
+            println!("{}: {n} reports from {url}", out.display());
             Ok(())
         }
         Command::Talk { .. } => Err(FleetError::Usage(
@@ -223,6 +288,12 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
+}
+
+fn write_table(out: &PathBuf, table: &TunedTable) -> Result<()> {
+    let json = serde_json::to_string_pretty(table)
+        .map_err(|e| FleetError::Usage(format!("cannot write the tuned table: {e}")))?;
+    write(out, &(json + "\n"))
 }
 
 fn count(r: &Report, outcome: kiln_fleet::report::Outcome) -> usize {

@@ -5,6 +5,8 @@
 #[cfg(not(target_arch = "wasm32"))]
 mod cli;
 #[cfg(not(target_arch = "wasm32"))]
+mod collector;
+#[cfg(not(target_arch = "wasm32"))]
 mod presenter;
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -1,0 +1,86 @@
+//! What `/health` says, kept up to date beside the requests so that answering waits on nothing:
+//! the reports stored (the writer tells after each commit) and whether the database can be
+//! written (a probe on a connection of its own asks for the write lock every few seconds; a
+//! failed write says no at once).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::db::Probe;
+
+#[derive(Debug)]
+pub struct Health {
+    reports: AtomicI64,
+    writable: AtomicBool,
+    why: Mutex<String>,
+}
+
+/// What `/health` answers.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub reports: i64,
+    pub writable: bool,
+    pub why: String,
+}
+
+impl Health {
+    pub fn new(reports: i64) -> Arc<Health> {
+        Arc::new(Health {
+            reports: AtomicI64::new(reports),
+            writable: AtomicBool::new(true),
+            why: Mutex::new(String::new()),
+        })
+    }
+
+    pub fn stored(&self, reports: i64) {
+        self.reports.store(reports, Ordering::Relaxed);
+        self.set(true, String::new());
+    }
+
+    pub fn write_failed(&self, why: String) {
+        self.set(false, why);
+    }
+
+    fn set(&self, writable: bool, why: String) {
+        *self.why.lock().unwrap_or_else(PoisonError::into_inner) = why;
+        self.writable.store(writable, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            reports: self.reports.load(Ordering::Relaxed),
+            writable: self.writable.load(Ordering::Relaxed),
+            why: self
+                .why
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+        }
+    }
+}
+
+/// Starts the probe: a thread of its own (it blocks on SQLite's lock, never on the runtime).
+pub fn spawn_probe(health: Arc<Health>, path: PathBuf, every: Duration) {
+    std::thread::spawn(move || {
+        let probe = match Probe::open(&path) {
+            Ok(p) => p,
+            Err(e) => {
+                health.write_failed(e.to_string());
+                log::error!("health probe: {e}");
+                return;
+            }
+        };
+        loop {
+            std::thread::sleep(every);
+            match probe.check() {
+                Ok(()) => health.set(true, String::new()),
+                Err(e) => {
+                    log::warn!("health probe: the database cannot be written now: {e}");
+                    health.set(false, e.to_string());
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,148 @@
+//! The connection loop: each accepted connection passes the caps ([`Gate`]), gets an idle
+//! timeout on its socket (no byte moving either way: idle, or not reading the answer) and a
+//! header timeout (hyper's), and is served by the router; on SIGINT or SIGTERM the listener
+//! closes, requests in flight get `shutdown_deadline_s` to finish, and then the process goes,
+//! whatever a client has half sent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio_io_timeout::TimeoutStream;
+use tower_http::add_extension::AddExtension;
+
+use crate::error::{Result, ServerError};
+use crate::gate::{Full, Gate};
+
+/// The timeouts and caps the loop applies.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub header: Duration,
+    pub idle: Duration,
+    pub shutdown: Duration,
+    pub gate: Arc<Gate>,
+}
+
+/// Serves `app` on `listener` until `stop` resolves (a signal), then shuts down within the
+/// deadline.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    stop: impl std::future::Future<Output = &'static str>,
+) -> Result<()> {
+    let graceful = GracefulShutdown::new();
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header)
+        .keep_alive(true)
+        // Headers larger than this are refused (431): nothing the API takes needs more.
+        .max_buf_size(64 << 10);
+    tokio::pin!(stop);
+    let signal = loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Out of descriptors, most likely: wait for connections to close
+                        // rather than spin.
+                        log::warn!("accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                let pass = match limits.gate.admit(peer.ip()) {
+                    Ok(pass) => pass,
+                    Err(full) => {
+                        refuse(&stream, full);
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let mut io = TimeoutStream::new(stream);
+                io.set_read_timeout(Some(limits.idle));
+                io.set_write_timeout(Some(limits.idle));
+                let service =
+                    TowerToHyperService::new(AddExtension::new(app.clone(), ConnectInfo(peer)));
+                let conn = graceful.watch(builder.serve_connection(TokioIo::new(Box::pin(io)), service));
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        log::debug!("connection from {peer}: {e}");
+                    }
+                    drop(pass);
+                });
+            }
+            signal = &mut stop => break signal,
+        }
+    };
+    drop(listener);
+    log::info!(
+        "{signal}: stopping; requests in flight have {:?}",
+        limits.shutdown
+    );
+    tokio::select! {
+        () = graceful.shutdown() => log::info!("every connection closed"),
+        () = tokio::time::sleep(limits.shutdown) => {
+            log::warn!("the shutdown deadline passed: closing the connections left");
+        }
+    }
+    Ok(())
+}
+
+/// Answers a connection past a cap and closes it: one write that does not wait (a client that
+/// does not read it loses the answer, not the server a task).
+fn refuse(stream: &tokio::net::TcpStream, full: Full) {
+    let (status, why) = match full {
+        Full::Total => ("503 Service Unavailable", "too many open connections"),
+        Full::Address => (
+            "429 Too Many Requests",
+            "too many open connections from this address",
+        ),
+    };
+    let body = format!("{{\"error\":\"{why}\"}}");
+    let answer = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.try_write(answer.as_bytes());
+}
+
+/// Resolves with the signal's name on SIGINT or SIGTERM. The handlers are installed before
+/// this returns, so a signal sent once the server says it listens is never the default
+/// action's (which for SIGTERM would end the process without a shutdown).
+pub fn signals() -> Result<impl std::future::Future<Output = &'static str>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut int = signal(SignalKind::interrupt())
+            .map_err(|e| ServerError::Internal(format!("SIGINT handler: {e}")))?;
+        let mut term = signal(SignalKind::terminate())
+            .map_err(|e| ServerError::Internal(format!("SIGTERM handler: {e}")))?;
+        Ok(async move {
+            tokio::select! {
+                _ = int.recv() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => "Ctrl-C",
+                Err(e) => {
+                    log::error!("Ctrl-C handler: {e}");
+                    std::future::pending().await
+                }
+            }
+        })
+    }
+}

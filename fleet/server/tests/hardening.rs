@@ -1,0 +1,312 @@
+//! The collector against the open internet, started on 127.0.0.1: slow-header, slow-body and
+//! idle sockets are closed; 300 idle sockets from one address do not stop `/health`; SIGINT
+//! and SIGTERM end the process within the shutdown deadline while a request is half sent;
+//! `/health` and `/summary` answer while the writer waits on a lock; a stored row that no
+//! longer validates is skipped; quotas per address and in total; an audit record per report
+//! without the address; every answer JSON with `nosniff`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// Reads what the server sends until it closes the connection: the text, or None if it was
+/// still open after a minute (the test's bound, far over any timeout it configures).
+fn until_closed(stream: &mut TcpStream) -> Option<String> {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(String::from_utf8_lossy(&got).into_owned()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return Some(String::from_utf8_lossy(&got).into_owned());
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+fn status_of(answer: &str) -> u16 {
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+const TIMEOUTS: &str =
+    "header_timeout_s = 1\nbody_timeout_s = 1\nrequest_timeout_s = 3\nidle_timeout_s = 4\n";
+
+#[test]
+fn slow_headers_slow_bodies_and_idle_sockets_are_closed() {
+    let s = Server::start_with(10_000, TIMEOUTS);
+    let open = || connect_from(&s.url, [127, 0, 0, 1]);
+    let idle = open();
+    let mut slow_header = open();
+    slow_header
+        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let mut slow_body = open();
+    slow_body
+        .write_all(b"POST /reports HTTP/1.1\r\nHost: x\r\nX-Kiln-Consent: yes\r\nContent-Length: 1000\r\n\r\n{\"schema\":")
+        .unwrap();
+    // A body that trickles in a byte at a time: each byte within the body timeout, the whole
+    // never within the request timeout.
+    let mut trickle = open();
+    trickle
+        .write_all(b"POST /reports HTTP/1.1\r\nHost: x\r\nX-Kiln-Consent: yes\r\nContent-Length: 100000\r\n\r\n")
+        .unwrap();
+    let mut writer = trickle.try_clone().unwrap();
+    let trickler = std::thread::spawn(move || {
+        for _ in 0..200 {
+            if writer.write_all(b" ").is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    });
+
+    for (what, mut stream, answer) in [
+        ("an idle socket", idle, None),
+        ("half a header", slow_header, None),
+        ("a body that stopped", slow_body, Some(408)),
+        ("a body that trickles", trickle, Some(408)),
+    ] {
+        let got = until_closed(&mut stream)
+            .unwrap_or_else(|| panic!("{what}: the connection was still open after a minute"));
+        if let Some(status) = answer {
+            assert_eq!(status_of(&got), status, "{what}: {got}");
+            assert!(got.contains("application/json"), "{what}: {got}");
+        }
+    }
+    trickler.join().unwrap();
+    assert_eq!(get(&s.url, "/health").0, 200);
+}
+
+#[test]
+fn three_hundred_idle_sockets_do_not_stop_health() {
+    // Few descriptors, as on a small host: the server must not spend them all on one address.
+    let mut launch = Launch::fresh(
+        10_000,
+        "max_connections = 64\nmax_connections_per_address = 16\n",
+    );
+    launch.fd_limit = Some(160);
+    let s = launch.run().unwrap();
+    // 300 sockets from one address that send nothing, held open.
+    let idle: Vec<TcpStream> = (0..300)
+        .map(|_| connect_from(&s.url, [127, 0, 0, 2]))
+        .collect();
+    // Another client still gets answers.
+    let (status, v, _) = get(&s.url, "/health");
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(post(&s.url, &report(1).to_string(), true).0, 201);
+    drop(idle);
+}
+
+#[test]
+fn sigint_and_sigterm_end_the_process_within_the_deadline_mid_request() {
+    for signal in ["INT", "TERM"] {
+        // Timeouts far longer than the test: only the shutdown deadline can end the request.
+        let mut s = Server::start_with(
+            10_000,
+            "shutdown_deadline_s = 1\nheader_timeout_s = 600\nbody_timeout_s = 600\nrequest_timeout_s = 600\nidle_timeout_s = 600\n",
+        );
+        let mut half = connect_from(&s.url, [127, 0, 0, 1]);
+        half.write_all(b"POST /reports HTTP/1.1\r\nHost: x\r\nX-Kiln-Consent: yes\r\nContent-Length: 1000\r\n\r\n{\"sch")
+            .unwrap();
+        // The request is in the server's hands before the signal.
+        assert_eq!(get(&s.url, "/health").0, 200);
+        let status = s
+            .signal_and_wait(signal)
+            .unwrap_or_else(|| panic!("SIG{signal}: still running a minute later"));
+        assert!(status.success(), "SIG{signal}: {status}; {}", s.log());
+        assert!(s.log().contains(&format!("SIG{signal}")), "{}", s.log());
+        drop(half);
+    }
+}
+
+#[test]
+fn health_and_summary_answer_while_the_writer_waits() {
+    let s = Server::start_with(10_000, "health_probe_s = 0.2\n");
+    assert_eq!(post(&s.url, &report(1).to_string(), true).0, 201);
+    summary_of(&s.url, 1);
+    // Another process holds the database's write lock: the collector's writer waits on it.
+    let lock = rusqlite::Connection::open(s.database()).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let url = s.url.clone();
+    let writer = std::thread::spawn(move || post(&url, &report(2).to_string(), true).0);
+    // /health says the database cannot be written, and answers while the write waits.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let health = loop {
+        let (status, v, _) = get(&s.url, "/health");
+        if v["writable"] == json!(false) {
+            assert_eq!(status, 503, "{v}");
+            break v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/health never said the database cannot be written: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (status, summary, _) = get(&s.url, "/summary");
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(summary["reports"], 1);
+    assert!(
+        !writer.is_finished(),
+        "the write ended before /health answered: {health}"
+    );
+    lock.execute_batch("ROLLBACK").unwrap();
+    let status = writer.join().unwrap();
+    assert!(status == 201 || status == 503, "{status}");
+    // The probe sees the lock gone.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while get(&s.url, "/health").1["writable"] != json!(true) {
+        assert!(std::time::Instant::now() < deadline, "still not writable");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_stored_row_that_no_longer_validates_is_skipped() {
+    let s = Server::start(10_000);
+    assert_eq!(post(&s.url, &report(1).to_string(), true).0, 201);
+    // A row this build does not read (written by hand, or by an older build).
+    let db = rusqlite::Connection::open(s.database()).unwrap();
+    db.execute(
+        "INSERT INTO reports (sha256, received_unix, device_name, device_class, kiln_version, body)
+         VALUES ('not-a-hash', 0, 'old', 'vulkan/cpu/0000/none/32k', '0.0.1', '{\"schema\": 1')",
+        [],
+    )
+    .unwrap();
+    // And a valid report whose stored class is not the one its profile produces.
+    let body = report(2).to_string();
+    db.execute(
+        "INSERT INTO reports (sha256, received_unix, device_name, device_class, kiln_version, body)
+         VALUES ('also-not-a-hash', 0, 'liar', 'vulkan/discrete/10de/f16+sg32+coop/48k', '0.1.0', ?1)",
+        [&body],
+    )
+    .unwrap();
+    drop(db);
+    // Restarted, the server reads the rows again: they are skipped, not an error for everyone.
+    let s = s.kill_and_restart(10_000, "");
+    let summary = summary_of(&s.url, 3);
+    assert_eq!(summary["unreadable"], 2, "{summary}");
+    let (status, export, _) = get(&s.url, "/export");
+    assert_eq!(status, 200, "{export}");
+    // The export holds the reports that validate (the merge takes each one's class from its
+    // profile).
+    assert_eq!(export["reports"].as_array().unwrap().len(), 2);
+    assert!(s.log().contains("skipped"), "{}", s.log());
+}
+
+#[test]
+fn storage_quotas_per_address_and_in_total() {
+    // The size a report takes in storage (its canonical JSON).
+    let size = |i: usize| {
+        let r = kiln_fleet::Report::parse("r", &report(i).to_string()).unwrap();
+        serde_json::to_string(&r).unwrap().len()
+    };
+    let total = (0..5).map(size).sum::<usize>() + size(0) / 2;
+    let s = Server::start_with(
+        10_000,
+        &format!("quota_reports_per_address = 3\nquota_bytes_total = {total}\n"),
+    );
+    let from = |host: u8, i: usize| post_from(&s.url, [127, 0, 0, host], &report(i).to_string());
+    // Near-copies from one address: three are stored, the fourth is over its quota.
+    assert_eq!((from(2, 0), from(2, 1), from(2, 2)), (201, 201, 201));
+    assert_eq!(from(2, 3), 507);
+    // Another address stores until the collector's total is used up.
+    assert_eq!((from(3, 3), from(3, 4)), (201, 201));
+    assert_eq!(from(3, 5), 507);
+    assert_eq!(get(&s.url, "/health").1["reports"], 5);
+}
+
+#[test]
+fn each_stored_report_has_an_audit_record_without_the_address() {
+    let s = Server::start(10_000);
+    let bodies: Vec<String> = (0..3).map(|i| report(i).to_string()).collect();
+    assert_eq!(post_from(&s.url, [127, 0, 0, 2], &bodies[0]), 201);
+    assert_eq!(post_from(&s.url, [127, 0, 0, 2], &bodies[1]), 201);
+    assert_eq!(post_from(&s.url, [127, 0, 0, 3], &bodies[2]), 201);
+    let db = rusqlite::Connection::open(s.database()).unwrap();
+    let rows: Vec<(i64, i64, i64, String)> = db
+        .prepare("SELECT received_unix, report_id, bytes, sender FROM audit ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    drop(db);
+    assert_eq!(rows.len(), 3);
+    for ((received, _, bytes, sender), body) in rows.iter().zip(&bodies) {
+        assert!(*received > 1_600_000_000);
+        assert_eq!(*bytes as usize, body.len());
+        assert_eq!(sender.len(), 32);
+        assert!(sender.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+    assert_eq!(rows[0].3, rows[1].3, "one address, one hash");
+    assert_ne!(rows[0].3, rows[2].3);
+    // Nowhere in the database is an address.
+    for file in ["fleet.sqlite", "fleet.sqlite-wal"] {
+        let bytes = std::fs::read(s.dir.join(file)).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("127.0.0."), "{file} holds an address");
+    }
+}
+
+#[test]
+fn every_answer_is_json_with_nosniff() {
+    let s = Server::start(10_000);
+    let raw = |request: &str| -> String {
+        let mut stream = connect_from(&s.url, [127, 0, 0, 1]);
+        stream.write_all(request.as_bytes()).unwrap();
+        until_closed(&mut stream).expect("an answer")
+    };
+    let body = report(1).to_string();
+    let cases: Vec<(&str, String, u16)> = vec![
+        ("health", "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into(), 200),
+        ("summary", "GET /summary HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into(), 200),
+        ("export", "GET /export HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into(), 200),
+        ("a stored report", format!("POST /reports HTTP/1.1\r\nHost: x\r\nX-Kiln-Consent: yes\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()), 201),
+        ("an unknown path", "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into(), 404),
+        ("a method not allowed", "DELETE /reports HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into(), 405),
+        ("a bad query", "GET /export?after=x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into(), 400),
+        ("no consent", "POST /reports HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".into(), 403),
+        ("not a report", "POST /reports HTTP/1.1\r\nHost: x\r\nX-Kiln-Consent: yes\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".into(), 422),
+        ("too large", "POST /reports HTTP/1.1\r\nHost: x\r\nX-Kiln-Consent: yes\r\nContent-Length: 99999999\r\nConnection: close\r\n\r\n".into(), 413),
+        ("a CORS preflight", "OPTIONS /reports HTTP/1.1\r\nHost: x\r\nOrigin: http://127.0.0.1:8080\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n".into(), 200),
+    ];
+    for (what, request, want) in cases {
+        let answer = raw(&request);
+        let (head, rest) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        let head = head.to_ascii_lowercase();
+        assert_eq!(status_of(&answer), want, "{what}: {answer}");
+        assert!(
+            head.contains("content-type: application/json"),
+            "{what}: {answer}"
+        );
+        assert!(
+            head.contains("x-content-type-options: nosniff"),
+            "{what}: {answer}"
+        );
+        // The body is JSON (chunked bodies are read as the one chunk they are).
+        let json = rest
+            .find('{')
+            .map(|i| &rest[i..rest.rfind('}').map_or(rest.len(), |j| j + 1)])
+            .unwrap_or("");
+        assert!(
+            serde_json::from_str::<Value>(json).is_ok(),
+            "{what}: not JSON: {answer}"
+        );
+    }
+}

@@ -1,0 +1,79 @@
+//! What the project's own campaigns say about each fixed case: its family, bucket, dtype, scale,
+//! and the bytes and FLOPs its timed dispatches move and do. A crowd result is checked against
+//! these rather than against what its own report says (a report's rates are its own claim).
+//!
+//! The case tables build their inputs on a GPU, so the model is read back from the curated
+//! reports: a campaign writes `gb_per_s = bytes / median` and `gflop_per_s = flops / median`
+//! from the case table's model, which every campaign of one scale shares.
+
+use std::collections::BTreeMap;
+
+use kiln::DType;
+
+use crate::report::{Outcome, Report};
+
+/// One fixed case, as the curated reports measured it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseModel {
+    pub family: String,
+    pub bucket: String,
+    pub dtype: DType,
+    /// A software adapter's case (`Scale::Software`: smaller shapes), else a hardware one.
+    pub software: bool,
+    /// Bytes the timed dispatches move at the fewest, and their FLOPs (0 for pure moves).
+    pub bytes: f64,
+    pub flops: f64,
+}
+
+/// The cases the curated reports measured, by case name.
+#[derive(Clone, Debug, Default)]
+pub struct CaseModels {
+    cases: BTreeMap<String, CaseModel>,
+}
+
+impl CaseModels {
+    /// The models of every case an `ok` result of `curated` timed.
+    pub fn from_curated(curated: &[Report]) -> CaseModels {
+        let mut cases = BTreeMap::new();
+        for report in curated {
+            let software = report.device.is_software();
+            for r in &report.results {
+                let (Outcome::Ok, Some(t), Some(gb), Some(dtype)) =
+                    (r.outcome, &r.timing, r.gb_per_s, dtype_of(&r.case))
+                else {
+                    continue;
+                };
+                cases.entry(r.case.clone()).or_insert_with(|| CaseModel {
+                    family: r.family.clone(),
+                    bucket: r.bucket.clone(),
+                    dtype,
+                    software,
+                    bytes: gb * t.median_ms * 1e6,
+                    flops: r.gflop_per_s.unwrap_or(0.0) * t.median_ms * 1e6,
+                });
+            }
+        }
+        CaseModels { cases }
+    }
+
+    pub fn get(&self, case: &str) -> Option<&CaseModel> {
+        self.cases.get(case)
+    }
+
+    pub fn len(&self) -> usize {
+        self.cases.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cases.is_empty()
+    }
+}
+
+/// A case's dtype: the last word of its name (`matmul 256x256x256 f32`).
+pub fn dtype_of(case: &str) -> Option<DType> {
+    match case.rsplit(' ').next() {
+        Some("f32") => Some(DType::F32),
+        Some("f16") => Some(DType::F16),
+        _ => None,
+    }
+}
