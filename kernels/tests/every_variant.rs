@@ -87,6 +87,7 @@ const OTHERS: &[&str] = &[
     "layernorm",
     "layernorm_backward",
     "layernorm_params_backward",
+    "mma_chain",
     "rgba8",
     "sinusoid",
     "softmax",

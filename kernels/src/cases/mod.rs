@@ -147,6 +147,8 @@ pub(crate) struct Sizes {
     pub full: bool,
     pub copy: usize,
     pub fma: (usize, u32),
+    /// Workgroups and steps of the matrix units' chain (8 subgroups of 4 fragments each).
+    pub mma: (usize, u32),
     /// (M, K, N) of the f32 products; the f16 products take the last (all of them in a proof
     /// set). Proof sets end with a shape whose sides are multiples of 16, for the routes that
     /// load whole cooperative fragments.
@@ -173,6 +175,7 @@ const HARDWARE: Sizes = Sizes {
     full: false,
     copy: 1 << 22,
     fma: (1 << 20, 256),
+    mma: (1056, 256),
     matmul: &[(256, 256, 256), (1024, 1024, 1024)],
     rows: (1024, 1024),
     elementwise: 1 << 20,
@@ -190,6 +193,7 @@ const SOFTWARE: Sizes = Sizes {
     full: false,
     copy: 1 << 18,
     fma: (1 << 14, 64),
+    mma: (8, 8),
     matmul: &[(64, 64, 64), (128, 128, 128)],
     rows: (256, 256),
     elementwise: 1 << 16,
@@ -210,6 +214,7 @@ const PROOF: [Sizes; 2] = [
         full: true,
         copy: 1000,
         fma: (1008, 8),
+        mma: (2, 8),
         matmul: &[(37, 45, 29), (48, 80, 112)],
         rows: (12, 37),
         elementwise: 1000,
@@ -226,6 +231,7 @@ const PROOF: [Sizes; 2] = [
         full: true,
         copy: 4100,
         fma: (336, 16),
+        mma: (3, 5),
         matmul: &[(70, 33, 51), (80, 48, 144)],
         rows: (5, 300),
         elementwise: 4099,

@@ -20,6 +20,7 @@ pub use crate::families::layernorm_backward::cpu::layernorm_backward;
 pub use crate::families::layernorm_params_backward::cpu::layernorm_params_backward;
 pub use crate::families::matmul::cpu::{linear, linear_gelu, matmul};
 pub use crate::families::matmul_reduce::cpu::matmul_reduce;
+pub use crate::families::mma_chain::cpu::mma_chain;
 pub use crate::families::rgba8::cpu::rgba8;
 pub use crate::families::sinusoid::cpu::sinusoid;
 pub use crate::families::softmax::cpu::softmax;

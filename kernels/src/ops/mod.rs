@@ -12,8 +12,8 @@ pub mod attention;
 pub use crate::families::{
     adamw, add, attention_delta, copy, cross_entropy, embedding, embedding_backward,
     flash_bwd_dkdv, flash_bwd_dq, flash_bwd_fused, flash_fwd, fma_chain, gelu, gelu_backward,
-    layernorm, layernorm_backward, layernorm_params_backward, matmul, matmul_reduce, rgba8,
-    sinusoid, softmax, softmax_backward, swap_axes, transpose,
+    layernorm, layernorm_backward, layernorm_params_backward, matmul, matmul_reduce, mma_chain,
+    rgba8, sinusoid, softmax, softmax_backward, swap_axes, transpose,
 };
 
 pub use adamw::{adamw, adamw_into};
