@@ -86,6 +86,7 @@ test('without WebGPU the index explains it and keeps its cards', async () => {
   assert.equal(await page.locator('.card iframe').count(), 0, 'no blank embedded demos');
   const cards = await page.$$eval('.card', (c) => c.map((x) => x.innerText));
   assert.equal(cards.length, 4);
-  assert.ok(cards.every((t) => /Walkthrough/.test(t) && /needs it/.test(t)), cards.join(' | '));
+  assert.ok(cards.every((t) => /Walkthrough/.test(t) && /No live preview: no WebGPU in this browser/.test(t)), cards.join(' | '));
+  assert.match(await page.textContent('#device-panel'), /No device to describe/);
   await page.close();
 });
