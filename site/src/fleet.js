@@ -141,6 +141,9 @@ function renderRace(v, started = true, without = false) {
   if (without) {
     result.textContent = 'No race here: racing the variants needs a WebGPU adapter.';
     result.className = 'verdict';
+  } else if (!started) {
+    result.textContent = 'The race has not started yet: its stage, or “Start the race”, starts it.';
+    result.className = 'verdict';
   } else if (!v.done) {
     result.textContent = 'The race is still running…';
     result.className = 'verdict';

@@ -15,11 +15,12 @@ function fail(message) {
   if (hud) hud.textContent = 'not running';
 }
 
-// Buttons press the demo's keys on its canvas.
+// Buttons press the demo's keys on its canvas (which takes the focus without scrolling the
+// page to it).
 for (const button of document.querySelectorAll('button[data-key]')) {
   button.addEventListener('click', () => {
     const canvas = document.getElementById('canvas');
-    canvas.focus();
+    canvas.focus({ preventScroll: true });
     const init = { key: button.dataset.key, code: '', bubbles: true };
     canvas.dispatchEvent(new KeyboardEvent('keydown', init));
     canvas.dispatchEvent(new KeyboardEvent('keyup', init));

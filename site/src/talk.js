@@ -4,7 +4,8 @@
 // for a browser whose GPU paths cannot run (no WebGPU, no adapter, not a secure context).
 //
 // window.kiln:
-//   publish(what, json)  from wasm (kiln-app): 'stages' or 'kernels', as JSON text
+//   publish(what, json)  from wasm (kiln-app): 'stages' or 'kernels', as JSON text; any other
+//                        (a demo's 'settings') is dispatched as a `kiln:<what>` event
 //   setStages(list)      the walkthrough: [{ title, text, code: null | { caption, language, pieces: [{ text, marked }] } }]
 //   setKernels(list)     [{ family, variant, reason, values: [[name, value]], code }]
 //   onStage(fn)          fn(index, 0-based) whenever presenter mode shows a stage
@@ -214,6 +215,8 @@ window.kiln = {
     const value = JSON.parse(json);
     if (what === 'stages') this.setStages(value);
     else if (what === 'kernels') this.setKernels(value);
+    // Anything else (a demo's `settings`) goes to the page as a `kiln:<what>` event.
+    else document.dispatchEvent(new CustomEvent(`kiln:${what}`, { detail: value }));
   },
   onStage(fn) {
     listeners.push(fn);

@@ -14,6 +14,19 @@ const SIZE = 256;
 // The walkthrough's colour-mapping stage shows the frame itself (demos/waves/src/main.rs).
 const COLOUR_STAGE = 3;
 
+// The header's product and frame size, and the wave-count buttons, follow what is drawn: the
+// running demo publishes its settings (kiln:settings), the CPU path below tells its own.
+function showSettings({ res, waves, fewest, most }) {
+  document.getElementById('product').textContent = `[4·${res}, ${2 * waves}] × [${2 * waves}, ${res}]`;
+  document.getElementById('frame-now').textContent = `: here ${res}×${res} pixels and ${waves} waves`;
+  for (const [key, off, why] of [['-', fewest, `${waves} waves is the fewest`], ['+', most, `${waves} waves is the most`]]) {
+    const button = document.querySelector(`button[data-key="${key}"]`);
+    button.disabled = off;
+    button.title = off ? why : '';
+  }
+}
+document.addEventListener('kiln:settings', (e) => showSettings(e.detail));
+
 window.kilnWithoutWebGPU = async (demo, missing) => {
   const kiln = window.kiln;
   kiln.noWebGPU(missing,
@@ -33,12 +46,8 @@ window.kilnWithoutWebGPU = async (demo, missing) => {
     let seed = 1;
     let paused = false;
     let waves = new module.CpuWaves(count, SIZE, seed);
-    const counts = () => {
-      button('-').disabled = count === WAVES[0];
-      button('+').disabled = count === WAVES.at(-1);
-      button('-').title = count === WAVES[0] ? `${count} waves is the fewest` : '';
-      button('+').title = count === WAVES.at(-1) ? `${count} waves is the most` : '';
-    };
+    const counts = () => showSettings({ res: waves.size, waves: count,
+      fewest: count === WAVES[0], most: count === WAVES.at(-1) });
     counts();
     if (kiln.presenting) kiln.setStages(JSON.parse(waves.talk_stages()));
     canvas.dataset.path = 'cpu';

@@ -338,7 +338,7 @@ impl Waves {
         }
     }
 
-    fn settings(m: &Model) -> String {
+    fn settings_words(m: &Model) -> String {
         format!("{0}×{0}, {1} waves, seed {2}", m.res, m.count(), m.seed)
     }
 
@@ -444,6 +444,20 @@ impl Demo for Waves {
         self.stage = Some(stage.min(RATES));
     }
 
+    /// The frame's size and the wave count, and whether `+`/`-` can change it: the page's
+    /// text and buttons follow (a software adapter starts at 256×256, not 1024×1024).
+    fn settings(&self) -> serde_json::Value {
+        let m = &self.model;
+        serde_json::json!({
+            "res": m.res,
+            "waves": m.count(),
+            "seed": m.seed,
+            "fewest": m.count() <= WAVES[0],
+            "most": m.count() >= WAVES[WAVES.len() - 1],
+            "words": Waves::settings_words(m),
+        })
+    }
+
     fn kernels(&self) -> Vec<Choice> {
         self.gpu_frame.choices.clone()
     }
@@ -484,7 +498,7 @@ impl Demo for Waves {
                 if self.on_gpu { "GPU" } else { "CPU" },
                 if self.paused { " (paused)" } else { "" }
             ),
-            Waves::settings(&self.model),
+            Waves::settings_words(&self.model),
         ];
         lines.extend(
             self.gpu_frame
@@ -567,7 +581,7 @@ impl Demo for Waves {
                 demo: Self::NAME.into(),
                 adapter: gpu.profile().name.clone(),
                 backend: gpu.profile().backend.clone(),
-                settings: Waves::settings(&w.model),
+                settings: Waves::settings_words(&w.model),
                 gpu: gpu_t,
                 cpu: cpu_t,
                 checks: serde_json::json!({

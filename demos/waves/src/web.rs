@@ -121,7 +121,7 @@ impl CpuWaves {
     /// The settings in words (`256×256, 128 waves, seed 1`).
     #[wasm_bindgen(getter)]
     pub fn settings(&self) -> String {
-        crate::Waves::settings(&self.model)
+        crate::Waves::settings_words(&self.model)
     }
 }
 
