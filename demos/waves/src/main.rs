@@ -70,6 +70,20 @@ impl GpuFrame {
         let (product, c2) = ops::matmul::plan(&left, &right, &planes, None)?;
         let planes = planes.reshape(&[4, res, res])?;
         let (pack, c3) = ops::rgba8::plan(&planes, &pixels, SCALE, BIAS, None)?;
+        let choices = vec![c1, c2, c3];
+        // A page without an adapter shows the kernels `frame_choices` asks for: say so if they
+        // ever differ from the plans' (the test frame_choices_are_the_plans_choices checks it).
+        let asked = frame_choices(Target::Device(gpu), m)?;
+        let names = |list: &[Choice]| -> Vec<String> {
+            list.iter().map(|c| c.variant.name.clone()).collect()
+        };
+        if names(&asked) != names(&choices) {
+            log::warn!(
+                "waves: the walkthrough without a device would show {:?}, the frame runs {:?}",
+                names(&asked),
+                names(&choices)
+            );
+        }
         Ok(GpuFrame {
             phase,
             left,
@@ -77,7 +91,7 @@ impl GpuFrame {
             planes,
             pixels,
             dispatches: vec![table, product, pack],
-            choices: vec![c1, c2, c3],
+            choices,
         })
     }
 
