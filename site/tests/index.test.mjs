@@ -67,6 +67,9 @@ test('the index shows this device and four live demo cards with walkthrough link
     const hidden = await frame.locator('#talk').evaluate((t) => getComputedStyle(t).display);
     assert.equal(hidden, 'none', `${demo}: the embedded walkthrough shows its panel`);
   }
+  // The thumbnails' demos never take the focus (their canvases are not made active).
+  assert.notEqual(await page.evaluate(() => document.activeElement?.tagName), 'IFRAME',
+    'a thumbnail took the focus');
   // The fleet's thumbnail is the race itself, measured in the card.
   await page.frameLocator('.card[data-demo="fleet"] iframe').locator('#race[data-samples]')
     .waitFor({ state: 'attached', timeout: 120000 });
