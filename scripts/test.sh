@@ -59,7 +59,7 @@ stage "cargo test"
 cargo test --workspace --no-fail-fast -- --nocapture 2>&1 | tee -a "$log"
 test_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$test_status
-stage "browser tests (headless Chromium, WebGPU on SwiftShader)"
+stage "browser tests (headless Chromium: WebGPU on SwiftShader, no adapter, not a secure context)"
 cargo build --quiet --bin kiln \
   && KILN_BIN="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/kiln" node --test site/tests/*.test.mjs 2>&1 | tee -a "$log"
 browser_status=${PIPESTATUS[0]}

@@ -217,7 +217,7 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
         "tolerance": tol, "paths": paths, "sweep": sweep,
     });
     if args.run.json {
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        out!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
         print_table(&out);
     }
@@ -578,7 +578,7 @@ async fn sweep_variants(
 
 fn print_table(out: &Value) {
     let s = &out["shape"];
-    println!(
+    out!(
         "attention B{} H{} N{} D{} {} causal={} {} on {} ({})",
         s["b"],
         s["h"],
@@ -590,14 +590,14 @@ fn print_table(out: &Value) {
         out["adapter"].as_str().unwrap_or(""),
         out["backend"].as_str().unwrap_or("")
     );
-    println!(
+    out!(
         "{:.2} GFLOP per call; one score matrix is {:.1} MB",
         out["gflop"].as_f64().unwrap_or(0.0),
         out["score_matrix_mb"].as_f64().unwrap_or(0.0)
     );
     let paths = out["paths"].as_array().cloned().unwrap_or_default();
     let flash_ms = paths[0]["timing"]["median_ms"].as_f64().unwrap_or(f64::NAN);
-    println!(
+    out!(
         "{:<6} {:>11} {:>10} {:>10} {:>5} {:>15} {:>9} {:>10} {:>10} {:>9}",
         "path",
         "median ms",
@@ -613,7 +613,7 @@ fn print_table(out: &Value) {
     for p in &paths {
         let t = &p["timing"];
         let ms = t["median_ms"].as_f64().unwrap_or(f64::NAN);
-        println!(
+        out!(
             "{:<6} {:>11.4} {:>10.4} {:>10.4} {:>5} {:>15} {:>9.3} {:>10} {:>10} {:>8.2}x",
             p["path"].as_str().unwrap_or(""),
             ms,
@@ -632,11 +632,11 @@ fn print_table(out: &Value) {
         );
     }
     if let Some(note) = paths.last().and_then(|p| p["note"].as_str()) {
-        println!("cpu: {note}");
+        out!("cpu: {note}");
     }
     for p in &paths {
         for c in p["variants"].as_array().into_iter().flatten() {
-            println!(
+            out!(
                 "  {} {} {} — {}",
                 p["path"].as_str().unwrap_or(""),
                 c["family"].as_str().unwrap_or(""),
@@ -645,12 +645,12 @@ fn print_table(out: &Value) {
             );
         }
     }
-    println!(
+    out!(
         "MB moved: the byte model (each tensor a kernel touches read or written once; see kiln::ops::attention::traffic)"
     );
     for r in out["sweep"].as_array().into_iter().flatten() {
         match r["median_ms"].as_f64() {
-            Some(ms) => println!(
+            Some(ms) => out!(
                 "  sweep {:<15} {:<34} {:>10.4} ms  rel L2 {:.2e}{}",
                 r["family"].as_str().unwrap_or(""),
                 r["variant"].as_str().unwrap_or(""),
@@ -662,7 +662,7 @@ fn print_table(out: &Value) {
                     ""
                 }
             ),
-            None => println!(
+            None => out!(
                 "  sweep {:<15} {:<34} WRONG: rel L2 {}",
                 r["family"].as_str().unwrap_or(""),
                 r["variant"].as_str().unwrap_or(""),

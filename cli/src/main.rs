@@ -1,6 +1,22 @@
 //! `kiln`: the kernel crate's command line — the adapter profile, the kernel variants, their
 //! WGSL, and GPU-vs-CPU benchmarks.
 
+/// `println!` for the command's output. A reader that stops reading early (`kiln info | head
+/// -1`, `grep -q`) closes the pipe: the command then ends quietly and successfully, as Unix tools
+/// do, instead of panicking with "failed printing to stdout: Broken pipe".
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!($($arg)*), true)
+    };
+}
+
+/// `print!` for the command's output, with [`out!`]'s handling of a closed pipe.
+macro_rules! out_part {
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!($($arg)*), false)
+    };
+}
+
 mod attention;
 mod matmul;
 
@@ -103,6 +119,28 @@ pub struct RunArgs {
     pub json: bool,
 }
 
+/// Writes to standard output (a line when `newline`); a closed pipe ends the command with
+/// success, any other failure to write with a message and failure.
+fn write_out(args: std::fmt::Arguments<'_>, newline: bool) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout.write_fmt(args).and_then(|()| {
+        if newline {
+            stdout.write_all(b"\n")
+        } else {
+            Ok(())
+        }
+    });
+    match written {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("kiln: cannot write the output: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     env_logger::init();
     let cli = Cli::parse();
@@ -144,15 +182,15 @@ async fn run(cli: Cli) -> Result<()> {
 
 fn print_profile(p: &DeviceProfile, json: bool) {
     if json {
-        println!("{}", p.to_json());
+        out!("{}", p.to_json());
         return;
     }
-    println!("adapter      {}", p.name);
-    println!("backend      {} ({})", p.backend, p.device_type);
-    println!("vendor/dev   {:#06x} / {:#06x}", p.vendor, p.device);
-    println!("driver       {} {}", p.driver, p.driver_info);
+    out!("adapter      {}", p.name);
+    out!("backend      {} ({})", p.backend, p.device_type);
+    out!("vendor/dev   {:#06x} / {:#06x}", p.vendor, p.device);
+    out!("driver       {} {}", p.driver, p.driver_info);
     let f = &p.features;
-    println!(
+    out!(
         "features     shader_f16={} subgroup={} (sizes {}..{}) timestamp_query={} cooperative_matrix={} float32_atomic={}",
         f.shader_f16,
         f.subgroup,
@@ -163,10 +201,10 @@ fn print_profile(p: &DeviceProfile, json: bool) {
         f.float32_atomic
     );
     for c in &p.cooperative_matrix {
-        println!("coop matrix  {}x{}x{} {}→{}", c.m, c.n, c.k, c.ab, c.cr);
+        out!("coop matrix  {}x{}x{} {}→{}", c.m, c.n, c.k, c.ab, c.cr);
     }
     let l = &p.limits;
-    println!(
+    out!(
         "limits       workgroup storage {} B, {} invocations, size {}x{}x{}, {} groups/dim",
         l.max_compute_workgroup_storage_size,
         l.max_compute_invocations_per_workgroup,
@@ -175,7 +213,7 @@ fn print_profile(p: &DeviceProfile, json: bool) {
         l.max_compute_workgroup_size_z,
         l.max_compute_workgroups_per_dimension
     );
-    println!(
+    out!(
         "             storage binding {} B, buffer {} B, {} storage buffers/stage",
         l.max_storage_buffer_binding_size,
         l.max_buffer_size,
@@ -196,7 +234,7 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
     };
     if let Some(rv) = &args.render {
         let variant = registry.variant(&rv[0], &rv[1])?;
-        print!("{}", registry.render_validated(variant, &profile)?);
+        out_part!("{}", registry.render_validated(variant, &profile)?);
         return Ok(());
     }
     if args.compile && gpu.is_none() {
@@ -217,7 +255,7 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
             continue;
         }
         if !args.json {
-            println!("{} — {}", contract.family, contract.summary);
+            out!("{} — {}", contract.family, contract.summary);
         }
         for v in registry.variants(&contract.family)? {
             total += 1;
@@ -252,7 +290,7 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
                 }));
             } else {
                 match &status {
-                    Ok(_) => println!(
+                    Ok(_) => out!(
                         "  {:<28} workgroup {:?}, {} B shared{}",
                         v.name,
                         v.workgroup_size,
@@ -261,7 +299,7 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
                             .unwrap_or_default()
                     ),
                     Err(why) if why.starts_with("not offered") => {}
-                    Err(why) => println!("  {:<28} INVALID: {why}", v.name),
+                    Err(why) => out!("  {:<28} INVALID: {why}", v.name),
                 }
             }
         }
@@ -280,7 +318,7 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
         } else {
             json!(null)
         };
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "profile": profile, "tier": tier, "valid": valid,
@@ -290,7 +328,7 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
             .unwrap_or_default()
         );
     } else {
-        println!(
+        out!(
             "{valid} variants {check} for {} (tier {tier}: {} offered, {experimental} experimental; {} not offered on it, {} in all)",
             profile.name,
             valid - experimental,
@@ -303,9 +341,9 @@ async fn kernels(options: &GpuOptions, args: KernelsArgs) -> Result<()> {
                 None => kiln::explain::sample_picks(&Selector::new(&registry, &profile, &tuned)),
             };
             for p in picks {
-                println!("choice  {}", p.line());
+                out!("choice  {}", p.line());
                 if !p.reason.is_empty() {
-                    println!("        {}", p.reason);
+                    out!("        {}", p.reason);
                 }
             }
         }

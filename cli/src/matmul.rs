@@ -242,10 +242,10 @@ fn report(
             "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
             "fastest": fastest.map(run_json),
         });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        out!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
         return;
     }
-    println!(
+    out!(
         "matmul {}x{}x{} (batch {}{}) {} on {} ({})",
         args.m,
         args.n,
@@ -258,7 +258,7 @@ fn report(
     );
     for (i, r) in runs.iter().enumerate() {
         let t = &r.timing;
-        println!(
+        out!(
             "{:<24} median {:>10.4} ms  min {:>10.4}  max {:>10.4}  ({} runs, {})  {:>9.2} GFLOP/s  {:>8.2} GB/s  rel L2 {:.2e}{}",
             r.variant,
             t.median_ms,
@@ -276,7 +276,7 @@ fn report(
             }
         );
     }
-    println!(
+    out!(
         "CPU  median {cpu_ms:>10.4} ms ({} runs, {}, {cpu_rows} of {} rows measured, scaled)  {:>9.2} GFLOP/s",
         cpu_t.samples_ms.len(),
         cpu_t.clock,
@@ -284,13 +284,11 @@ fn report(
         flops / cpu_ms / 1e6
     );
     if let Some(f) = fastest {
-        println!(
+        out!(
             "fastest correct: {} — GPU/CPU speed-up {:.1}x (CPU path: plain single-threaded loops)",
             f.variant,
             cpu_ms / f.timing.median_ms
         );
     }
-    println!(
-        "(GB/s counts the fewest bytes the product must move: A and B read once, C written once)"
-    );
+    out!("(GB/s counts the fewest bytes the product must move: A and B read once, C written once)");
 }

@@ -121,3 +121,40 @@ fn cli_lists_kernels_and_benchmarks_within_tolerance() {
     assert!(v["cpu"]["median_ms"].as_f64().unwrap() > 0.0);
     assert!(["gpu_timestamps", "wall_clock"].contains(&v["gpu"]["clock"].as_str().unwrap()));
 }
+
+/// A reader that stops early (`kiln info --json | grep -q …`, `| head -1`) closes the pipe:
+/// kiln ends quietly and successfully, no panic, whether the pipe closes before it writes
+/// (`info`, which opens the adapter first) or while it writes (`kernels`, pages of output).
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+
+    for args in [
+        &["info", "--json"][..],
+        &["kernels", "--profile", "webgpu-defaults"][..],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(args)
+            .env("NODEVICE_SELECT", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away at once: every write kiln makes fails with a broken pipe.
+        drop(child.stdout.take());
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "kiln {args:?}: {stderr}"
+        );
+        assert!(status.success(), "kiln {args:?} exited {status}: {stderr}");
+    }
+}

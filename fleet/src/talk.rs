@@ -7,7 +7,7 @@ use kiln::bench::{self, Clock, median};
 use kiln::contract::Param;
 use kiln::cpu::{self, Array};
 use kiln::{Choice, DType, Dispatch, Gpu, Reason, Tensor, ops};
-use kiln_app::talk::{Code, Stage};
+use kiln_app::talk::{Code, Stage, Target};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde::Serialize;
 use web_time::Instant;
@@ -286,11 +286,90 @@ impl std::fmt::Debug for Race {
     }
 }
 
-impl Race {
+/// The race before anything is built: its case, the selector's pick and the contenders, chosen
+/// for a target from the shapes alone. `Race::new` races these; a page without a WebGPU adapter
+/// shows them for a stored profile.
+#[derive(Clone, Debug)]
+pub struct RacePlan {
+    /// The matrices' side.
+    pub n: usize,
+    /// `matmul 128x128x128 f32`.
+    pub case: String,
+    /// What kiln's selector picks for this call on the target, and why.
+    pub picked: Choice,
+    /// The racers, the pick first.
+    pub racers: Vec<Choice>,
+}
+
+impl RacePlan {
     /// The case: 128³ on a software adapter, 256³ on a GPU — sizes the campaign measures, so
     /// the tuned table's entries for them apply, and small enough for the CPU reference.
+    pub fn new(target: Target<'_>) -> Result<RacePlan> {
+        let n = if target.profile().is_software() {
+            128
+        } else {
+            256
+        };
+        let call = ops::matmul::Call::new(DType::F32, 1, n, n, n);
+        let picked = ops::matmul::choose(&target.selector(), &call, None)?;
+        let racers = contenders(target, &call, &picked)?;
+        Ok(RacePlan {
+            n,
+            case: format!("matmul {n}x{n}x{n} f32"),
+            picked,
+            racers,
+        })
+    }
+
+    /// The race as its visual shows it before it starts: every racer waiting.
+    pub fn view(&self, target: Target<'_>) -> RaceView {
+        RaceView {
+            case: self.case.clone(),
+            bucket: self.picked.bucket.clone(),
+            class: target.profile().class(),
+            racers: self
+                .racers
+                .iter()
+                .map(|c| RacerView {
+                    variant: c.variant.name.clone(),
+                    picked: c.variant.name == self.picked.variant.name,
+                    status: "waiting",
+                    rel_l2: None,
+                    error: None,
+                    samples: 0,
+                    runs: 1,
+                    median_ms: None,
+                    gflop_per_s: None,
+                })
+                .collect(),
+            of: SAMPLES,
+            clock: clock_words(1),
+            picked: self.picked.variant.name.clone(),
+            picked_by: picked_by(&self.picked.reason),
+            reason: self.picked.reason.to_string(),
+            fastest: None,
+            agree: None,
+            picked_over_fastest: None,
+            done: false,
+        }
+    }
+}
+
+/// `tuned`, `rule` or `named`: where the selector's pick came from.
+fn picked_by(reason: &Reason) -> &'static str {
+    match reason {
+        Reason::Tuned { .. } => "tuned",
+        Reason::Rule(_) => "rule",
+        Reason::Forced => "named",
+    }
+}
+
+impl Race {
+    /// The race of [`RacePlan::new`] on `gpu`: its matrices, the CPU reference's product, the
+    /// racers waiting.
     pub fn new(gpu: &Gpu) -> Result<Race> {
-        let n = if software(gpu) { 128 } else { 256 };
+        let plan = RacePlan::new(Target::Device(gpu))?;
+        let n = plan.n;
         let mut rng = StdRng::seed_from_u64(0x6b69_6c6e);
         let mut data = || -> Vec<f32> { (0..n * n).map(|_| rng.random_range(-1.0..1.0)).collect() };
         let (ad, bd) = (data(), data());
@@ -300,9 +379,8 @@ impl Race {
         let a_cpu = Array::new(&[n, n], ad)?;
         let b_cpu = Array::new(&[n, n], bd)?;
         let want = cpu::matmul(&a_cpu, &b_cpu)?.data;
-        let call = ops::matmul::Call::new(DType::F32, 1, n, n, n);
-        let picked = ops::matmul::choose(&gpu.selector(), &call, None)?;
-        let racers = contenders(gpu, &call, &picked)?
+        let racers = plan
+            .racers
             .into_iter()
             .map(|choice| Racer {
                 choice,
@@ -314,7 +392,7 @@ impl Race {
             .collect();
         Ok(Race {
             gpu: gpu.clone(),
-            case: format!("matmul {n}x{n}x{n} f32"),
+            case: plan.case,
             flops: 2.0 * (n * n * n) as f64,
             a,
             b,
@@ -322,9 +400,19 @@ impl Race {
             a_cpu,
             b_cpu,
             want,
-            picked,
+            picked: plan.picked,
             racers,
         })
+    }
+
+    /// What is raced: the case, the pick and the racers.
+    pub fn plan(&self) -> RacePlan {
+        RacePlan {
+            n: self.a.shape().first().copied().unwrap_or(0),
+            case: self.case.clone(),
+            picked: self.picked.clone(),
+            racers: self.choices(),
+        }
     }
 
     /// The racers' choices, the selector's pick first.
@@ -458,11 +546,7 @@ impl Race {
                 format!("wall clock, {lo}-{hi} runs per submission")
             },
             picked: self.picked.variant.name.clone(),
-            picked_by: match self.picked.reason {
-                Reason::Tuned { .. } => "tuned",
-                Reason::Rule(_) => "rule",
-                Reason::Forced => "named",
-            },
+            picked_by: picked_by(&self.picked.reason),
             reason: self.picked.reason.to_string(),
             racers,
             fastest: fastest_name,
@@ -531,12 +615,16 @@ pub struct Comparison {
 
 /// The selector's pick and a spread of the other f32 variants that take the call: evenly spaced
 /// through the registry's order, so that routes, tiles and staging depths all appear.
-fn contenders(gpu: &Gpu, call: &ops::matmul::Call, picked: &Choice) -> Result<Vec<Choice>> {
+fn contenders(
+    target: Target<'_>,
+    call: &ops::matmul::Call,
+    picked: &Choice,
+) -> Result<Vec<Choice>> {
     let fixed = [("dtype", Param::Str("f32".into()))];
-    let sel = gpu.selector();
-    let others: Vec<Choice> = gpu
+    let sel = target.selector();
+    let others: Vec<Choice> = target
         .registry()
-        .supported("matmul", gpu.profile())?
+        .supported("matmul", target.profile())?
         .filter(|v| v.takes(&fixed) && v.name != picked.variant.name)
         .filter_map(|v| ops::matmul::choose(&sel, call, Some(&v.name)).ok())
         .collect();
@@ -577,11 +665,11 @@ fn profile_source() -> String {
     }
 }
 
-/// How many of a family's variants this adapter offers, and of how many.
-fn offered(gpu: &Gpu, family: &str) -> Result<(usize, usize)> {
-    let reg = gpu.registry();
+/// How many of a family's variants the target offers, and of how many.
+fn offered(target: Target<'_>, family: &str) -> Result<(usize, usize)> {
+    let reg = target.registry();
     Ok((
-        reg.supported(family, gpu.profile())?.count(),
+        reg.supported(family, target.profile())?.count(),
         reg.variants(family)?.len(),
     ))
 }
@@ -596,11 +684,16 @@ pub struct Offered {
 }
 
 pub fn offered_all(gpu: &Gpu) -> Result<Vec<Offered>> {
-    let mut list = gpu
+    offered_for(Target::Device(gpu))
+}
+
+/// [`offered_all`] for a target: the device in hand or a stored profile.
+pub fn offered_for(target: Target<'_>) -> Result<Vec<Offered>> {
+    let mut list = target
         .registry()
         .contracts()
         .map(|c| {
-            let (here, all) = offered(gpu, &c.family)?;
+            let (here, all) = offered(target, &c.family)?;
             Ok(Offered {
                 family: c.family.clone(),
                 here,
@@ -615,22 +708,57 @@ pub fn offered_all(gpu: &Gpu) -> Result<Vec<Offered>> {
 /// The walkthrough for the adapter in hand, in order: device census, ceilings, variants racing,
 /// the tuned choice. `ceilings` are the ceiling kernels' choices (copy, FMA chain).
 pub fn stages(gpu: &Gpu, race: &Race, ceilings: &[Choice]) -> Result<Vec<Stage>> {
-    let p = gpu.profile();
+    stages_for(Target::Device(gpu), &race.plan(), ceilings)
+}
+
+/// The ceiling kernels' choices (copy, FMA chain) for a target, as `CeilingMeter::new` plans
+/// them: what a page without a WebGPU adapter shows for a stored profile.
+pub fn ceiling_choices(target: Target<'_>) -> Result<Vec<Choice>> {
+    let sel = target.selector();
+    ["copy", "fma_chain"]
+        .into_iter()
+        .map(|family| {
+            let call = ops::Widest {
+                family,
+                dtype: DType::F32,
+                count: None,
+            };
+            Ok(sel.choose(&call, None)?)
+        })
+        .collect()
+}
+
+/// The walkthrough for a target: the device in hand, or a stored profile where there is no
+/// device (the words say so, and that nothing is measured here).
+pub fn stages_for(target: Target<'_>, race: &RacePlan, ceilings: &[Choice]) -> Result<Vec<Stage>> {
+    let p = target.profile();
+    let stored = target.is_stored();
     let yes = |b: bool| if b { "yes" } else { "no" };
-    let (mm_here, mm_all) = offered(gpu, "matmul")?;
+    let (mm_here, mm_all) = offered(target, "matmul")?;
+    let features = format!(
+        "f16 {}, subgroups {}, cooperative matrices {}",
+        yes(p.features.shader_f16),
+        yes(p.features.subgroup),
+        yes(p.features.cooperative_matrix),
+    );
     let census = Stage::new(
         "Device census",
-        &format!(
-            "First Kiln asks the device what it is: {}, through {}, a {} device. Its features \
-             (f16 {}, subgroups {}, cooperative matrices {}) and limits decide which kernel \
-             variants may exist here: {mm_here} of the {mm_all} matrix-multiply variants.",
-            p.name,
-            p.backend,
-            p.device_type,
-            yes(p.features.shader_f16),
-            yes(p.features.subgroup),
-            yes(p.features.cooperative_matrix),
-        ),
+        &if stored {
+            format!(
+                "First Kiln asks the device what it is. This browser offers no WebGPU adapter, \
+                 so here is what WebGPU guarantees every device ({}): its features ({features}) \
+                 and limits allow {mm_here} of the {mm_all} matrix-multiply variants. A real \
+                 device's features and limits decide which variants may exist on it.",
+                p.name
+            )
+        } else {
+            format!(
+                "First Kiln asks the device what it is: {}, through {}, a {} device. Its \
+                 features ({features}) and limits decide which kernel variants may exist here: \
+                 {mm_here} of the {mm_all} matrix-multiply variants.",
+                p.name, p.backend, p.device_type,
+            )
+        },
         Some(Code::rust(
             "kernels/src/device.rs: the census every kernel is rendered for",
             &profile_source(),
@@ -640,19 +768,27 @@ pub fn stages(gpu: &Gpu, race: &Race, ceilings: &[Choice]) -> Result<Vec<Stage>>
     let fma = ceilings
         .iter()
         .find(|c| c.variant.family == "fma_chain")
-        .map(|c| Code::kernel(gpu, c))
+        .map(|c| Code::kernel_for(target, c))
         .transpose()?;
     let ceilings_stage = Stage::new(
         "Ceilings",
-        "Two tiny kernels measure the best this device can do: a copy for memory bandwidth \
-         and a long chain of multiply-adds for arithmetic. Every later result is read as a \
-         share of these ceilings, so a phone and a data-centre GPU are judged by the same \
-         yardstick.",
+        &format!(
+            "Two tiny kernels measure the best this device can do: a copy for memory bandwidth \
+             and a long chain of multiply-adds for arithmetic. Every later result is read as a \
+             share of these ceilings, so a phone and a data-centre GPU are judged by the same \
+             yardstick.{}",
+            if stored {
+                " Without an adapter nothing is measured here: the bars are the devices of the \
+                 fleet's checked-in reports."
+            } else {
+                ""
+            }
+        ),
         fma,
     );
 
-    let racers = race.choices();
-    let rival = racers
+    let rival = race
+        .racers
         .iter()
         .find(|c| c.variant.name != race.picked.variant.name)
         .unwrap_or(&race.picked);
@@ -661,11 +797,17 @@ pub fn stages(gpu: &Gpu, race: &Race, ceilings: &[Choice]) -> Result<Vec<Stage>>
         &format!(
             "Now {} variants of one matrix product ({}) race. Each is first checked against \
              the CPU reference, then timed; tile sizes, workgroup shape and vector width are \
-             template values, so every contestant is the same source rendered differently.",
-            racers.len(),
-            race.case
+             template values, so every contestant is the same source rendered differently.{}",
+            race.racers.len(),
+            race.case,
+            if stored {
+                " Without an adapter they cannot run here: these are the contenders a device \
+                 with WebGPU's guaranteed limits would race."
+            } else {
+                ""
+            }
         ),
-        Some(Code::kernel(gpu, rival)?),
+        Some(Code::kernel_for(target, rival)?),
     );
 
     let why = match &race.picked.reason {
@@ -681,12 +823,22 @@ pub fn stages(gpu: &Gpu, race: &Race, ceilings: &[Choice]) -> Result<Vec<Stage>>
     let tuned = Stage::new(
         "The tuned choice",
         &format!(
-            "For this call Kiln's selector picks {}: {why}. The race shows whether it is the \
-             fastest here; reports from many devices are merged into that table, so each \
-             class of device gets the variant measured fastest on it.",
-            race.picked.variant.name
+            "For this call Kiln's selector picks {}{}: {why}. {} reports from many devices are \
+             merged into that table, so each class of device gets the variant measured fastest \
+             on it.",
+            race.picked.variant.name,
+            if stored {
+                " for a device with WebGPU's guaranteed limits"
+            } else {
+                ""
+            },
+            if stored {
+                "A race on a real device shows whether it is the fastest there;"
+            } else {
+                "The race shows whether it is the fastest here;"
+            }
         ),
-        Some(Code::kernel(gpu, &race.picked)?),
+        Some(Code::kernel_for(target, &race.picked)?),
     );
     Ok(vec![census, ceilings_stage, racing, tuned])
 }

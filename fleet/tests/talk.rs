@@ -231,5 +231,54 @@ fn ceilings_and_race_measure_and_the_stages_name_this_device() {
     assert_eq!(
         families,
         ["matmul", "softmax", "layernorm", "add", "copy", "fma_chain"]
+    ); // What a page without an adapter asks for is what the device's plans chose.
+    let device = kiln_app::talk::Target::Device(&gpu);
+    let names = |list: &[kiln::Choice]| -> Vec<String> {
+        list.iter().map(|c| c.variant.name.clone()).collect()
+    };
+    assert_eq!(
+        names(&talk::ceiling_choices(device).unwrap()),
+        names(meter.choices())
     );
+    let plan = talk::RacePlan::new(device).unwrap();
+    assert_eq!(names(&plan.racers), names(&race.plan().racers));
+    assert_eq!(plan.case, race.case);
+}
+
+/// A page without a WebGPU adapter still has the whole walkthrough: the four stages for a
+/// stored profile, their kernels rendered for it, the words saying nothing is measured here,
+/// and the race's contenders waiting.
+#[test]
+fn the_walkthrough_needs_no_device() {
+    use kiln_app::talk::{Stored, Target, check};
+    use kiln_fleet::talk;
+
+    let stored = Stored::webgpu_defaults().unwrap();
+    let target = Target::Stored(&stored);
+    let plan = talk::RacePlan::new(target).unwrap();
+    let ceilings = talk::ceiling_choices(target).unwrap();
+    let stages = talk::stages_for(target, &plan, &ceilings).unwrap();
+    check(&stages).unwrap();
+    assert_eq!(stages.len(), 4);
+    assert!(
+        stages[0].text.contains("no WebGPU adapter"),
+        "{}",
+        stages[0].text
+    );
+    assert!(
+        stages[2].text.contains("cannot run here"),
+        "{}",
+        stages[2].text
+    );
+    for s in &stages[1..] {
+        let code = s.code.as_ref().unwrap();
+        assert_eq!(code.language, "wgsl");
+        assert!(code.caption.contains("stored profile"), "{}", code.caption);
+    }
+    let view = plan.view(target);
+    assert!(view.racers.len() >= 3 && view.racers.iter().all(|r| r.status == "waiting"));
+    assert_eq!(view.racers.iter().filter(|r| r.picked).count(), 1);
+    assert!(!view.done && view.fastest.is_none());
+    let offered = talk::offered_for(target).unwrap();
+    assert!(offered.iter().all(|o| o.here <= o.all) && offered.iter().any(|o| o.here > 0));
 }

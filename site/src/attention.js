@@ -1,19 +1,25 @@
-// The attention page's fallback: in a browser without WebGPU, loader.js hands over to
-// window.kilnWithoutWebGPU, which explains (kiln.noWebGPU) and runs the CPU path instead — the
-// same encoder on kiln's CPU loops, in the demo's WebAssembly (CpuAttention, demos/attention/
-// src/web.rs), on one thread — drawing its heatmap into the canvas as image data, again
-// whenever the text changes. The page is never blank.
+// The attention page's fallback: where the GPU paths cannot run (device.js says why), loader.js
+// hands over to window.kilnWithoutWebGPU, which explains (kiln.noWebGPU) and runs the CPU path
+// instead — the same encoder on kiln's CPU loops, in the demo's WebAssembly (CpuAttention,
+// demos/attention/src/web.rs), on one thread — drawing its heatmap into the canvas as image
+// data, again whenever the text changes. In presenter mode (?talk) the walkthrough runs on it
+// too: the stages from the same export, each stage's visual drawn from the CPU forward pass.
+// The page is never blank.
 
+import { disableForGpu } from './device.js';
 import { fetchModel } from './model.js';
 
-window.kilnWithoutWebGPU = async (demo, missing = 'This browser has no WebGPU.') => {
-  window.kiln.noWebGPU(missing,
+window.kilnWithoutWebGPU = async (demo, missing) => {
+  const kiln = window.kiln;
+  kiln.noWebGPU(missing,
     'Below, the attention weights come from the CPU path instead: the same encoder, run by ' +
     'this page\'s WebAssembly on one thread, no GPU.');
   const hud = document.getElementById('hud');
   const canvas = document.getElementById('canvas');
   const field = document.getElementById('text');
   const note = document.getElementById('weights');
+  disableForGpu([document.querySelector('button[data-key="Tab"]')],
+    `the GPU path needs WebGPU (here: ${missing.short}); the CPU path draws instead.`);
   try {
     const params = new URLSearchParams(location.search);
     if (params.has('text')) field.value = params.get('text');
@@ -29,21 +35,27 @@ window.kilnWithoutWebGPU = async (demo, missing = 'This browser has no WebGPU.')
     await module.default();
     const view = new module.CpuAttention(synthetic);
     if (!synthetic && window.kilnModel) note.textContent = window.kilnModel.source;
-    canvas.width = view.width;
-    canvas.height = view.height;
     canvas.dataset.path = 'cpu';
-    canvas.setAttribute('aria-label', 'attention heatmap drawn by the CPU path (this browser has no WebGPU); arrow keys choose layer and head');
+    canvas.setAttribute('aria-label', 'attention heatmap drawn by the CPU path (no WebGPU here); arrow keys choose layer and head');
     const ctx = canvas.getContext('2d');
     let layer = 0;
     let head = 0;
+    const put = (rgba, width, height) => {
+      if (canvas.width !== width || canvas.height !== height) {
+        canvas.width = width;
+        canvas.height = height;
+      }
+      const pixels = new Uint8ClampedArray(rgba.buffer, rgba.byteOffset, rgba.length);
+      ctx.putImageData(new ImageData(pixels, width, height), 0, 0);
+      canvas.dataset.drawn = String(Number(canvas.dataset.drawn ?? 0) + 1);
+    };
     const draw = () => {
+      if (kiln.presenting) return;
       const start = performance.now();
       try {
         const rgba = view.draw(field.value, layer, head);
         const ms = performance.now() - start;
-        const pixels = new Uint8ClampedArray(rgba.buffer, rgba.byteOffset, rgba.length);
-        ctx.putImageData(new ImageData(pixels, view.width, view.height), 0, 0);
-        canvas.dataset.drawn = String(Number(canvas.dataset.drawn ?? 0) + 1);
+        put(rgba, view.width, view.height);
         hud.textContent = 'drawing: CPU path (no WebGPU)\n' +
           `weights: ${view.weights}\n` +
           `tokens: ${view.tokens}\n` +
@@ -53,7 +65,10 @@ window.kilnWithoutWebGPU = async (demo, missing = 'This browser has no WebGPU.')
         hud.textContent = `drawing: CPU path (no WebGPU)\nerror: ${e}`;
       }
     };
-    field.addEventListener('input', draw);
+    field.addEventListener('input', () => {
+      draw();
+      if (kiln.presenting) kiln.setStages(JSON.parse(view.talk_stages(field.value)));
+    });
     // The page's layer and head buttons press these keys on the canvas (loader.js).
     canvas.addEventListener('keydown', (e) => {
       const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
@@ -64,10 +79,33 @@ window.kilnWithoutWebGPU = async (demo, missing = 'This browser has no WebGPU.')
       head = (head + move[1] + view.heads) % view.heads;
       draw();
     });
-    draw();
+    if (kiln.presenting) {
+      // The walkthrough: each stage's visual from the CPU forward pass, its highlights moving.
+      kiln.setStages(JSON.parse(view.talk_stages(field.value)));
+      const began = performance.now();
+      let drawn = -Infinity;
+      const frame = (now) => {
+        // Ten pictures a second: the highlights step about once a second.
+        if (now - drawn < 100) {
+          requestAnimationFrame(frame);
+          return;
+        }
+        drawn = now;
+        try {
+          put(view.stage(kiln.stage, field.value, layer, head, (now - began) / 1000),
+            view.stage_width, view.stage_height);
+        } catch (e) {
+          hud.textContent = `drawing: CPU path (no WebGPU)\nerror: ${e}`;
+        }
+        requestAnimationFrame(frame);
+      };
+      requestAnimationFrame(frame);
+    } else {
+      draw();
+    }
   } catch (e) {
     hud.textContent = 'not running';
     const error = document.getElementById('error');
-    error.textContent += ` The CPU path could not start either: ${e}`;
+    error.append(Object.assign(document.createElement('p'), { textContent: `The CPU path could not start either: ${e}` }));
   }
 };

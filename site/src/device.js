@@ -1,10 +1,97 @@
-// The device panel of the index and the fleet page: the adapter the kernels are rendered for —
-// its name, backend and device class, its features, its key limits as bars on a log scale (a
-// tick at WebGPU's guaranteed minimum) and how many of each kernel family's variants it is
-// offered. `info` is the fleet-web wasm's `device()` or `walkthrough()` JSON:
-// { profile: DeviceProfile, class, offered: [{ family, here, all }] }.
+// Whether Kiln's GPU paths can run in this browser — one answer per page, shared by every page
+// (detectWebGPU) — and, when they cannot, why, in a sentence, with the fix: not a secure context
+// (WebGPU exists only on HTTPS or localhost pages), no WebGPU in the browser, or WebGPU without
+// an adapter. talk.js's kiln.noWebGPU shows it. Also: the device panel of the index and the
+// fleet page — the adapter the kernels are rendered for: its name, backend and device class,
+// its features, its key limits as bars on a log scale (a tick at WebGPU's guaranteed minimum)
+// and how many of each kernel family's variants it is offered. `info` is the fleet-web wasm's
+// `device()` or `walkthrough()` JSON: { profile: DeviceProfile, class, offered: [{ family, here, all }] }.
 
 import { el } from './talk.js';
+
+// ---- can the GPU paths run here? ----
+
+// { ok: true, state: 'ready' } or { ok: false, state, reason, fix, short }: state is
+// 'insecure' | 'no-webgpu' | 'no-adapter'; reason and fix are sentences, short a few words.
+function missing(state, reason, fix, short) {
+  return { ok: false, state, reason, fix, short };
+}
+
+async function ask() {
+  // Browsers hide navigator.gpu from pages that are not a secure context: plain HTTP from any
+  // host but localhost. Asked first, since "no WebGPU" would then send a visitor the wrong way.
+  if (!window.isSecureContext) {
+    return missing('insecure',
+      `This page came over plain HTTP from ${location.host}, which is not a secure context, and ` +
+      'browsers offer WebGPU only to secure contexts.',
+      'To fix it, open the site over HTTPS, or as http://localhost or http://127.0.0.1 on the ' +
+      'machine that serves it (from another machine, forward the port first: ' +
+      'ssh -L 8080:127.0.0.1:8080 that-machine, then open http://localhost:8080/).',
+      'not a secure context');
+  }
+  if (!navigator.gpu) {
+    return missing('no-webgpu', 'This browser has no WebGPU.',
+      'To fix it, use a current Chrome or Edge (113 or later), Safari 26, or Firefox 141 or ' +
+      'later on Windows (Firefox elsewhere needs dom.webgpu.enabled in about:config).',
+      'no WebGPU in this browser');
+  }
+  let adapter = null;
+  let failed = '';
+  try {
+    adapter = await navigator.gpu.requestAdapter();
+  } catch (e) {
+    failed = ` (the request failed: ${e?.message ?? e})`;
+  }
+  if (!adapter) {
+    return missing('no-adapter',
+      `This browser has WebGPU but offers no adapter${failed}: it found no GPU it will use, or ` +
+      'WebGPU is blocked for this one.',
+      'To fix it on Linux, start Chrome or Chromium with --enable-unsafe-webgpu ' +
+      '--enable-features=Vulkan; elsewhere update the GPU driver. chrome://gpu shows the WebGPU ' +
+      'status.',
+      'no WebGPU adapter');
+  }
+  return { ok: true, state: 'ready' };
+}
+
+let asked = null;
+
+// The answer for this page (asked once; every caller shares it).
+export function detectWebGPU() {
+  asked ??= ask();
+  return asked;
+}
+
+// An error from opening a device, in words for a visitor: wgpu's list of backends it tried
+// ("noop not requested, vulkan support not compiled in, …") means no adapter could be opened.
+// The raw text goes to the console as a warning.
+export function plainError(e) {
+  const text = String(e?.message ?? e);
+  if (/not compiled in|not requested|no adapter|adapter.*not found|requestAdapter/i.test(text)) {
+    console.warn(`Kiln: opening a WebGPU device failed: ${text}`);
+    return 'no WebGPU adapter could be opened here';
+  }
+  return text;
+}
+
+// Turns off `controls` (buttons, selects) that need the GPU: disabled, each giving `why` (a
+// sentence) as its title and in a note after the first one, which screen readers read with each.
+let notes = 0;
+export function disableForGpu(controls, why) {
+  const list = controls.filter(Boolean);
+  if (!list.length) return;
+  const id = `needs-gpu-${++notes}`;
+  const note = el('p', { id, class: 'needs-gpu muted' }, `Off here: ${why}`);
+  const anchor = list[0].closest('.controls') ?? list[0].parentElement;
+  anchor.after(note);
+  for (const c of list) {
+    c.disabled = true;
+    c.title = why;
+    c.setAttribute('aria-describedby', id);
+  }
+}
+
+// ---- the device panel ----
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

@@ -7,6 +7,8 @@
 // shows. State for tests and tools: body data-sweep / data-training ("running" | "done" |
 // "error"), data-state="no-webgpu" or "error"; #flash-visual[data-stage] is the stage (0-based)
 // whose picture the visual shows.
+import { detectWebGPU, plainError } from './device.js';
+
 const $ = (id) => document.getElementById(id);
 const kiln = window.kiln; // talk.js, loaded before this module
 
@@ -382,15 +384,18 @@ const FALLBACK =
   'whose first three stages the CPU draws. Training compares the GPU path with the CPU path, so it ' +
   'needs WebGPU. The native build runs everything: cargo run --release -p flash.';
 
-async function noWebGpu(wasm, why) {
+async function noWebGpu(wasm, missing) {
   document.body.dataset.state = 'no-webgpu';
   document.body.classList.add('cpu-only');
-  $('device').textContent = 'No WebGPU: the GPU paths cannot run here; the CPU path runs instead.';
+  $('device').textContent = `The GPU paths cannot run here (${missing.short}); the CPU path runs instead.`;
   $('train').disabled = true;
-  $('train-step').textContent = 'not run: needs WebGPU';
-  $('train-note').textContent = 'Training needs WebGPU.';
-  $('variants').replaceChildren(el('li', 'not run: needs WebGPU'));
-  kiln.noWebGPU(why, FALLBACK);
+  $('train').title = `Training needs WebGPU (here: ${missing.short}).`;
+  $('train-step').textContent = 'not run: needs a WebGPU adapter';
+  $('train-note').textContent = 'Training compares the GPU path with the CPU path, so it needs a ' +
+    `WebGPU adapter (here: ${missing.short}): the training controls are off.`;
+  $('sweep-step').textContent = 'the CPU column only: the GPU paths need a WebGPU adapter';
+  $('variants').replaceChildren(el('li', 'not run: needs a WebGPU adapter'));
+  kiln.noWebGPU(missing, FALLBACK);
   kiln.setStages(JSON.parse(await wasm.talk_stages(false)));
   kiln.setKernels([]);
   try {
@@ -423,28 +428,19 @@ async function main() {
     kiln.setStages(JSON.parse(await wasm.talk_stages(false)));
     return;
   }
-  if (!navigator.gpu) {
-    await noWebGpu(wasm, 'This browser has no WebGPU (navigator.gpu is missing).');
+  const webgpu = await detectWebGPU();
+  if (!webgpu.ok) {
+    await noWebGpu(wasm, webgpu);
     return;
   }
-  let adapter = null;
-  try {
-    adapter = await navigator.gpu.requestAdapter();
-  } catch (e) {
-    await noWebGpu(wasm, `This browser has WebGPU but the adapter request failed (${e}).`);
-    return;
-  }
-  if (!adapter) {
-    await noWebGpu(wasm, 'This browser has WebGPU but offered no adapter (no usable GPU, or WebGPU is blocked for it).');
-    return;
-  }
-  adapter = null;
 
   let info;
   try {
     info = JSON.parse(await wasm.describe());
   } catch (e) {
-    await noWebGpu(wasm, `The WebGPU device could not be opened (${e}).`);
+    await noWebGpu(wasm, { ok: false, state: 'no-adapter', short: 'the adapter could not be opened',
+      reason: `This browser offers a WebGPU adapter, but it could not be opened (${plainError(e)}).`,
+      fix: 'chrome://gpu shows the WebGPU status; an updated GPU driver may help.' });
     return;
   }
   // The walkthrough and the kernel view: the flash kernels rendered for this adapter.

@@ -4,8 +4,11 @@
 // live visuals (the same measurements as `fleet talk`): this device, its ceilings beside the
 // fleet's, a few matmul variants racing, and the selector's pick against the race's winner. In
 // presenter mode (?talk, site/src/talk.js) they are the stages' visuals, measured as each stage
-// is shown. Without WebGPU the checked-in reports are still merged and shown.
-import { renderDevice } from './device.js';
+// is shown. Without a WebGPU adapter (device.js says why) the checked-in reports are still merged
+// and shown, the buttons that measure are off with the reason, and the walkthrough shows its
+// stages for the limits every WebGPU device guarantees (fleet-web's walkthrough_without_adapter),
+// with the fleet's devices and the race's contenders as its visuals.
+import { detectWebGPU, disableForGpu, plainError, renderDevice } from './device.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -78,7 +81,8 @@ function hbar(label, fraction, value, cls = '') {
   return row;
 }
 
-function renderCeilings(v) {
+// `v` is the meter's view; `without` (a sentence) when there is no adapter to measure.
+function renderCeilings(v, without = null) {
   const rows = [
     ['memory bandwidth (copy)', 'GB/s', v.copy_gb_per_s, (r) => r.ceilings.copy_gb_per_s, v.samples[0]],
     ['arithmetic (FMA chain)', 'GFLOP/s', v.fma_gflop_per_s, (r) => r.ceilings.fma_gflop_per_s, v.samples[1]],
@@ -93,24 +97,27 @@ function renderCeilings(v) {
     const hi = Math.max(10, ...all) * 2;
     const frac = (x) => Math.log(x / lo) / Math.log(hi / lo);
     const block = el('div', undefined, 'ceiling');
-    block.append(el('h3', name), el('p', here ? `${figure(here)} ${unit}` : 'measuring…', 'figure'));
-    block.append(hbar(`this device (${samples}/${v.of} samples)`, here ? frac(here) : 0,
-      here ? `${figure(here)} ${unit}` : '…', 'here'));
+    block.append(el('h3', name), el('p', here ? `${figure(here)} ${unit}`
+      : without ? 'not measured: no adapter here' : 'measuring…', 'figure'));
+    block.append(hbar(without ? 'this device: no adapter' : `this device (${samples}/${v.of} samples)`,
+      here ? frac(here) : 0, here ? `${figure(here)} ${unit}` : without ? '—' : '…', 'here'));
     for (const [device, x] of fleet) block.append(hbar(device, frac(x), `${figure(x)} ${unit}`, 'reference'));
     box.append(block);
   }
   const latency = v.dispatch_latency_us;
-  box.append(el('p', `Dispatch latency (submit one tiny dispatch and wait): ${latency ? `${latency.toFixed(0)} µs` : 'measuring…'}`, 'latency'));
+  box.append(el('p', `Dispatch latency (submit one tiny dispatch and wait): ${latency ? `${latency.toFixed(0)} µs`
+    : without ? 'not measured (no adapter)' : 'measuring…'}`, 'latency'));
   const taken = v.samples.reduce((a, b) => a + b, 0);
-  $('ceilings-status').textContent = v.done ? `median of ${v.of} samples each; ${v.clock}`
-    : `measuring: ${taken} of ${3 * v.of} samples`;
+  $('ceilings-status').textContent = without ?? (v.done ? `median of ${v.of} samples each; ${v.clock}`
+    : `measuring: ${taken} of ${3 * v.of} samples`);
   $('ceilings').dataset.samples = String(taken);
   if (v.done) $('ceilings').dataset.done = 'true';
 }
 
-function renderRace(v, started = true) {
+// `started`: whether the race has begun; `without`: no adapter, so it never will here.
+function renderRace(v, started = true, without = false) {
   const best = Math.max(0, ...v.racers.map((r) => r.gflop_per_s ?? 0));
-  const notes = { waiting: 'waiting', wrong: 'wrong: not timed', failed: 'failed' };
+  const notes = { waiting: without ? 'not run' : 'waiting', wrong: 'wrong: not timed', failed: 'failed' };
   $('race-bars').replaceChildren(...v.racers.map((r) => {
     const value = notes[r.status] ?? (r.gflop_per_s ? `${figure(r.gflop_per_s)} GFLOP/s` : 'checked');
     const cls = [r.picked ? 'picked' : '', r.variant === v.fastest ? 'fastest' : '', r.status].join(' ');
@@ -119,15 +126,25 @@ function renderRace(v, started = true) {
     return row;
   }));
   const samples = v.racers.reduce((a, r) => a + r.samples, 0);
-  $('race-status').textContent = !started ? `${v.case}, ${v.racers.length} variants; ◆ the selector's pick`
+  $('race-status').textContent = without
+    ? `${v.case}: the ${v.racers.length} variants a device with WebGPU's guaranteed limits would race; ` +
+      '◆ the selector\'s pick. Nothing runs here without an adapter.'
+    : !started ? `${v.case}, ${v.racers.length} variants; ◆ the selector's pick`
     : v.done ? `${v.case}: GFLOP/s, median of ${v.of} samples; ${v.clock}; ◆ the selector's pick, ★ the fastest`
       : `${v.case}: racing, ${samples} sample${samples === 1 ? '' : 's'} so far; ◆ the selector's pick`;
   $('race').dataset.samples = String(samples);
   const by = v.picked_by === 'tuned' ? `the tuned table's entry for this device class and bucket ${v.bucket}`
     : v.picked_by === 'rule' ? 'its rule of thumb: no campaign has measured this device class yet' : 'the caller';
-  $('verdict-pick').replaceChildren('Kiln’s selector picks ', el('code', v.picked), ` for ${v.case} here, from ${by}.`);
+  $('verdict-pick').replaceChildren('Kiln’s selector picks ', el('code', v.picked),
+    ` for ${v.case} ${without ? 'on a device with WebGPU\'s guaranteed limits' : 'here'}, from ${by}.`);
   const result = $('verdict-result');
-  if (!v.done) {
+  if (without) {
+    result.textContent = 'No race here: racing the variants needs a WebGPU adapter.';
+    result.className = 'verdict';
+  } else if (!started) {
+    result.textContent = 'The race has not started yet: its stage, or “Start the race”, starts it.';
+    result.className = 'verdict';
+  } else if (!v.done) {
     result.textContent = 'The race is still running…';
     result.className = 'verdict';
   } else if (v.agree) {
@@ -151,7 +168,7 @@ const started = {};
 function once(name, work) {
   if (!started[name]) {
     started[name] = true;
-    queue = queue.then(work).catch((e) => fail(`The ${name} stopped: ${e}`));
+    queue = queue.then(work).catch((e) => fail(`The ${name} stopped: ${plainError(e)}`));
   }
   return queue;
 }
@@ -215,23 +232,52 @@ async function showFleet(wasm) {
   document.body.dataset.fleet = String(picks.length);
 }
 
+// No adapter: the explanation, the measuring controls off with the reason, and the walkthrough
+// for WebGPU's guaranteed limits — its census, the fleet's ceilings, the race's contenders and
+// the selector's pick — computed without a GPU.
+function withoutAdapter(wasm, missing) {
+  kiln.noWebGPU(missing,
+    'The campaign and the walkthrough\'s measurements time WebGPU kernels, which have no CPU ' +
+    'fallback. Below: the reports checked into Kiln, merged in this page, and the walkthrough ' +
+    'for the limits every WebGPU device guarantees.');
+  document.body.dataset.state = 'no-webgpu';
+  const why = `times WebGPU kernels (here: ${missing.short}).`;
+  disableForGpu([$('budget'), $('run'), $('cancel')], `the campaign ${why}`);
+  disableForGpu([$('measure')], `measuring the ceilings ${why}`);
+  disableForGpu([$('start-race')], `the race ${why}`);
+  $('step').textContent = 'not run: needs a WebGPU adapter';
+  const info = JSON.parse(wasm.walkthrough_without_adapter());
+  const profile = document.createElement('div');
+  renderDevice(profile, info);
+  const panel = $('device-panel');
+  panel.replaceChildren(el('p', `No device to describe (here: ${missing.short}). What WebGPU guarantees ` +
+    'every device instead:', 'muted no-device'), profile);
+  panel.dataset.ready = 'true';
+  renderCeilings({ samples: [0, 0, 0], of: 0, done: false },
+    'No WebGPU adapter: nothing is measured here; the bars are the devices of the checked-in reports.');
+  renderRace(info.race, false, true);
+  kiln.setStages(info.stages);
+}
+
 async function main() {
   const wasm = await import('./fleet/fleet_web.js');
   await wasm.default();
   const fleet = showFleet(wasm).catch((e) => {
     $('devices').replaceChildren(el('li', `the checked-in reports could not be read: ${e}`));
   });
-  if (!navigator.gpu) {
+  const webgpu = await detectWebGPU();
+  if (!webgpu.ok) {
     // Merging needs no GPU: the fleet's reports are shown all the same.
-    kiln.noWebGPU('This browser has no WebGPU, and the campaign measures WebGPU kernels: there is no CPU fallback for them.',
-      'Below: the reports checked into Kiln, merged in this page without WebGPU.');
-    for (const id of ['run', 'measure', 'start-race']) $(id).disabled = true;
-    $('device-panel').replaceChildren(el('p', 'No WebGPU adapter: nothing to describe.', 'muted'));
-    document.body.dataset.state = 'no-webgpu';
+    await fleet;
+    withoutAdapter(wasm, webgpu);
     return;
   }
   await fleet;
-  walkthrough(wasm).catch((e) => fail(`The walkthrough could not start: ${e}`));
+  walkthrough(wasm).catch((e) => {
+    const why = plainError(e);
+    fail(`The walkthrough could not start: ${why}.`);
+    $('device-panel').replaceChildren(el('p', `The adapter could not be opened: ${why}.`, 'muted'));
+  });
   const collector = params.get('collector');
   if (collector) {
     $('collector').textContent = collector;
@@ -295,7 +341,7 @@ async function main() {
       $('step').textContent = cancelled ? 'cancelled: the report lists what was skipped' : 'done';
       document.body.dataset.state = 'done';
     } catch (e) {
-      fail(`The campaign failed: ${e}`);
+      fail(`The campaign failed: ${plainError(e)}`);
     } finally {
       $('run').disabled = false;
       $('cancel').disabled = true;
@@ -305,4 +351,7 @@ async function main() {
   if (params.has('autorun')) run();
 }
 
-main().catch((e) => fail(`The fleet page could not start: ${e}`));
+main().catch((e) => {
+  fail(`The fleet page could not start: ${plainError(e)}`);
+  $('device-panel').replaceChildren(el('p', 'The page could not start: nothing to describe.', 'muted'));
+});

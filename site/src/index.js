@@ -1,9 +1,9 @@
 // The index: this browser's adapter as Kiln sees it (the fleet page's wasm module describes it:
 // profile, device class, the variants it is offered) and, once it is known, a live thumbnail
 // per demo — the demo's walkthrough at one stage, embedded without its panel (talk.js hides it
-// with `embed`) and scaled into the card. Without WebGPU: the standard explanation, and the
-// cards keep their text.
-import { renderDevice } from './device.js';
+// with `embed`) and scaled into the card. Where the GPU paths cannot run (device.js says why):
+// the explanation, a sentence in the device panel, and the cards keep their text.
+import { detectWebGPU, plainError, renderDevice } from './device.js';
 
 const $ = (id) => document.getElementById(id);
 const thumbs = [...document.querySelectorAll('.thumb[data-src]')];
@@ -29,14 +29,19 @@ function showThumbnails() {
   }
 }
 
+function noDevice(text) {
+  $('device-panel').replaceChildren(Object.assign(document.createElement('p'),
+    { className: 'muted no-device', textContent: text }));
+}
+
 async function main() {
-  if (!navigator.gpu) {
-    window.kiln.noWebGPU('This browser has no WebGPU.',
-      'Each demo page still explains itself, and the waves and attention pages draw on their CPU paths.');
-    $('device-panel').replaceChildren(Object.assign(document.createElement('p'),
-      { className: 'muted', textContent: 'No WebGPU adapter: nothing to describe.' }));
-    placeholders('No WebGPU here: the live preview needs it.');
-    document.body.dataset.webgpu = 'missing';
+  const webgpu = await detectWebGPU();
+  if (!webgpu.ok) {
+    window.kiln.noWebGPU(webgpu,
+      'Each demo page still explains itself and runs its walkthrough; the waves, attention and ' +
+      'flash pages draw on their CPU paths.');
+    noDevice(`No device to describe (here: ${webgpu.short}; see above).`);
+    placeholders(`No live preview: ${webgpu.short}.`);
     return;
   }
   const wasm = await import('./fleet/fleet_web.js');
@@ -45,9 +50,13 @@ async function main() {
   try {
     info = JSON.parse(await wasm.device());
   } catch (e) {
-    window.kiln.noWebGPU(`This browser offers WebGPU, but no adapter could be opened (${e}).`,
-      'The demo pages explain themselves without it.');
-    placeholders('No WebGPU adapter: the live preview needs one.');
+    const why = plainError(e);
+    window.kiln.noWebGPU({ state: 'no-adapter',
+      reason: `This browser offers a WebGPU adapter, but it could not be opened (${why}).`,
+      fix: 'chrome://gpu shows the WebGPU status; an updated GPU driver may help.' },
+    'The demo pages explain themselves without it.');
+    noDevice(`The adapter could not be opened (${why}): there is no device to describe.`);
+    placeholders('No live preview: the adapter could not be opened.');
     return;
   }
   renderDevice($('device-panel'), info);
@@ -56,6 +65,7 @@ async function main() {
 }
 
 main().catch((e) => {
-  $('error').textContent = `The index could not start: ${e}`;
+  noDevice('The page could not start: nothing to describe.');
+  $('error').textContent = `The index could not start: ${plainError(e)}`;
   $('error').style.display = 'block';
 });

@@ -1,4 +1,7 @@
-// Starts a demo's wasm module, or says clearly why it cannot run here.
+// Starts a demo's wasm module, or says clearly why it cannot run here (device.js decides, for
+// every page alike) and hands over to the page's CPU path (window.kilnWithoutWebGPU) where it
+// has one.
+import { detectWebGPU } from './device.js';
 import { fetchModel } from './model.js';
 
 const script = document.currentScript ?? document.querySelector('script[data-demo]');
@@ -12,29 +15,24 @@ function fail(message) {
   if (hud) hud.textContent = 'not running';
 }
 
-// Buttons press the demo's keys on its canvas.
+// Buttons press the demo's keys on its canvas (which takes the focus without scrolling the
+// page to it).
 for (const button of document.querySelectorAll('button[data-key]')) {
   button.addEventListener('click', () => {
     const canvas = document.getElementById('canvas');
-    canvas.focus();
+    canvas.focus({ preventScroll: true });
     const init = { key: button.dataset.key, code: '', bubbles: true };
     canvas.dispatchEvent(new KeyboardEvent('keydown', init));
     canvas.dispatchEvent(new KeyboardEvent('keyup', init));
   });
 }
 
-// A browser may have WebGPU and still offer no adapter (no usable GPU, or WebGPU blocked for it):
-// the page treats both alike.
-let missing = null;
-if (!navigator.gpu) missing = 'This browser has no WebGPU.';
-else if (!(await navigator.gpu.requestAdapter().catch(() => null))) {
-  missing = 'This browser has WebGPU but offers no adapter (no usable GPU, or WebGPU is blocked for it).';
-}
-if (missing && window.kilnWithoutWebGPU) {
+const webgpu = await detectWebGPU();
+if (!webgpu.ok && window.kilnWithoutWebGPU) {
   // The page draws its CPU path instead, and explains.
-  window.kilnWithoutWebGPU(demo, missing);
-} else if (missing) {
-  window.kiln.noWebGPU(missing, '');
+  window.kilnWithoutWebGPU(demo, webgpu);
+} else if (!webgpu.ok) {
+  window.kiln.noWebGPU(webgpu, '');
   const hud = document.getElementById('hud');
   if (hud) hud.textContent = 'not running';
 } else {

@@ -1,14 +1,15 @@
 // Shared by every page: presenter mode (a demo's walkthrough, one stage at a time, driven from the
 // keyboard, the stage kept in the URL), the kernel-source view (the variants chosen for this
 // device, why, and the WGSL rendered for it, template values marked), and the one explanation
-// for a browser without WebGPU.
+// for a browser whose GPU paths cannot run (no WebGPU, no adapter, not a secure context).
 //
 // window.kiln:
-//   publish(what, json)  from wasm (kiln-app): 'stages' or 'kernels', as JSON text
+//   publish(what, json)  from wasm (kiln-app): 'stages' or 'kernels', as JSON text; any other
+//                        (a demo's 'settings') is dispatched as a `kiln:<what>` event
 //   setStages(list)      the walkthrough: [{ title, text, code: null | { caption, language, pieces: [{ text, marked }] } }]
 //   setKernels(list)     [{ family, variant, reason, values: [[name, value]], code }]
 //   onStage(fn)          fn(index, 0-based) whenever presenter mode shows a stage
-//   noWebGPU(reason, fallback)
+//   noWebGPU(missing, fallback)  missing: device.js's detectWebGPU() answer
 // URL: ?talk&stage=N (1-based) starts presenter mode at stage N; &embed hides the panel (the
 // index page's thumbnails). The page marks its live visuals with data-talk-visual, and limits one
 // to some stages with data-talk-stages="1 2" (1-based). body[data-talk-stage] holds the current
@@ -54,7 +55,7 @@ function buildPanel() {
   panel.append(
     nav,
     el('h2', { id: 'talk-title' }, 'Loading the walkthrough…'),
-    el('p', { id: 'talk-text' }, 'The demo publishes its stages once its GPU device is ready.'),
+    el('p', { id: 'talk-text' }, 'The demo publishes its stages once it has started.'),
     el('p', { id: 'talk-caption', class: 'muted' }, ''),
     el('div', { id: 'talk-code' }),
     el('p', { class: 'talk-keys muted' }, '→ or space: next · ←: back · Home: first · F: full screen · 1–9, 0: jump'));
@@ -133,8 +134,14 @@ function onKey(e) {
 function showKernels(list) {
   const section = document.getElementById('kernels');
   if (!section) return;
-  let box = section.querySelector('.kernel-list');
-  if (!box) { box = el('div', { class: 'kernel-list' }); section.append(box); }
+  // Without a device the view keeps noWebGPU's sentence.
+  if (!list.length && document.body.dataset.webgpu === 'missing') return;
+  let box = section.querySelector('div.kernel-list');
+  if (!box) {
+    section.querySelector('.kernel-list')?.remove();
+    box = el('div', { class: 'kernel-list' });
+    section.append(box);
+  }
   if (!list.length) {
     box.replaceChildren(el('p', { class: 'muted' }, 'No GPU kernels run here.'));
     return;
@@ -154,21 +161,45 @@ function showKernels(list) {
 
 // ---- no WebGPU ----
 
-function noWebGPU(reason, fallback) {
+const TITLES = {
+  insecure: 'WebGPU needs a secure page',
+  'no-webgpu': 'No WebGPU in this browser',
+  'no-adapter': 'No WebGPU adapter',
+};
+
+// The explanation for a page whose GPU paths cannot run: `missing` is device.js's answer
+// ({ state, reason, fix }; a bare sentence is taken as the reason), `fallback` what the page
+// does instead. The kernel-source view, which needs a device, says so instead of staying empty.
+function noWebGPU(missing, fallback) {
+  const m = typeof missing === 'string' ? { state: 'no-webgpu', reason: missing, fix: '' } : missing;
   const error = document.getElementById('error');
-  const text = `${reason} Kiln's GPU paths need WebGPU: use a current Chrome or Edge (113+), ` +
-    'Safari 26, or Firefox 141+ (on Linux, Chrome needs --enable-unsafe-webgpu, and ' +
-    'chrome://gpu shows the WebGPU status; Firefox elsewhere needs dom.webgpu.enabled).' +
-    (fallback ? ` ${fallback}` : '');
+  const text = [m.reason, m.fix, fallback].filter(Boolean).join(' ');
   if (error) {
-    error.textContent = text;
+    // What is wrong and its fix, then what the page does instead.
+    error.replaceChildren(el('p', { class: 'why' }, [m.reason, m.fix].filter(Boolean).join(' ')),
+      ...(fallback ? [' ', el('p', { class: 'instead' }, fallback)] : []));
     error.style.display = 'block';
   }
   document.body.dataset.webgpu = 'missing';
-  if (panel) {
-    panel.querySelector('#talk-title').textContent = 'No WebGPU in this browser';
+  document.body.dataset.webgpuState = m.state;
+  const kernels = document.getElementById('kernels');
+  if (kernels && !kernels.querySelector('.kernel-list')) {
+    kernels.append(el('p', { class: 'kernel-list muted' },
+      'No kernel source here: the kernels are rendered for the device in hand, and this browser ' +
+      'offers none (see the explanation at the top of the page).' +
+      (kernels.dataset.storedKernels !== undefined
+        ? ' The walkthrough shows them rendered for the limits every WebGPU device guarantees.' : '')));
+  }
+  if (panel && !stages.length) {
+    panel.querySelector('#talk-title').textContent = TITLES[m.state] ?? TITLES['no-webgpu'];
     panel.querySelector('#talk-text').textContent = text;
-    panel.dataset.ready = 'true';
+  }
+  if (panel) {
+    // The explanation sits above the walkthrough: the visuals fit in what is left.
+    const fit = () => document.body.style.setProperty('--above-talk',
+      `${error && !embedded ? error.getBoundingClientRect().bottom : 0}px`);
+    fit();
+    window.addEventListener('resize', fit);
   }
 }
 
@@ -184,6 +215,8 @@ window.kiln = {
     const value = JSON.parse(json);
     if (what === 'stages') this.setStages(value);
     else if (what === 'kernels') this.setKernels(value);
+    // Anything else (a demo's `settings`) goes to the page as a `kiln:<what>` event.
+    else document.dispatchEvent(new CustomEvent(`kiln:${what}`, { detail: value }));
   },
   onStage(fn) {
     listeners.push(fn);

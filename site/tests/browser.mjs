@@ -1,5 +1,9 @@
 // Headless Chromium with WebGPU on SwiftShader, and a static file server on 127.0.0.1 (a
-// secure context, which WebGPU requires). Shared by the browser tests and captures.
+// secure context, which WebGPU requires). Shared by the browser tests and captures. Also the
+// two other browser states the site must explain: WebGPU without an adapter (Debian's Chromium
+// without the flags that enable it on Linux: navigator.gpu is there, requestAdapter resolves
+// null) and a page that is not a secure context (plain HTTP from a host name that is not
+// localhost, which the browser resolves to the same loopback server).
 import { createServer } from 'node:http';
 import { readFileSync, statSync } from 'node:fs';
 import { extname, join, normalize } from 'node:path';
@@ -37,18 +41,37 @@ export async function serve(root, pages = {}) {
   return { url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
 }
 
-// Debian's Chromium, headless, with a fresh profile (Playwright makes a temporary one), WebGPU on SwiftShader (Vulkan flags keep canvas presentation).
-export async function launch() {
+// A host name that is not localhost, resolved by the browser to 127.0.0.1: a page served from
+// it over plain HTTP is not a secure context (the insecure state).
+export const INSECURE_HOST = 'kiln-site.test';
+
+// Debian's Chromium, headless, with a fresh profile (Playwright makes a temporary one). With
+// `webgpu` (the default): WebGPU on SwiftShader (Vulkan flags keep canvas presentation);
+// without: no WebGPU flags, so navigator.gpu offers no adapter. Either way INSECURE_HOST
+// resolves to 127.0.0.1, and plain HTTP stays plain (no HTTPS upgrade attempts).
+export async function launch({ webgpu = true } = {}) {
+  const gpu = webgpu
+    ? ['--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader',
+      '--use-angle=swiftshader', '--disable-gpu-sandbox']
+    : [];
   return chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    ignoreDefaultArgs: ['--disable-gpu'],
+    ignoreDefaultArgs: webgpu ? ['--disable-gpu'] : [],
     args: [
-      '--headless=new', '--enable-unsafe-webgpu', '--enable-features=Vulkan',
-      '--use-vulkan=swiftshader', '--use-angle=swiftshader', '--no-sandbox',
-      '--disable-gpu-sandbox', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--disable-quic',
+      '--headless=new', ...gpu, '--no-sandbox', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--disable-quic', `--host-resolver-rules=MAP ${INSECURE_HOST} 127.0.0.1`,
+      '--disable-features=HttpsUpgrades,HttpsFirstBalancedModeAutoEnable',
     ],
   });
+}
+
+// The address of a page of `server` as a visitor in `state` reaches it: the loopback address
+// (a secure context), or INSECURE_HOST for the insecure state.
+export function stateUrl(server, state, path) {
+  const url = new URL(server.url + path);
+  if (state === 'insecure') url.hostname = INSECURE_HOST;
+  return url.toString();
 }
 
 // A new page at `url` that records console errors and uncaught exceptions in `errors`.
@@ -129,19 +152,21 @@ export async function changedShare(page, a, b, threshold = 12) {
 // and the URL's stage must match, and a screenshot of `visual` (a locator) must have contrast and
 // differ from the previous stage's; it is looked at again until it does, for up to `wait` ms (a
 // stage's picture may land a frame or two late on SwiftShader). Screenshots are decoded in
-// `decoder`, a page of their own: the demo's page is busy drawing. Returns the last screenshot.
+// `decoder`, a page of their own: the demo's page is busy drawing. `settle`: ms before each
+// look; `onStage(k)`: more checks at stage k (1-based). Returns the last screenshot.
 export async function walkStages(page, decoder, visual, titles,
-  { threshold = 12, minChange = 0.05, minColours = 0, wait = 30000 } = {}) {
+  { threshold = 12, minChange = 0.05, minColours = 0, wait = 30000, settle = 1500, onStage } = {}) {
   let previous = null;
   for (let k = 1; k <= titles.length; k++) {
     if (k > 1) await page.keyboard.press('ArrowRight');
     assert.equal(await page.textContent('#talk-counter'), `${k} / ${titles.length}`);
     assert.equal(await page.textContent('#talk-title'), titles[k - 1]);
     assert.equal(new URL(page.url()).searchParams.get('stage'), String(k));
+    await onStage?.(k);
     const until = Date.now() + wait;
     let shot, stats, changed;
     do {
-      await page.waitForTimeout(1500);
+      await page.waitForTimeout(settle);
       shot = await visual.screenshot();
       stats = await pixelStats(decoder, shot);
       changed = previous ? await changedShare(decoder, previous, shot, threshold) : 1;

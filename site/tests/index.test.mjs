@@ -67,6 +67,9 @@ test('the index shows this device and four live demo cards with walkthrough link
     const hidden = await frame.locator('#talk').evaluate((t) => getComputedStyle(t).display);
     assert.equal(hidden, 'none', `${demo}: the embedded walkthrough shows its panel`);
   }
+  // The thumbnails' demos never take the focus (their canvases are not made active).
+  assert.notEqual(await page.evaluate(() => document.activeElement?.tagName), 'IFRAME',
+    'a thumbnail took the focus');
   // The fleet's thumbnail is the race itself, measured in the card.
   await page.frameLocator('.card[data-demo="fleet"] iframe').locator('#race[data-samples]')
     .waitFor({ state: 'attached', timeout: 120000 });
@@ -86,6 +89,7 @@ test('without WebGPU the index explains it and keeps its cards', async () => {
   assert.equal(await page.locator('.card iframe').count(), 0, 'no blank embedded demos');
   const cards = await page.$$eval('.card', (c) => c.map((x) => x.innerText));
   assert.equal(cards.length, 4);
-  assert.ok(cards.every((t) => /Walkthrough/.test(t) && /needs it/.test(t)), cards.join(' | '));
+  assert.ok(cards.every((t) => /Walkthrough/.test(t) && /No live preview: no WebGPU in this browser/.test(t)), cards.join(' | '));
+  assert.match(await page.textContent('#device-panel'), /No device to describe/);
   await page.close();
 });

@@ -45,10 +45,15 @@ for (const name of ['index', ...DEMOS]) {
         unnamed,
         walkthrough: [...document.querySelectorAll('a')].some((a) => /[?&]talk\b/.test(a.getAttribute('href') ?? '')),
         kernels: Boolean(document.getElementById('kernels')),
+        explained: document.body.dataset.webgpuState ?? null,
+        scroll: Math.round(scrollY),
         fg: body.color,
         bg: body.backgroundColor,
       };
     });
+    // WebGPU on SwiftShader: nothing to explain, and the page has not scrolled itself.
+    assert.equal(report.explained, null, 'a WebGPU browser is told its GPU paths cannot run');
+    assert.equal(report.scroll, 0, 'the page scrolled itself');
     assert.equal(report.lang, 'en');
     assert.equal(report.h1, 1, 'one h1');
     assert.deepEqual(report.unnamed, [], 'controls without an accessible name');

@@ -103,10 +103,15 @@ test('embed mode shows the visual without the panel; no WebGPU is explained', as
   await page.waitForSelector('#talk[data-ready]', { state: 'attached' });
   assert.equal(await page.isVisible('#talk'), false);
   assert.equal(await page.isVisible('#always'), true);
-  await page.evaluate(() => kiln.noWebGPU('This browser has no WebGPU.', 'The CPU path runs instead.'));
+  await page.evaluate(() => kiln.noWebGPU({ ok: false, state: 'no-adapter', short: 'no WebGPU adapter',
+    reason: 'This browser has WebGPU but offers no adapter.', fix: 'Try --enable-unsafe-webgpu.' },
+  'The CPU path runs instead.'));
   const text = await page.textContent('#error');
-  assert.match(text, /no WebGPU.*enable-unsafe-webgpu.*The CPU path runs instead/s);
+  assert.match(text, /offers no adapter.*enable-unsafe-webgpu.*The CPU path runs instead/s);
   assert.equal(await page.getAttribute('body', 'data-webgpu'), 'missing');
+  assert.equal(await page.getAttribute('body', 'data-webgpu-state'), 'no-adapter');
+  // The walkthrough keeps its stages.
+  assert.equal(await page.textContent('#talk-counter'), '1 / 3');
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -20,6 +20,15 @@ test('the waves page reports its adapter, animates and draws real pixels', async
   console.log(`hud: ${hud.split('\n').slice(1, 3).join(' | ')}`);
   assert.match(hud, /adapter: .*\(webgpu\)/);
   assert.match(hud, /drawing: GPU path/);
+  // The header says what is drawn (256×256 on a software adapter, not 1024×1024), More waves at
+  // the most is off and says so, and vsync is named only near the display's rate.
+  const [, res, count] = hud.match(/^(\d+)×\d+, (\d+) waves/m);
+  assert.equal(await page.textContent('#frame-now'), `: here ${res}×${res} pixels and ${count} waves`);
+  assert.equal(await page.isDisabled('button[data-key="+"]'), count === '128');
+  assert.equal(await page.getAttribute('button[data-key="+"]', 'title'), '128 waves is the most');
+  const [, fps, why] = hud.match(/displayed ([\d.]+) frames\/s \((.*)\)/);
+  assert.ok(Number(fps) >= 54 || !/vsync/.test(why), `displayed ${fps} frames/s: ${why}`);
+  assert.equal(await page.evaluate(() => Math.round(scrollY)), 0, 'the page scrolled itself');
   // Hide the HUD: its changing text must not stand in for a moving picture.
   await page.addStyleTag({ content: '#hud { visibility: hidden; }' });
   const canvas = page.locator('#canvas');

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use kiln_app::kiln::cpu::{self, Array};
 use kiln_app::kiln::ops::matmul::{self, Epilogue};
 use kiln_app::kiln::{self, Choice, DType, Gpu, Tensor, bench, ops};
-use kiln_app::talk::{Code, Stage};
+use kiln_app::talk::{Code, Stage, Target};
 use kiln_app::{BenchReport, Demo, Image, Options, Rates};
 use web_time::Instant;
 
@@ -218,63 +218,13 @@ impl Attention {
         }
     }
 
-    /// The kernels one forward pass runs, each with its role in the layer, chosen for the
-    /// current token count exactly as the ops choose them (from the shapes alone).
+    /// The kernels one forward pass runs for the current text, on this device.
     fn choices(&self) -> kiln::Result<Vec<(&'static str, Choice)>> {
-        let c = &self.loaded.model.config;
-        let (n, d, heads, inner) = (
-            self.tokens.ids.len().max(1),
-            c.hidden_size,
-            c.num_attention_heads,
-            c.intermediate_size,
-        );
-        let hd = d / heads.max(1);
-        let sel = self.gpu.selector();
-        let f32 = DType::F32;
-        let product = |batch, m, n, k, b_trans, epilogue| {
-            let mut call = matmul::Call::new(f32, batch, m, n, k);
-            call.layout.b_trans = b_trans;
-            call.epilogue = epilogue;
-            matmul::choose(&sel, &call, None)
-        };
-        let swap = ops::Widest {
-            family: "swap_axes",
-            dtype: f32,
-            count: None,
-        };
-        Ok(vec![
-            (
-                "embeddings",
-                sel.choose(&ops::add::call(f32, &[n, d], &[n, d])?, None)?,
-            ),
-            (
-                "layernorm",
-                sel.choose(&ops::layernorm::call(f32, d, false), None)?,
-            ),
-            (
-                "projection",
-                product(1, n, 3 * d, d, false, Epilogue::Bias)?,
-            ),
-            ("split heads", sel.choose(&swap, None)?),
-            ("scores", product(heads, n, n, hd, true, Epilogue::None)?),
-            (
-                "softmax",
-                sel.choose(&ops::softmax::call(f32, n, false), None)?,
-            ),
-            ("values", product(heads, n, hd, n, false, Epilogue::None)?),
-            (
-                "residual",
-                sel.choose(&ops::layernorm::call(f32, d, true), None)?,
-            ),
-            (
-                "expand",
-                product(1, n, inner, d, false, Epilogue::BiasGelu)?,
-            ),
-            (
-                "project back",
-                product(1, n, d, inner, false, Epilogue::Bias)?,
-            ),
-        ])
+        kernel_choices(
+            Target::Device(&self.gpu),
+            &self.loaded.model,
+            self.tokens.ids.len(),
+        )
     }
 
     /// Draws presenter mode's frame: the stage's visual at the current highlight step.
@@ -422,88 +372,7 @@ impl Demo for Attention {
             log::warn!("the walkthrough shows no kernel code: {e}");
             Vec::new()
         });
-        let kernel = |role: &str| -> Option<Code> {
-            let (_, choice) = kernels.iter().find(|(r, _)| *r == role)?;
-            Code::kernel(&self.gpu, choice)
-                .map_err(|e| log::warn!("rendering the {role} kernel failed: {e}"))
-                .ok()
-        };
-        let encoder_rs = include_str!("encoder.rs");
-        let tokenizer_rs = include_str!("tokenizer.rs");
-        let excerpt = |file: &str, source: &str, name: &str| {
-            Some(Code::rust_excerpt(
-                &format!("demos/attention/src/{file}"),
-                source,
-                name,
-            ))
-        };
-        let texts: [(&str, Option<Code>); 10] = [
-            (
-                "A person types a sentence. The model never sees letters: the text is first \
-                 cleaned up (lower case, spaces, accents) and cut into pieces its vocabulary \
-                 knows. Left: the characters, and the bytes a computer actually holds.",
-                excerpt("tokenizer.rs", tokenizer_rs, "normalise"),
-            ),
-            (
-                "WordPiece splits the text into tokens: whole words when the vocabulary has \
-                 them, pieces marked ## when it does not. [CLS] and [SEP] mark the start and \
-                 the end. Each token becomes a number, its row in the vocabulary.",
-                excerpt("tokenizer.rs", tokenizer_rs, "wordpiece"),
-            ),
-            (
-                "Each token id picks one row of a learned table: a vector of numbers. Two more \
-                 tables add where the token sits in the sentence and which segment it is in. \
-                 One row per token: a matrix with a row for every token.",
-                excerpt("encoder.rs", encoder_rs, "embeddings"),
-            ),
-            (
-                "Layer norm rescales every row to mean 0 and spread 1, then applies learned \
-                 weights. The bars on the right show each row's spread: after this step they \
-                 are all equal. One GPU workgroup normalises one row.",
-                kernel("layernorm"),
-            ),
-            (
-                "One matrix product turns each token's vector into a query (what it looks \
-                 for), a key (what it offers) and a value (what it passes on), the bias added \
-                 as it is stored. The columns are split into heads: each head attends on its own.",
-                excerpt("encoder.rs", encoder_rs, "qkv"),
-            ),
-            (
-                "Every query meets every key: one matrix product per head gives a table of \
-                 scores, one row per token, one column per token, scaled by one over the \
-                 square root of the head size. High means relevant.",
-                kernel("scores"),
-            ),
-            (
-                "Softmax turns each row of scores into weights between 0 and 1 that sum to 1: \
-                 how much each token listens to every other. These are the attention weights \
-                 the demo draws as its heatmap.",
-                kernel("softmax"),
-            ),
-            (
-                "Each token's new vector is the weighted average of all value vectors, with \
-                 its row of weights. The heads go side by side again and one more matrix \
-                 mixes them.",
-                excerpt("encoder.rs", encoder_rs, "values"),
-            ),
-            (
-                "The attention's output is added to the layer's input: the residual \
-                 connection. The layer only has to learn a change; the original signal passes \
-                 straight through. One kernel adds and normalises each row.",
-                kernel("residual"),
-            ),
-            (
-                "The sum is normalised and goes on to the feed-forward block; then the next \
-                 layer repeats it all. The same 20 lines ran on the GPU and on the CPU; on the \
-                 GPU the whole pass is recorded and submitted once.",
-                excerpt("encoder.rs", encoder_rs, "residual"),
-            ),
-        ];
-        walkthrough::TITLES
-            .iter()
-            .zip(texts)
-            .map(|(title, (text, code))| Stage::new(title, text, code))
-            .collect()
+        stages(Target::Device(&self.gpu), &kernels)
     }
 
     fn show_stage(&mut self, stage: usize) {
@@ -841,4 +710,215 @@ async fn bench_report(gpu: &Gpu, options: &Options) -> kiln::Result<BenchReport>
         });
     }
     Ok(report)
+}
+
+/// The kernels one forward pass over `tokens` tokens runs, each with its role in the layer,
+/// chosen for `target` exactly as the ops choose them (from the shapes alone): for the device in
+/// hand, or for a stored profile where the page has no WebGPU adapter.
+pub fn kernel_choices(
+    target: Target<'_>,
+    model: &Model,
+    tokens: usize,
+) -> kiln::Result<Vec<(&'static str, Choice)>> {
+    let c = &model.config;
+    let (n, d, heads, inner) = (
+        tokens.max(1),
+        c.hidden_size,
+        c.num_attention_heads,
+        c.intermediate_size,
+    );
+    let hd = d / heads.max(1);
+    let sel = target.selector();
+    let f32 = DType::F32;
+    let product = |batch, m, n, k, b_trans, epilogue| {
+        let mut call = matmul::Call::new(f32, batch, m, n, k);
+        call.layout.b_trans = b_trans;
+        call.epilogue = epilogue;
+        matmul::choose(&sel, &call, None)
+    };
+    let swap = ops::Widest {
+        family: "swap_axes",
+        dtype: f32,
+        count: None,
+    };
+    Ok(vec![
+        (
+            "embeddings",
+            sel.choose(&ops::add::call(f32, &[n, d], &[n, d])?, None)?,
+        ),
+        (
+            "layernorm",
+            sel.choose(&ops::layernorm::call(f32, d, false), None)?,
+        ),
+        (
+            "projection",
+            product(1, n, 3 * d, d, false, Epilogue::Bias)?,
+        ),
+        ("split heads", sel.choose(&swap, None)?),
+        ("scores", product(heads, n, n, hd, true, Epilogue::None)?),
+        (
+            "softmax",
+            sel.choose(&ops::softmax::call(f32, n, false), None)?,
+        ),
+        ("values", product(heads, n, hd, n, false, Epilogue::None)?),
+        (
+            "residual",
+            sel.choose(&ops::layernorm::call(f32, d, true), None)?,
+        ),
+        (
+            "expand",
+            product(1, n, inner, d, false, Epilogue::BiasGelu)?,
+        ),
+        (
+            "project back",
+            product(1, n, d, inner, false, Epilogue::Bias)?,
+        ),
+    ])
+}
+
+/// The walkthrough's ten stages, their kernels (`kernels`, from [`kernel_choices`]) rendered
+/// for `target`.
+pub fn stages(target: Target<'_>, kernels: &[(&'static str, Choice)]) -> Vec<Stage> {
+    let kernel = |role: &str| -> Option<Code> {
+        let (_, choice) = kernels.iter().find(|(r, _)| *r == role)?;
+        Code::kernel_for(target, choice)
+            .map_err(|e| log::warn!("rendering the {role} kernel failed: {e}"))
+            .ok()
+    };
+    let encoder_rs = include_str!("encoder.rs");
+    let tokenizer_rs = include_str!("tokenizer.rs");
+    let excerpt = |file: &str, source: &str, name: &str| {
+        Some(Code::rust_excerpt(
+            &format!("demos/attention/src/{file}"),
+            source,
+            name,
+        ))
+    };
+    let texts: [(&str, Option<Code>); 10] = [
+        (
+            "A person types a sentence. The model never sees letters: the text is first \
+                 cleaned up (lower case, spaces, accents) and cut into pieces its vocabulary \
+                 knows. Left: the characters, and the bytes a computer actually holds.",
+            excerpt("tokenizer.rs", tokenizer_rs, "normalise"),
+        ),
+        (
+            "WordPiece splits the text into tokens: whole words when the vocabulary has \
+                 them, pieces marked ## when it does not. [CLS] and [SEP] mark the start and \
+                 the end. Each token becomes a number, its row in the vocabulary.",
+            excerpt("tokenizer.rs", tokenizer_rs, "wordpiece"),
+        ),
+        (
+            "Each token id picks one row of a learned table: a vector of numbers. Two more \
+                 tables add where the token sits in the sentence and which segment it is in. \
+                 One row per token: a matrix with a row for every token.",
+            excerpt("encoder.rs", encoder_rs, "embeddings"),
+        ),
+        (
+            "Layer norm rescales every row to mean 0 and spread 1, then applies learned \
+                 weights. The bars on the right show each row's spread: after this step they \
+                 are all equal. One GPU workgroup normalises one row.",
+            kernel("layernorm"),
+        ),
+        (
+            "One matrix product turns each token's vector into a query (what it looks \
+                 for), a key (what it offers) and a value (what it passes on), the bias added \
+                 as it is stored. The columns are split into heads: each head attends on its own.",
+            excerpt("encoder.rs", encoder_rs, "qkv"),
+        ),
+        (
+            "Every query meets every key: one matrix product per head gives a table of \
+                 scores, one row per token, one column per token, scaled by one over the \
+                 square root of the head size. High means relevant.",
+            kernel("scores"),
+        ),
+        (
+            "Softmax turns each row of scores into weights between 0 and 1 that sum to 1: \
+                 how much each token listens to every other. These are the attention weights \
+                 the demo draws as its heatmap.",
+            kernel("softmax"),
+        ),
+        (
+            "Each token's new vector is the weighted average of all value vectors, with \
+                 its row of weights. The heads go side by side again and one more matrix \
+                 mixes them.",
+            excerpt("encoder.rs", encoder_rs, "values"),
+        ),
+        (
+            "The attention's output is added to the layer's input: the residual \
+                 connection. The layer only has to learn a change; the original signal passes \
+                 straight through. One kernel adds and normalises each row.",
+            kernel("residual"),
+        ),
+        (
+            "The sum is normalised and goes on to the feed-forward block; then the next \
+                 layer repeats it all. The same 20 lines ran on the GPU and on the CPU; on the \
+                 GPU the whole pass is recorded and submitted once.",
+            excerpt("encoder.rs", encoder_rs, "residual"),
+        ),
+    ];
+    walkthrough::TITLES
+        .iter()
+        .zip(texts)
+        .map(|(title, (text, code))| Stage::new(title, text, code))
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use kiln_app::talk::{self, Stored};
+
+    /// A page without a WebGPU adapter shows the whole walkthrough: every stage's words and
+    /// code (the kernels rendered for a stored profile) and every stage's visual drawn from a
+    /// CPU forward pass.
+    #[test]
+    fn the_walkthrough_needs_no_device() {
+        let model = Model::synthetic().unwrap();
+        let tokenizer = Tokenizer::new(&model.vocab).unwrap();
+        let tokens = encode(&model, &tokenizer, DEFAULT_TEXT).unwrap();
+        let stored = Stored::webgpu_defaults().unwrap();
+        let target = Target::Stored(&stored);
+        let kernels = kernel_choices(target, &model, tokens.ids.len()).unwrap();
+        let list = stages(target, &kernels);
+        talk::check(&list).unwrap();
+        assert_eq!(list.len(), walkthrough::TITLES.len());
+        for s in &list {
+            let code = s.code.as_ref().expect("every stage shows code");
+            if code.language == "wgsl" {
+                assert!(code.caption.contains("stored profile"), "{}", code.caption);
+            }
+        }
+        let wgsl = list
+            .iter()
+            .filter(|s| s.code.as_ref().is_some_and(|c| c.language == "wgsl"))
+            .count();
+        assert_eq!(
+            wgsl, 4,
+            "layer norm, scores, softmax and the residual show kernels"
+        );
+        let f = cpu_forward(&model, &tokens.ids).unwrap();
+        let trace = Trace::from_cpu(&f, 0).expect("layer 0 is traced");
+        for stage in 0..list.len() {
+            let scene = Scene {
+                text: DEFAULT_TEXT,
+                tokens: &tokens.tokens,
+                ids: &tokens.ids,
+                trace: Some(&trace),
+                layers: model.config.num_hidden_layers,
+                head: 0,
+                vocab: model.config.vocab_size,
+                hidden: model.config.hidden_size,
+                path: "CPU",
+                time: 1.0,
+            };
+            let img = walkthrough::draw(stage, &scene);
+            let distinct: std::collections::HashSet<u32> = img.pixels.iter().copied().collect();
+            assert!(
+                distinct.len() > 8,
+                "stage {}: a near-blank picture",
+                stage + 1
+            );
+        }
+    }
 }

@@ -1,12 +1,16 @@
-//! The browser's CPU fallback: without WebGPU there is no window to open (kiln-app's `run` returns), and
-//! the page (site/src/attention.js) draws this export's heatmaps into a 2D canvas: the same
-//! encoder on kiln's CPU loops, in this WebAssembly module, on one thread.
+//! The browser's CPU fallback: without a WebGPU adapter there is no window to open (kiln-app's
+//! `run` returns), and the page (site/src/attention.js) draws this export's heatmaps into a 2D
+//! canvas: the same encoder on kiln's CPU loops, in this WebAssembly module, on one thread. The
+//! walkthrough runs on it too: every stage's visual from a CPU forward pass, the kernels
+//! rendered for a stored profile.
 
-use attention::demo::{cpu_forward, encode, pick_model};
+use attention::demo::{cpu_forward, encode, kernel_choices, pick_model, stages};
 use attention::encoder;
 use attention::heatmap;
 use attention::model::Model;
-use attention::tokenizer::Tokenizer;
+use attention::tokenizer::{Tokenizer, Tokens};
+use attention::walkthrough::{self, Scene, Trace};
+use kiln_app::talk::{Stored, Target};
 use wasm_bindgen::prelude::*;
 
 fn js(e: impl std::fmt::Display) -> JsError {
@@ -21,6 +25,8 @@ pub struct CpuAttention {
     tokenizer: Tokenizer,
     /// The tokens of the text drawn last, space-separated.
     tokens: String,
+    /// The walkthrough's last forward pass: its text, tokens and layer, and the layer's trace.
+    traced: Option<(String, Tokens, usize, Option<Trace>)>,
 }
 
 #[wasm_bindgen]
@@ -34,6 +40,7 @@ impl CpuAttention {
             tokenizer: Tokenizer::new(&model.vocab).map_err(js)?,
             model,
             tokens: String::new(),
+            traced: None,
         })
     }
 
@@ -60,6 +67,69 @@ impl CpuAttention {
         let img = heatmap::view(&tokens.tokens, one, &title, None, &encoder::source_lines());
         self.tokens = tokens.tokens.join(" ");
         Ok(img.rgba())
+    }
+
+    /// Walkthrough stage `stage` (0-based) for `text`, layer `layer`, head `head`, `time`
+    /// seconds in (the highlights move with it): RGBA8 bytes, `stage_width` × `stage_height`.
+    /// The forward pass runs on the CPU path once per text and layer.
+    pub fn stage(
+        &mut self,
+        stage: usize,
+        text: &str,
+        layer: usize,
+        head: usize,
+        time: f32,
+    ) -> Result<Vec<u8>, JsError> {
+        let c = &self.model.config;
+        let layer = layer % c.num_hidden_layers.max(1);
+        let fresh = self
+            .traced
+            .as_ref()
+            .is_some_and(|(t, _, l, _)| t == text && *l == layer);
+        if !fresh {
+            let tokens = encode(&self.model, &self.tokenizer, text).map_err(js)?;
+            let f = cpu_forward(&self.model, &tokens.ids).map_err(js)?;
+            let trace = Trace::from_cpu(&f, layer);
+            self.tokens = tokens.tokens.join(" ");
+            self.traced = Some((text.to_string(), tokens, layer, trace));
+        }
+        let Some((_, tokens, _, trace)) = &self.traced else {
+            return Err(JsError::new("the walkthrough's forward pass is missing"));
+        };
+        let scene = Scene {
+            text,
+            tokens: &tokens.tokens,
+            ids: &tokens.ids,
+            trace: trace.as_ref(),
+            layers: c.num_hidden_layers,
+            head: head % c.num_attention_heads.max(1),
+            vocab: c.vocab_size,
+            hidden: c.hidden_size,
+            path: "CPU",
+            time,
+        };
+        Ok(walkthrough::draw(stage, &scene).rgba())
+    }
+
+    /// The walkthrough's stages as JSON (kiln-app's `Stage`s) for `text`, the kernels chosen
+    /// and rendered for WebGPU's guaranteed limits: this browser has no adapter to render them
+    /// for.
+    pub fn talk_stages(&self, text: &str) -> Result<String, JsError> {
+        let stored = Stored::webgpu_defaults().map_err(js)?;
+        let target = Target::Stored(&stored);
+        let tokens = encode(&self.model, &self.tokenizer, text).map_err(js)?;
+        let kernels = kernel_choices(target, &self.model, tokens.ids.len()).map_err(js)?;
+        serde_json::to_string(&stages(target, &kernels)).map_err(js)
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn stage_width(&self) -> usize {
+        walkthrough::WIDTH
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn stage_height(&self) -> usize {
+        walkthrough::HEIGHT
     }
 
     #[wasm_bindgen(getter)]

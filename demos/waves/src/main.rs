@@ -11,8 +11,8 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use kiln_app::kiln::cpu::{self, Array};
-use kiln_app::kiln::{self, Choice, DType, Dispatch, Gpu, Tensor, bench, ops};
-use kiln_app::talk::{Code, Stage};
+use kiln_app::kiln::{self, Choice, DType, DeviceProfile, Dispatch, Gpu, Tensor, bench, ops};
+use kiln_app::talk::{Code, Stage, Target};
 use kiln_app::{BenchReport, Demo, Image, Options, Rates};
 use model::{BIAS, Model, SCALE};
 
@@ -47,8 +47,8 @@ struct GpuFrame {
 /// The element type of the frame's matrices on the GPU path: f16 (with f32 accumulation) where
 /// the adapter has cooperative matrices, so the product runs on them; f32 elsewhere. The CPU path
 /// stays f32, and the benchmark checks that both paths' pixels agree within 2/255.
-fn frame_dtype(gpu: &Gpu) -> DType {
-    let f = &gpu.profile().features;
+fn frame_dtype(profile: &DeviceProfile) -> DType {
+    let f = &profile.features;
     if f.cooperative_matrix && f.shader_f16 {
         DType::F16
     } else {
@@ -59,7 +59,7 @@ fn frame_dtype(gpu: &Gpu) -> DType {
 impl GpuFrame {
     fn new(gpu: &Gpu, m: &Model) -> kiln::Result<GpuFrame> {
         let (res, w) = (m.res, m.count());
-        let dtype = frame_dtype(gpu);
+        let dtype = frame_dtype(gpu.profile());
         let left = Tensor::from_slice(gpu, &[4 * res, 2 * w], &m.left(), dtype)?;
         let freq = Tensor::from_slice(gpu, &[w], &m.freq(), DType::F32)?;
         let phase = Tensor::from_slice(gpu, &[w], &m.phases(0.0), DType::F32)?;
@@ -70,6 +70,20 @@ impl GpuFrame {
         let (product, c2) = ops::matmul::plan(&left, &right, &planes, None)?;
         let planes = planes.reshape(&[4, res, res])?;
         let (pack, c3) = ops::rgba8::plan(&planes, &pixels, SCALE, BIAS, None)?;
+        let choices = vec![c1, c2, c3];
+        // A page without an adapter shows the kernels `frame_choices` asks for: say so if they
+        // ever differ from the plans' (the test frame_choices_are_the_plans_choices checks it).
+        let asked = frame_choices(Target::Device(gpu), m)?;
+        let names = |list: &[Choice]| -> Vec<String> {
+            list.iter().map(|c| c.variant.name.clone()).collect()
+        };
+        if names(&asked) != names(&choices) {
+            log::warn!(
+                "waves: the walkthrough without a device would show {:?}, the frame runs {:?}",
+                names(&asked),
+                names(&choices)
+            );
+        }
         Ok(GpuFrame {
             phase,
             left,
@@ -77,7 +91,7 @@ impl GpuFrame {
             planes,
             pixels,
             dispatches: vec![table, product, pack],
-            choices: vec![c1, c2, c3],
+            choices,
         })
     }
 
@@ -106,6 +120,122 @@ fn cpu_frame(m: &Model, left: &Array, t: f32) -> kiln::Result<Vec<u32>> {
     let planes = cpu::matmul(left, &right)?;
     let planes = Array::new(&[4, m.res, m.res], planes.data)?;
     cpu::rgba8(&planes, SCALE, BIAS)
+}
+
+/// The selector's choices for a frame's three launches on `target`, from the shapes alone, as
+/// `GpuFrame::new`'s plans make them: the page without a WebGPU adapter shows these kernels
+/// rendered for a stored profile.
+fn frame_choices(target: Target<'_>, m: &Model) -> kiln::Result<Vec<Choice>> {
+    let (res, w) = (m.res, m.count());
+    let dtype = frame_dtype(target.profile());
+    let sel = target.selector();
+    let widest = |family, count| {
+        let call = ops::Widest {
+            family,
+            dtype,
+            count: Some(count),
+        };
+        sel.choose(&call, None)
+    };
+    let product = ops::matmul::Call::new(dtype, 1, 4 * res, res, 2 * w);
+    Ok(vec![
+        widest("sinusoid", res)?,
+        ops::matmul::choose(&sel, &product, None)?,
+        widest("rgba8", res * res)?,
+    ])
+}
+
+/// The walkthrough for `m`, its kernels (`choices`: the frame's three launches) rendered for
+/// `target`. Without a device (`Target::Stored`) the pictures come from the CPU path and the
+/// words say so.
+fn walkthrough(m: &Model, target: Target<'_>, choices: &[Choice]) -> Vec<Stage> {
+    let (res, w) = (m.res, m.count());
+    let gflop = 2.0 * (4 * res * 2 * w * res) as f64 / 1e9;
+    let stored = target.is_stored();
+    let code = |i: usize| -> Option<Code> {
+        let choice = choices.get(i)?;
+        Code::kernel_for(target, choice)
+            .map_err(|e| log::warn!("waves: cannot render {}: {e}", choice.variant.name))
+            .ok()
+    };
+    let matmul = choices
+        .get(1)
+        .map(|c| format!("{} ({})", c.variant.name, c.reason))
+        .unwrap_or_default();
+    let product = if stored {
+        format!(
+            "on the left, as this page's CPU path computed them (this browser offers no WebGPU \
+             adapter). For a device with only WebGPU's guaranteed limits the selector would \
+             choose {matmul}."
+        )
+    } else {
+        format!("on the left, as the GPU computed them. The selector chose {matmul}.")
+    };
+    vec![
+        Stage::new(
+            "The waves",
+            &format!(
+                "{w} plane waves cross a {res}x{res} frame, each with a direction, a \
+                 wavelength, a speed, a phase and a colour. A pixel's colour is the sum of \
+                 every wave's sine there. On the left each wave is a dot at its direction \
+                 and frequency, with a hand at its phase, turning as the wave moves."
+            ),
+            Some(Code::rust_excerpt(
+                "demos/waves/src/model.rs: the waves",
+                include_str!("model.rs"),
+                "waves",
+            )),
+        ),
+        Stage::new(
+            "Two factor matrices",
+            &format!(
+                "sin(α + β) = sin α cos β + cos α sin β splits every wave into a row part \
+                 and a column part. L [{}, {}] holds the rows' parts, fixed; R(t) [{}, {res}] \
+                 holds the columns' sines and cosines, rebuilt on the GPU every frame from \
+                 {w} phases, the only upload.",
+                4 * res,
+                2 * w,
+                2 * w
+            ),
+            code(0),
+        ),
+        Stage::new(
+            "One matmul",
+            &format!(
+                "planes = L · R(t) gives the red, green, blue and mean planes of the whole \
+                 frame in one matrix multiplication, {gflop:.2} GFLOP per frame; {product}"
+            ),
+            code(1),
+        ),
+        Stage::new(
+            "Colour mapping",
+            &format!(
+                "A third kernel maps each plane to a byte, 255 · clamp(v · {SCALE} + {BIAS}, \
+                 0, 1), and packs four into one u32 per pixel. The window draws that buffer \
+                 directly: nothing comes back to the CPU."
+            ),
+            code(2),
+        ),
+        Stage::new(
+            "GPU against CPU",
+            if stored {
+                "The same frame on the plain CPU path (single-threaded loops) and on the GPU, \
+                 both timed uncapped: no vsync, no display. Here only the CPU path runs, in \
+                 this page's WebAssembly on one thread: this browser offers no WebGPU adapter, \
+                 so there is no GPU bar to race it."
+            } else {
+                "The same frame on the plain CPU path (single-threaded loops) and on the GPU, \
+                 both timed uncapped: no vsync, no display. The GPU is timed with GPU timestamps \
+                 where the adapter has them, the wall clock otherwise; the bars are on a log \
+                 scale."
+            },
+            Some(Code::rust_excerpt(
+                "demos/waves/src/main.rs: measure()",
+                include_str!("main.rs"),
+                "measure",
+            )),
+        ),
+    ]
 }
 
 /// GPU tensors copied back for a stage's picture. One copy is in flight at a time: natively it
@@ -222,7 +352,7 @@ impl Waves {
         }
     }
 
-    fn settings(m: &Model) -> String {
+    fn settings_words(m: &Model) -> String {
         format!("{0}×{0}, {1} waves, seed {2}", m.res, m.count(), m.seed)
     }
 
@@ -278,14 +408,6 @@ impl Waves {
         self.picture.write_u32(&picture.packed())?;
         Ok(self.picture.clone())
     }
-
-    /// The selector's choice for launch `i`, rendered for this device (`None` if it cannot be).
-    fn kernel_code(&self, i: usize) -> Option<Code> {
-        let choice = self.gpu_frame.choices.get(i)?;
-        Code::kernel(&self.gpu, choice)
-            .map_err(|e| log::warn!("waves: cannot render {}: {e}", choice.variant.name))
-            .ok()
-    }
 }
 
 /// Max per-channel difference between two RGBA8 frames, in 1/255 steps.
@@ -325,78 +447,29 @@ impl Demo for Waves {
     }
 
     fn stages(&self) -> Vec<Stage> {
-        let m = &self.model;
-        let (res, w) = (m.res, m.count());
-        let gflop = 2.0 * (4 * res * 2 * w * res) as f64 / 1e9;
-        let matmul = self
-            .gpu_frame
-            .choices
-            .get(1)
-            .map(|c| format!("{} ({})", c.variant.name, c.reason))
-            .unwrap_or_default();
-        vec![
-            Stage::new(
-                "The waves",
-                &format!(
-                    "{w} plane waves cross a {res}x{res} frame, each with a direction, a \
-                     wavelength, a speed, a phase and a colour. A pixel's colour is the sum of \
-                     every wave's sine there. On the left each wave is a dot at its direction \
-                     and frequency, with a hand at its phase, turning as the wave moves."
-                ),
-                Some(Code::rust_excerpt(
-                    "demos/waves/src/model.rs: the waves",
-                    include_str!("model.rs"),
-                    "waves",
-                )),
-            ),
-            Stage::new(
-                "Two factor matrices",
-                &format!(
-                    "sin(α + β) = sin α cos β + cos α sin β splits every wave into a row part \
-                     and a column part. L [{}, {}] holds the rows' parts, fixed; R(t) [{}, {res}] \
-                     holds the columns' sines and cosines, rebuilt on the GPU every frame from \
-                     {w} phases, the only upload.",
-                    4 * res,
-                    2 * w,
-                    2 * w
-                ),
-                self.kernel_code(0),
-            ),
-            Stage::new(
-                "One matmul",
-                &format!(
-                    "planes = L · R(t) gives the red, green, blue and mean planes of the whole \
-                     frame in one matrix multiplication, {gflop:.2} GFLOP per frame; on the \
-                     left, as the GPU computed them. The selector chose {matmul}."
-                ),
-                self.kernel_code(1),
-            ),
-            Stage::new(
-                "Colour mapping",
-                &format!(
-                    "A third kernel maps each plane to a byte, 255 · clamp(v · {SCALE} + {BIAS}, \
-                     0, 1), and packs four into one u32 per pixel. The window draws that buffer \
-                     directly: nothing comes back to the CPU."
-                ),
-                self.kernel_code(2),
-            ),
-            Stage::new(
-                "GPU against CPU",
-                "The same frame on the plain CPU path (single-threaded loops) and on the GPU, \
-                 both timed uncapped: no vsync, no display. The GPU is timed with GPU timestamps \
-                 where the adapter has them, the wall clock otherwise; the bars are on a log \
-                 scale.",
-                Some(Code::rust_excerpt(
-                    "demos/waves/src/main.rs: measure()",
-                    include_str!("main.rs"),
-                    "measure",
-                )),
-            ),
-        ]
+        walkthrough(
+            &self.model,
+            Target::Device(&self.gpu),
+            &self.gpu_frame.choices,
+        )
     }
 
     fn show_stage(&mut self, stage: usize) {
         self.stage = Some(stage.min(RATES));
+    }
+
+    /// The frame's size and the wave count, and whether `+`/`-` can change it: the page's
+    /// text and buttons follow (a software adapter starts at 256×256, not 1024×1024).
+    fn settings(&self) -> serde_json::Value {
+        let m = &self.model;
+        serde_json::json!({
+            "res": m.res,
+            "waves": m.count(),
+            "seed": m.seed,
+            "fewest": m.count() <= WAVES[0],
+            "most": m.count() >= WAVES[WAVES.len() - 1],
+            "words": Waves::settings_words(m),
+        })
     }
 
     fn kernels(&self) -> Vec<Choice> {
@@ -439,7 +512,7 @@ impl Demo for Waves {
                 if self.on_gpu { "GPU" } else { "CPU" },
                 if self.paused { " (paused)" } else { "" }
             ),
-            Waves::settings(&self.model),
+            Waves::settings_words(&self.model),
         ];
         lines.extend(
             self.gpu_frame
@@ -522,7 +595,7 @@ impl Demo for Waves {
                 demo: Self::NAME.into(),
                 adapter: gpu.profile().name.clone(),
                 backend: gpu.profile().backend.clone(),
-                settings: Waves::settings(&w.model),
+                settings: Waves::settings_words(&w.model),
                 gpu: gpu_t,
                 cpu: cpu_t,
                 checks: serde_json::json!({
@@ -541,6 +614,60 @@ impl Demo for Waves {
                     rgba,
                 }),
             })
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use kiln_app::talk::{self, Stored};
+
+    /// The page without an adapter asks the selector the same questions as the GPU path's plans:
+    /// on the device in hand both give the same variants.
+    #[test]
+    fn frame_choices_are_the_plans_choices() {
+        let gpu = pollster::block_on(Gpu::new(&kiln::GpuOptions::default()))
+            .expect("GPU tests need an adapter (Mesa lavapipe in CI)");
+        for (count, res) in [(128, 256), (8, 512), (64, 1024)] {
+            let model = Model::new(count, res, 1);
+            let planned = GpuFrame::new(&gpu, &model).unwrap().variants();
+            let asked: Vec<String> = frame_choices(Target::Device(&gpu), &model)
+                .unwrap()
+                .iter()
+                .map(|c| format!("{} {}", c.variant.family, c.variant.name))
+                .collect();
+            assert_eq!(planned, asked, "{count} waves at {res}x{res}");
+        }
+    }
+
+    /// Without a device every stage still has its words and its code, the kernels rendered for
+    /// a stored profile and said to be.
+    #[test]
+    fn the_walkthrough_needs_no_device() {
+        for name in ["webgpu-defaults", "chromium-swiftshader", "nvidia-h200"] {
+            let stored = Stored::profile(name).unwrap();
+            let target = Target::Stored(&stored);
+            let model = Model::new(128, 256, 1);
+            let choices = frame_choices(target, &model).unwrap();
+            let stages = walkthrough(&model, target, &choices);
+            talk::check(&stages).unwrap();
+            assert_eq!(stages.len(), RATES + 1);
+            for s in &stages {
+                let code = s.code.as_ref().expect("every stage shows code");
+                assert!(!code.text().trim().is_empty(), "{}", s.title);
+            }
+            for i in [FACTORS, PRODUCT, COLOUR] {
+                let code = stages[i].code.as_ref().unwrap();
+                assert_eq!(code.language, "wgsl");
+                assert!(code.caption.contains("stored profile"), "{}", code.caption);
+            }
+            assert!(
+                stages[PRODUCT].text.contains("CPU path"),
+                "{}",
+                stages[PRODUCT].text
+            );
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::model::Model;
 pub const SIZE: usize = 576;
 
 const GRID: Rgba = [48, 48, 60, 255];
-const COOL: Rgba = [96, 168, 255, 255];
+pub const COOL: Rgba = [96, 168, 255, 255];
 
 /// A picture that says what it waits for (in the browser a copy from the GPU lands a frame or
 /// two after it was asked for).
@@ -158,40 +158,16 @@ pub fn planes(model: &Model, planes: &[f32]) -> Bitmap {
 /// logarithmic scale, with the figures and the clocks they came from.
 pub fn rates(model: &Model, frame: &[u32], rates: Option<&Rates>) -> Bitmap {
     let res = model.res;
-    let mut b = Bitmap::new(SIZE, SIZE, BG);
-    b.text(16, 12, "uncapped frames/s, log scale", 2, TEXT);
-    let (fx, fy, side) = (16, 48, 320);
-    let opaque: Vec<u32> = frame.iter().map(|p| p | 0xff00_0000).collect();
-    heatmap_u32(&mut b, [fx, fy, side, side], &opaque, [res, res]);
+    let mut b = framed(model, frame);
     // A rate from a median of 0 ms (a coarse clock) is infinite: nothing to draw on a log scale.
     let Some(r) = rates.filter(|r| r.gpu_fps.is_finite() && r.cpu_fps.is_finite()) else {
         b.text(352, 200, "measuring...", 2, MUTED);
         return b;
     };
-    // Decades from 0.1 frames/s to the one above the GPU's rate.
-    let top = r.gpu_fps.max(r.cpu_fps).max(1.0).log10().ceil();
-    let bottom = -1.0f64;
-    let (bx, by, bh) = (360usize, fy, side);
-    let height = |fps: f64| {
-        let at = (fps.max(0.1).log10() - bottom) / (top - bottom);
-        (at.clamp(0.0, 1.0) * bh as f64) as usize
-    };
-    let mut decade = bottom;
-    while decade <= top {
-        let y = by + bh - height(10f64.powf(decade));
-        b.rect(bx + 40, y, 176, 1, GRID);
-        b.text(bx, y.saturating_sub(4), &decade_label(decade), 1, MUTED);
-        decade += 1.0;
-    }
-    for (i, (fps, colour, name)) in [(r.gpu_fps, ACCENT, "GPU"), (r.cpu_fps, COOL, "CPU")]
-        .into_iter()
-        .enumerate()
-    {
-        let x = bx + 56 + i * 84;
-        let h = height(fps).max(2);
-        b.rect(x, by + bh - h, 64, h, colour);
-        b.text(x + 8, by + bh + 8, name, 2, colour);
-    }
+    bars(
+        &mut b,
+        &[(r.gpu_fps, ACCENT, "GPU"), (r.cpu_fps, COOL, "CPU")],
+    );
     let lines = [
         (format!("GPU {:.1} frames/s", r.gpu_fps), ACCENT),
         (format!("    ({})", r.gpu_clock), MUTED),
@@ -210,6 +186,44 @@ pub fn rates(model: &Model, frame: &[u32], rates: Option<&Rates>) -> Bitmap {
         b.text(16, 400 + i * 34, text, 2, *colour);
     }
     b
+}
+
+/// The picture's title and the frame itself, top left.
+pub fn framed(model: &Model, frame: &[u32]) -> Bitmap {
+    let res = model.res;
+    let mut b = Bitmap::new(SIZE, SIZE, BG);
+    b.text(16, 12, "uncapped frames/s, log scale", 2, TEXT);
+    let opaque: Vec<u32> = frame.iter().map(|p| p | 0xff00_0000).collect();
+    heatmap_u32(&mut b, [16, 48, 320, 320], &opaque, [res, res]);
+    b
+}
+
+/// Bars on a log scale beside the frame, from 0.1 frames/s to the decade above the fastest.
+pub fn bars(b: &mut Bitmap, list: &[(f64, Rgba, &str)]) {
+    let (bx, by, bh) = (360usize, 48usize, 320usize);
+    let top = list
+        .iter()
+        .fold(1.0f64, |a, (fps, _, _)| a.max(*fps))
+        .log10()
+        .ceil();
+    let bottom = -1.0f64;
+    let height = |fps: f64| {
+        let at = (fps.max(0.1).log10() - bottom) / (top - bottom);
+        (at.clamp(0.0, 1.0) * bh as f64) as usize
+    };
+    let mut decade = bottom;
+    while decade <= top {
+        let y = by + bh - height(10f64.powf(decade));
+        b.rect(bx + 40, y, 176, 1, GRID);
+        b.text(bx, y.saturating_sub(4), &decade_label(decade), 1, MUTED);
+        decade += 1.0;
+    }
+    for (i, (fps, colour, name)) in list.iter().enumerate() {
+        let x = bx + 56 + i * 84;
+        let h = height(*fps).max(2);
+        b.rect(x, by + bh - h, 64, h, *colour);
+        b.text(x + 8, by + bh + 8, name, 2, *colour);
+    }
 }
 
 /// `2582x`, `2.0x`, `0.48x`: the digits that matter.

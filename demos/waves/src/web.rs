@@ -1,10 +1,26 @@
-//! The browser's CPU fallback: without WebGPU there is no window to open (kiln-app's `run` returns), and
-//! the page (site/src/waves.js) draws the CPU path's frames from this export into a 2D canvas.
+//! The browser's CPU fallback: without a WebGPU adapter there is no window to open (kiln-app's
+//! `run` returns), and the page (site/src/waves.js) draws the CPU path's frames from this export
+//! into a 2D canvas — and, in the walkthrough, each stage's picture, computed on the CPU path,
+//! beside the stage list with the kernels rendered for a stored profile.
 
-use kiln_app::kiln::cpu::Array;
+use std::collections::VecDeque;
+
+use kiln_app::kiln::cpu::{self, Array};
+use kiln_app::raster::Bitmap;
+use kiln_app::raster::palette::{MUTED, TEXT};
+use kiln_app::talk::{Stored, Target};
 use wasm_bindgen::prelude::*;
+use web_time::Instant;
 
 use crate::model::Model;
+use crate::{COLOUR, FACTORS, PARAMETERS, PRODUCT, visual};
+
+fn js(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+/// How many frame times the CPU rate is the median of.
+const TIMED: usize = 5;
 
 /// The waves on the CPU path: the same model and the same three steps as the GPU path.
 #[wasm_bindgen]
@@ -12,6 +28,8 @@ use crate::model::Model;
 pub struct CpuWaves {
     model: Model,
     left: Array,
+    /// The last few frames' wall-clock times, ms (the last stage's rate).
+    times_ms: VecDeque<f64>,
 }
 
 #[wasm_bindgen]
@@ -25,15 +43,17 @@ impl CpuWaves {
             )));
         }
         let model = Model::new(count, res, u64::from(seed));
-        let left = Array::new(&[4 * res, 2 * count], model.left())
-            .map_err(|e| JsError::new(&e.to_string()))?;
-        Ok(CpuWaves { model, left })
+        let left = Array::new(&[4 * res, 2 * count], model.left()).map_err(js)?;
+        Ok(CpuWaves {
+            model,
+            left,
+            times_ms: VecDeque::new(),
+        })
     }
 
     /// The frame at time `t` seconds as RGBA8 bytes, opaque (for `ImageData`).
-    pub fn frame(&self, t: f32) -> Result<Vec<u8>, JsError> {
-        let pixels = crate::cpu_frame(&self.model, &self.left, t)
-            .map_err(|e| JsError::new(&e.to_string()))?;
+    pub fn frame(&mut self, t: f32) -> Result<Vec<u8>, JsError> {
+        let pixels = self.timed_frame(t)?;
         // The fourth plane (the mean wave) sits in the alpha byte: the page shows RGB.
         Ok(pixels
             .iter()
@@ -44,15 +64,108 @@ impl CpuWaves {
             .collect())
     }
 
+    /// The walkthrough stage `stage`'s picture (0-based) at time `t`, `stage_size` pixels
+    /// square, as RGBA8 bytes: what the GPU path's pictures show, computed on the CPU path.
+    /// The colour-mapping stage shows the frame itself (`frame`).
+    pub fn stage(&mut self, stage: usize, t: f32) -> Result<Vec<u8>, JsError> {
+        let m = &self.model;
+        let picture = match stage {
+            PARAMETERS => visual::parameters(m, t),
+            FACTORS | PRODUCT => {
+                let right =
+                    cpu::sinusoid(&m.freq(), &m.phases(t), m.res, 0.0, m.step()).map_err(js)?;
+                if stage == FACTORS {
+                    visual::factors(m, &self.left.data, &right.data)
+                } else {
+                    let planes = cpu::matmul(&self.left, &right).map_err(js)?;
+                    visual::planes(m, &planes.data)
+                }
+            }
+            COLOUR => return self.frame(t),
+            _ => {
+                let pixels = self.timed_frame(t)?;
+                let fps = self.rate();
+                cpu_rate(&self.model, &pixels, fps)
+            }
+        };
+        Ok(picture.rgba)
+    }
+
+    /// The side of a stage's picture in pixels.
+    #[wasm_bindgen(getter)]
+    pub fn stage_size(&self) -> usize {
+        visual::SIZE
+    }
+
+    /// The walkthrough's stages as JSON (kiln-app's `Stage`s), the kernels rendered for WebGPU's
+    /// guaranteed limits: this browser has no adapter to render them for.
+    pub fn talk_stages(&self) -> Result<String, JsError> {
+        let stored = Stored::webgpu_defaults().map_err(js)?;
+        let target = Target::Stored(&stored);
+        let choices = crate::frame_choices(target, &self.model).map_err(js)?;
+        serde_json::to_string(&crate::walkthrough(&self.model, target, &choices)).map_err(js)
+    }
+
     /// The frame's side in pixels.
     #[wasm_bindgen(getter)]
     pub fn size(&self) -> usize {
         self.model.res
     }
 
+    /// The number of waves.
+    #[wasm_bindgen(getter)]
+    pub fn count(&self) -> usize {
+        self.model.count()
+    }
+
     /// The settings in words (`256×256, 128 waves, seed 1`).
     #[wasm_bindgen(getter)]
     pub fn settings(&self) -> String {
-        crate::Waves::settings(&self.model)
+        crate::Waves::settings_words(&self.model)
     }
+}
+
+impl CpuWaves {
+    /// The CPU path's frame at `t`, its wall-clock time kept for the rate.
+    fn timed_frame(&mut self, t: f32) -> Result<Vec<u32>, JsError> {
+        let start = Instant::now();
+        let pixels = crate::cpu_frame(&self.model, &self.left, t).map_err(js)?;
+        if self.times_ms.len() == TIMED {
+            self.times_ms.pop_front();
+        }
+        self.times_ms.push_back(start.elapsed().as_secs_f64() * 1e3);
+        Ok(pixels)
+    }
+
+    /// Frames per second of the CPU path: the median of the last few frames (`None` before
+    /// the first).
+    fn rate(&self) -> Option<f64> {
+        let times: Vec<f64> = self.times_ms.iter().copied().collect();
+        kiln_app::kiln::bench::median(&times).map(|ms| 1e3 / ms.max(1e-3))
+    }
+}
+
+/// The last stage without a GPU (a browser with no WebGPU adapter): the frame from the CPU
+/// path beside its rate alone, `cpu_fps` (`None` while it is being measured).
+fn cpu_rate(model: &Model, frame: &[u32], cpu_fps: Option<f64>) -> Bitmap {
+    let mut b = visual::framed(model, frame);
+    let Some(fps) = cpu_fps.filter(|f| f.is_finite() && *f > 0.0) else {
+        b.text(352, 200, "measuring...", 2, MUTED);
+        return b;
+    };
+    visual::bars(&mut b, &[(fps, visual::COOL, "CPU")]);
+    let lines = [
+        (format!("CPU {fps:.2} frames/s"), visual::COOL),
+        ("    (wall clock, one thread)".to_string(), MUTED),
+        ("GPU: no WebGPU adapter here,".to_string(), TEXT),
+        ("    nothing to race".to_string(), TEXT),
+        (
+            format!("at {0}x{0}, {1} waves", model.res, model.count()),
+            TEXT,
+        ),
+    ];
+    for (i, (text, colour)) in lines.iter().enumerate() {
+        b.text(16, 400 + i * 34, text, 2, *colour);
+    }
+    b
 }

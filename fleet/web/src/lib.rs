@@ -9,10 +9,10 @@ mod web {
 
     use js_sys::Function;
     use kiln::{Gpu, GpuOptions};
-    use kiln_app::talk::KernelSource;
+    use kiln_app::talk::{KernelSource, Stored, Target};
     use kiln_fleet::campaign;
     use kiln_fleet::report::Platform;
-    use kiln_fleet::talk::{self, CeilingMeter, Race};
+    use kiln_fleet::talk::{self, CeilingMeter, Race, RacePlan};
     use wasm_bindgen::prelude::*;
 
     thread_local! {
@@ -72,6 +72,26 @@ mod web {
             "stages": stages,
             "kernels": kernels,
             "race": race.view(),
+        }))
+        .map_err(js)
+    }
+
+    /// The walkthrough where the browser offers no WebGPU adapter, as JSON with the fields of
+    /// `walkthrough` but `kernels` (nothing runs here): the stages, the census, the race before
+    /// it starts, for WebGPU's guaranteed limits (a stored profile). Needs no GPU.
+    #[wasm_bindgen]
+    pub fn walkthrough_without_adapter() -> Result<String, JsValue> {
+        console_error_panic_hook::set_once();
+        let stored = Stored::webgpu_defaults().map_err(js)?;
+        let target = Target::Stored(&stored);
+        let race = RacePlan::new(target).map_err(js)?;
+        let ceilings = talk::ceiling_choices(target).map_err(js)?;
+        serde_json::to_string(&serde_json::json!({
+            "profile": &stored.profile,
+            "class": stored.profile.class(),
+            "offered": talk::offered_for(target).map_err(js)?,
+            "stages": talk::stages_for(target, &race, &ceilings).map_err(js)?,
+            "race": race.view(target),
         }))
         .map_err(js)
     }

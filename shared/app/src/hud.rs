@@ -31,3 +31,41 @@ pub fn rasterize(lines: &[String]) -> (u32, u32, Vec<u8>) {
     }
     (w as u32, h as u32, bitmap.rgba)
 }
+
+/// The HUD's line for the displayed frame rate. Vsync caps it only when it is near the
+/// display's refresh rate (`refresh_hz`, where the platform tells it; browsers do not, and most
+/// displays run at 60 Hz): below that, the frame's own work sets the pace, and saying "capped
+/// by vsync" would be false.
+pub fn displayed(fps: f64, refresh_hz: Option<f64>) -> String {
+    match refresh_hz {
+        Some(hz) if fps >= 0.9 * hz => {
+            format!("displayed {fps:.1} frames/s (capped by vsync at {hz:.0} Hz)")
+        }
+        None if fps >= 54.0 => format!("displayed {fps:.1} frames/s (about the display's rate)"),
+        _ => format!(
+            "displayed {fps:.1} frames/s (below the display's rate: each frame's work sets the pace)"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::displayed;
+
+    #[test]
+    fn vsync_is_named_only_near_the_display_rate() {
+        assert!(displayed(59.8, Some(60.0)).contains("capped by vsync at 60 Hz"));
+        assert!(displayed(119.0, Some(120.0)).contains("capped by vsync"));
+        for (fps, hz) in [
+            (5.9, Some(60.0)),
+            (60.0, Some(144.0)),
+            (5.9, None),
+            (30.0, None),
+        ] {
+            let line = displayed(fps, hz);
+            assert!(!line.contains("vsync"), "{line}");
+            assert!(line.contains("each frame's work sets the pace"), "{line}");
+        }
+        assert!(!displayed(60.0, None).contains("vsync"));
+    }
+}

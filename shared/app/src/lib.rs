@@ -54,6 +54,13 @@ pub trait Demo: Sized + 'static {
     /// Lines for the heads-up display.
     fn hud(&self) -> Vec<String>;
 
+    /// The current settings for the page, as JSON (`null`: none to tell): published to it as
+    /// `settings` whenever they change, so that its text and buttons can follow (site/src/talk.js
+    /// dispatches a `kiln:settings` event).
+    fn settings(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
     /// The walkthrough for presenter mode (`--talk`, `?talk&stage=N`): the stages in order.
     fn stages(&self) -> Vec<talk::Stage> {
         Vec::new()

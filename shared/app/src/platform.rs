@@ -371,9 +371,12 @@ mod imp {
         use winit::platform::web::WindowAttributesExtWebSys;
         let canvas =
             element("canvas").and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok());
+        // Not active: an active window's canvas takes the focus as it is made, which scrolls the
+        // page to it (and, in the index's thumbnails, pulls the focus into an iframe).
         winit::window::Window::default_attributes()
             .with_title(title)
             .with_canvas(canvas)
+            .with_active(false)
     }
 }
 

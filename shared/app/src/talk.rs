@@ -3,8 +3,92 @@
 //! a demo runs with the WGSL rendered for this device. The same stage list drives the native
 //! window (`--talk`) and the page (`?talk&stage=N`, drawn by the site's `talk.js`).
 
-use kiln::{Choice, Gpu, Piece};
+use kiln::select::Selector;
+use kiln::{Choice, DeviceProfile, Gpu, Piece, Registry, TunedTable};
 use serde::Serialize;
+
+/// A device profile without a device: a stored profile, the built-in kernel registry and tuned
+/// table. What a page renders its walkthrough's kernels for when the browser offers no WebGPU
+/// adapter (no `navigator.gpu`, no adapter, or not a secure context): the selector chooses and
+/// the templates render from the profile alone, no GPU involved.
+#[derive(Debug)]
+pub struct Stored {
+    pub registry: Registry,
+    pub profile: DeviceProfile,
+    pub tuned: TunedTable,
+}
+
+impl Stored {
+    /// The stored profile `name` (`kernels/profiles/<name>.json`).
+    pub fn profile(name: &str) -> kiln::Result<Stored> {
+        let profile = kiln::device::stored_profiles()?
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| p)
+            .ok_or_else(|| kiln::Error::InvalidArgument {
+                op: "stored profile",
+                detail: format!("no stored profile named {name}"),
+            })?;
+        Ok(Stored {
+            registry: Registry::builtin()?,
+            profile,
+            tuned: TunedTable::builtin()?,
+        })
+    }
+
+    /// The limits every WebGPU implementation guarantees, no optional features: what a
+    /// walkthrough shows where there is no device.
+    pub fn webgpu_defaults() -> kiln::Result<Stored> {
+        Stored::profile("webgpu-defaults")
+    }
+}
+
+/// What the kernels are chosen and rendered for: the device in hand, or a stored profile.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    Device(&'a Gpu),
+    Stored(&'a Stored),
+}
+
+impl<'a> Target<'a> {
+    pub fn profile(&self) -> &'a DeviceProfile {
+        match self {
+            Target::Device(gpu) => gpu.profile(),
+            Target::Stored(s) => &s.profile,
+        }
+    }
+
+    pub fn registry(&self) -> &'a Registry {
+        match self {
+            Target::Device(gpu) => gpu.registry(),
+            Target::Stored(s) => &s.registry,
+        }
+    }
+
+    /// The selector for this target (the device's own, with its memo of choices).
+    pub fn selector(&self) -> Selector<'a> {
+        match self {
+            Target::Device(gpu) => gpu.selector(),
+            Target::Stored(s) => Selector::new(&s.registry, &s.profile, &s.tuned),
+        }
+    }
+
+    /// Whether there is no device: the kernels are rendered for a stored profile.
+    pub fn is_stored(&self) -> bool {
+        matches!(self, Target::Stored(_))
+    }
+
+    /// What the kernels are rendered for, in words (a caption's end).
+    pub fn rendered_for(&self) -> String {
+        match self {
+            Target::Device(gpu) => gpu.profile().name.clone(),
+            Target::Stored(s) => format!(
+                "{} (a stored profile: there is no WebGPU adapter here)",
+                s.profile.name
+            ),
+        }
+    }
+}
 
 /// One stage of a walkthrough.
 #[derive(Clone, Debug, Serialize)]
@@ -71,16 +155,21 @@ impl Code {
 
     /// The WGSL of the chosen variant, rendered for this device, template values marked.
     pub fn kernel(gpu: &Gpu, choice: &Choice) -> kiln::Result<Code> {
+        Code::kernel_for(Target::Device(gpu), choice)
+    }
+
+    /// The WGSL of the chosen variant, rendered for `target`, template values marked.
+    pub fn kernel_for(target: Target<'_>, choice: &Choice) -> kiln::Result<Code> {
         let v = &choice.variant;
         Ok(Code {
             caption: format!(
                 "{} {} rendered for {}",
                 v.family,
                 v.name,
-                gpu.profile().name
+                target.rendered_for()
             ),
             language: "wgsl",
-            pieces: gpu.registry().render_marked(v, gpu.profile())?,
+            pieces: target.registry().render_marked(v, target.profile())?,
         })
     }
 
@@ -239,6 +328,7 @@ impl Talk {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -276,6 +366,23 @@ mod tests {
             "a stage past the end clamps"
         );
         assert_eq!(Talk::new(3, Some(0)).stage(), 0);
+    }
+
+    #[test]
+    fn a_stored_profile_chooses_and_renders_without_a_device() {
+        let stored = Stored::webgpu_defaults().unwrap();
+        let target = Target::Stored(&stored);
+        assert!(target.is_stored());
+        let call = kiln::ops::softmax::call(kiln::DType::F32, 256, false);
+        let choice = target.selector().choose(&call, None).unwrap();
+        let code = Code::kernel_for(target, &choice).unwrap();
+        assert!(code.caption.contains("stored profile"), "{}", code.caption);
+        assert!(
+            code.pieces.iter().any(|p| p.marked),
+            "no template value marked"
+        );
+        assert!(code.text().contains("@compute"), "{}", code.text());
+        assert!(Stored::profile("no such profile").is_err());
     }
 
     #[test]

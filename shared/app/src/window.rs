@@ -50,10 +50,15 @@ impl<D: Demo> State<D> {
         }
     }
 
-    /// Gives the page the kernel sources for the current settings (natively, nothing to do).
+    /// Gives the page the kernel sources and the demo's settings for the current settings
+    /// (natively, nothing to do).
     fn publish_kernels(&self) {
         if !platform::has_page() {
             return;
+        }
+        let settings = self.demo.settings();
+        if !settings.is_null() {
+            platform::publish("settings", &settings.to_string());
         }
         match KernelSource::list(&self.gpu, &self.demo.kernels()) {
             Ok(list) => {
@@ -287,10 +292,13 @@ impl<D: Demo> App<D> {
             ),
         ];
         lines.extend(state.demo.hud());
-        lines.push(format!(
-            "displayed {:.1} frames/s (capped by vsync)",
-            self.displayed_fps
-        ));
+        let refresh_hz = self
+            .window
+            .as_ref()
+            .and_then(|w| w.current_monitor())
+            .and_then(|m| m.refresh_rate_millihertz())
+            .map(|mhz| f64::from(mhz) / 1e3);
+        lines.push(hud::displayed(self.displayed_fps, refresh_hz));
         match &self.rates {
             Some(r) => {
                 lines.push(format!(
