@@ -11,11 +11,8 @@ use attention::model::Model;
 use attention::tokenizer::{Tokenizer, Tokens};
 use attention::walkthrough::{self, Scene, Trace};
 use kiln_app::talk::{Stored, Target};
+use kiln_app::web::js_error;
 use wasm_bindgen::prelude::*;
-
-fn js(e: impl std::fmt::Display) -> JsError {
-    JsError::new(&e.to_string())
-}
 
 /// The encoder on the CPU path and the demo's heatmap view, for a page without WebGPU.
 #[wasm_bindgen]
@@ -35,9 +32,9 @@ impl CpuAttention {
     /// the module (`window.kilnModel`), else the built-in weights.
     #[wasm_bindgen(constructor)]
     pub fn new(synthetic: bool) -> Result<CpuAttention, JsError> {
-        let model = pick_model(synthetic.then_some("synthetic")).map_err(js)?;
+        let model = pick_model(synthetic.then_some("synthetic")).map_err(js_error)?;
         Ok(CpuAttention {
-            tokenizer: Tokenizer::new(&model.vocab).map_err(js)?,
+            tokenizer: Tokenizer::new(&model.vocab).map_err(js_error)?,
             model,
             tokens: String::new(),
             traced: None,
@@ -47,8 +44,8 @@ impl CpuAttention {
     /// Runs the encoder on the CPU path for `text` and draws head `head` of layer `layer` (both
     /// wrap around) with the tokens on both axes: RGBA8 bytes, `width` × `height`.
     pub fn draw(&mut self, text: &str, layer: usize, head: usize) -> Result<Vec<u8>, JsError> {
-        let tokens = encode(&self.model, &self.tokenizer, text).map_err(js)?;
-        let f = cpu_forward(&self.model, &tokens.ids).map_err(js)?;
+        let tokens = encode(&self.model, &self.tokenizer, text).map_err(js_error)?;
+        let f = cpu_forward(&self.model, &tokens.ids).map_err(js_error)?;
         let c = &self.model.config;
         let (layer, head) = (
             layer % c.num_hidden_layers.max(1),
@@ -87,8 +84,8 @@ impl CpuAttention {
             .as_ref()
             .is_some_and(|(t, _, l, _)| t == text && *l == layer);
         if !fresh {
-            let tokens = encode(&self.model, &self.tokenizer, text).map_err(js)?;
-            let f = cpu_forward(&self.model, &tokens.ids).map_err(js)?;
+            let tokens = encode(&self.model, &self.tokenizer, text).map_err(js_error)?;
+            let f = cpu_forward(&self.model, &tokens.ids).map_err(js_error)?;
             let trace = Trace::from_cpu(&f, layer);
             self.tokens = tokens.tokens.join(" ");
             self.traced = Some((text.to_string(), tokens, layer, trace));
@@ -115,11 +112,11 @@ impl CpuAttention {
     /// and rendered for WebGPU's guaranteed limits: this browser has no adapter to render them
     /// for.
     pub fn talk_stages(&self, text: &str) -> Result<String, JsError> {
-        let stored = Stored::webgpu_defaults().map_err(js)?;
+        let stored = Stored::webgpu_defaults().map_err(js_error)?;
         let target = Target::Stored(&stored);
-        let tokens = encode(&self.model, &self.tokenizer, text).map_err(js)?;
-        let kernels = kernel_choices(target, &self.model, tokens.ids.len()).map_err(js)?;
-        serde_json::to_string(&stages(target, &kernels)).map_err(js)
+        let tokens = encode(&self.model, &self.tokenizer, text).map_err(js_error)?;
+        let kernels = kernel_choices(target, &self.model, tokens.ids.len()).map_err(js_error)?;
+        serde_json::to_string(&stages(target, &kernels)).map_err(js_error)
     }
 
     #[wasm_bindgen(getter)]

@@ -6,11 +6,11 @@
 
 use std::cell::RefCell;
 
-use js_sys::{Function, Promise};
-use kiln_app::kiln::{Gpu, GpuOptions};
+use js_sys::Function;
+use kiln_app::kiln::Gpu;
 use kiln_app::talk::KernelSource;
+use kiln_app::web::{js_value, page_gpu, report, yield_to_page};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
 
 use crate::backend::{CpuBackend, GpuBackend};
 use crate::page::{SHAPE, sweep_lengths};
@@ -29,7 +29,6 @@ struct Sweeping {
 }
 
 thread_local! {
-    static GPU: RefCell<Option<Gpu>> = const { RefCell::new(None) };
     static CHOICES: RefCell<Option<FlashChoices>> = const { RefCell::new(None) };
     static SCENE: RefCell<Option<Scene>> = const { RefCell::new(None) };
     static SWEEPING: RefCell<Sweeping> = RefCell::default();
@@ -38,38 +37,10 @@ thread_local! {
 /// The lengths the page sweeps without WebGPU (the CPU path alone): a software adapter's.
 const CPU_LENGTHS: [usize; 3] = [64, 128, 256];
 
-fn js(e: impl std::fmt::Display) -> JsValue {
-    JsValue::from_str(&e.to_string())
-}
-
-/// The page's one device, opened on first use (pipelines stay built between runs).
-async fn gpu() -> Result<Gpu, JsValue> {
-    if let Some(g) = GPU.with(|g| g.borrow().clone()) {
-        return Ok(g);
-    }
-    let g = Gpu::new(&GpuOptions::default()).await.map_err(js)?;
-    GPU.with(|slot| *slot.borrow_mut() = Some(g.clone()));
-    Ok(g)
-}
-
-/// Lets the browser draw (a macrotask turn) before the next step.
-async fn yield_to_page() -> Result<(), JsValue> {
-    let set_timeout: Function =
-        js_sys::Reflect::get(&js_sys::global(), &"setTimeout".into())?.dyn_into()?;
-    let promise = Promise::new(&mut |resolve, _| {
-        let _ = set_timeout.call2(&JsValue::NULL, &resolve, &JsValue::from(0));
-    });
-    JsFuture::from(promise).await.map(|_| ())
-}
-
-fn report(progress: &Function, value: serde_json::Value) {
-    let _ = progress.call1(&JsValue::NULL, &JsValue::from_str(&value.to_string()));
-}
-
 /// The adapter and the presets, as JSON: `{adapter, backend, device_type, presets: [...]}`.
 #[wasm_bindgen]
 pub async fn describe() -> Result<String, JsValue> {
-    let gpu = gpu().await?;
+    let gpu = page_gpu().await?;
     let p = gpu.profile();
     let vocab = crate::data::Corpus::synthetic(1, 10).vocab();
     let presets: Vec<serde_json::Value> = Preset::ALL
@@ -90,13 +61,13 @@ pub async fn describe() -> Result<String, JsValue> {
 /// A panic shows in the console with its message.
 #[wasm_bindgen(start)]
 pub fn start() {
-    console_error_panic_hook::set_once();
+    kiln_app::web::start();
 }
 
 /// The kernel sweep as JSON (see [`sweep::Sweep`]); `progress(json)` hears `{done, total}`.
 #[wasm_bindgen]
 pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
-    let gpu = gpu().await?;
+    let gpu = page_gpu().await?;
     let shape = SHAPE;
     let lengths = sweep_lengths(&gpu);
     SWEEPING.with(|s| {
@@ -113,12 +84,12 @@ pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
     for (i, &n) in lengths.iter().enumerate() {
         report(
             &progress,
-            serde_json::json!({"done": i, "total": lengths.len(), "seq": n}),
+            &serde_json::json!({"done": i, "total": lengths.len(), "seq": n}),
         );
         yield_to_page().await?;
         let s = sweep::run(&gpu, shape, &[n], 3, 5_000.0)
             .await
-            .map_err(js)?;
+            .map_err(js_value)?;
         SWEEPING.with(|w| {
             let mut w = w.borrow_mut();
             w.points.extend(s.points.iter().map(Timed::from));
@@ -140,9 +111,9 @@ pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
     }
     report(
         &progress,
-        serde_json::json!({"done": lengths.len(), "total": lengths.len()}),
+        &serde_json::json!({"done": lengths.len(), "total": lengths.len()}),
     );
-    serde_json::to_string(&all).map_err(js)
+    serde_json::to_string(&all).map_err(js_value)
 }
 
 /// Trains `preset` for `steps` steps on WebGPU, then on this wasm build; resolves to the
@@ -154,33 +125,33 @@ pub async fn run_training(
     progress: Function,
 ) -> Result<String, JsValue> {
     if steps == 0 || steps > 1000 {
-        return Err(js("steps must be 1..=1000"));
+        return Err(js_value("steps must be 1..=1000"));
     }
-    let gpu = gpu().await?;
-    let preset = Preset::parse(&preset).map_err(js)?;
-    let setup = Setup::new(preset, None, None).map_err(js)?;
+    let gpu = page_gpu().await?;
+    let preset = Preset::parse(&preset).map_err(js_value)?;
+    let setup = Setup::new(preset, None, None).map_err(js_value)?;
     let mut g = Trainer::new(
         GpuBackend { gpu: gpu.clone() },
         setup.config,
         setup.hyper,
         &setup.start,
     )
-    .map_err(js)?;
+    .map_err(js_value)?;
     for s in 0..steps {
-        let loss = g.step(&setup.corpus).await.map_err(js)?;
+        let loss = g.step(&setup.corpus).await.map_err(js_value)?;
         report(
             &progress,
-            serde_json::json!({"path": "gpu", "step": s + 1, "steps": steps, "loss": loss}),
+            &serde_json::json!({"path": "gpu", "step": s + 1, "steps": steps, "loss": loss}),
         );
         yield_to_page().await?;
     }
-    let mut c =
-        Trainer::new(CpuBackend::plain(), setup.config, setup.hyper, &setup.start).map_err(js)?;
+    let mut c = Trainer::new(CpuBackend::plain(), setup.config, setup.hyper, &setup.start)
+        .map_err(js_value)?;
     for s in 0..steps {
-        let loss = c.step(&setup.corpus).await.map_err(js)?;
+        let loss = c.step(&setup.corpus).await.map_err(js_value)?;
         report(
             &progress,
-            serde_json::json!({"path": "cpu", "step": s + 1, "steps": steps, "loss": loss}),
+            &serde_json::json!({"path": "cpu", "step": s + 1, "steps": steps, "loss": loss}),
         );
         yield_to_page().await?;
     }
@@ -194,17 +165,17 @@ pub async fn run_training(
     );
     r.cpu.path = "CPU (this page's wasm build, one thread)".into();
     r.gpu.path = format!("GPU (WebGPU: {})", gpu.profile().name);
-    serde_json::to_string(&r).map_err(js)
+    serde_json::to_string(&r).map_err(js_value)
 }
 
 /// The flash path's variants at the sweep's longest length, planned once.
 async fn choices() -> Result<(Gpu, FlashChoices), JsValue> {
-    let gpu = gpu().await?;
+    let gpu = page_gpu().await?;
     if let Some(c) = CHOICES.with(|c| c.borrow().clone()) {
         return Ok((gpu, c));
     }
     let longest = sweep_lengths(&gpu).last().copied().unwrap_or(256);
-    let c = FlashChoices::plan(&gpu, SHAPE, longest).map_err(js)?;
+    let c = FlashChoices::plan(&gpu, SHAPE, longest).map_err(js_value)?;
     CHOICES.with(|slot| *slot.borrow_mut() = Some(c.clone()));
     Ok((gpu, c))
 }
@@ -220,7 +191,7 @@ pub async fn talk_stages(webgpu: bool) -> Result<String, JsValue> {
     } else {
         crate::walkthrough::stages(None)
     };
-    serde_json::to_string(&stages).map_err(js)
+    serde_json::to_string(&stages).map_err(js_value)
 }
 
 /// The kernel-source view as JSON (kiln_app's `KernelSource`s): forward, dQ, dK/dV and the
@@ -228,8 +199,8 @@ pub async fn talk_stages(webgpu: bool) -> Result<String, JsValue> {
 #[wasm_bindgen]
 pub async fn kernels() -> Result<String, JsValue> {
     let (gpu, c) = choices().await?;
-    let list = KernelSource::list(&gpu, &c.all()).map_err(js)?;
-    serde_json::to_string(&list).map_err(js)
+    let list = KernelSource::list(&gpu, &c.all()).map_err(js_value)?;
+    serde_json::to_string(&list).map_err(js_value)
 }
 
 /// Stage `stage`'s visual (0-based) at `time` seconds into it, as `width` × `height` RGBA8
@@ -243,16 +214,16 @@ pub fn talk_frame(
     height: usize,
 ) -> Result<Vec<u8>, JsValue> {
     if !(1..=4096).contains(&width) || !(1..=4096).contains(&height) {
-        return Err(js(format!(
+        return Err(js_value(format!(
             "a visual of {width}×{height} pixels: each side must be 1 to 4096"
         )));
     }
     let canvas = SCENE.with(|slot| -> Result<_, JsValue> {
         let mut slot = slot.borrow_mut();
         if slot.is_none() {
-            *slot = Some(Scene::new(SHAPE).map_err(js)?);
+            *slot = Some(Scene::new(SHAPE).map_err(js_value)?);
         }
-        let scene = slot.as_ref().ok_or_else(|| js("no scene"))?;
+        let scene = slot.as_ref().ok_or_else(|| js_value("no scene"))?;
         Ok(SWEEPING.with(|s| {
             let s = s.borrow();
             let lengths = if s.lengths.is_empty() {
@@ -302,10 +273,10 @@ pub async fn run_cpu_sweep(progress: Function) -> Result<String, JsValue> {
     for (i, &n) in CPU_LENGTHS.iter().enumerate() {
         report(
             &progress,
-            serde_json::json!({"done": i, "total": CPU_LENGTHS.len(), "seq": n}),
+            &serde_json::json!({"done": i, "total": CPU_LENGTHS.len(), "seq": n}),
         );
         yield_to_page().await?;
-        let p = sweep::run_cpu(SHAPE, n).map_err(js)?;
+        let p = sweep::run_cpu(SHAPE, n).map_err(js_value)?;
         SWEEPING.with(|s| {
             s.borrow_mut().points.push(Timed {
                 seq: n,
@@ -317,7 +288,7 @@ pub async fn run_cpu_sweep(progress: Function) -> Result<String, JsValue> {
     }
     report(
         &progress,
-        serde_json::json!({"done": CPU_LENGTHS.len(), "total": CPU_LENGTHS.len()}),
+        &serde_json::json!({"done": CPU_LENGTHS.len(), "total": CPU_LENGTHS.len()}),
     );
     Ok(serde_json::json!({"shape": SHAPE, "cpu_path": cpu_path, "points": points}).to_string())
 }

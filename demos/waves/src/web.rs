@@ -9,15 +9,12 @@ use kiln_app::kiln::cpu::{self, Array};
 use kiln_app::raster::Bitmap;
 use kiln_app::raster::palette::{MUTED, TEXT};
 use kiln_app::talk::{Stored, Target};
+use kiln_app::web::js_error;
 use wasm_bindgen::prelude::*;
 use web_time::Instant;
 
 use crate::model::Model;
 use crate::{COLOUR, FACTORS, PARAMETERS, PRODUCT, visual};
-
-fn js(e: impl std::fmt::Display) -> JsError {
-    JsError::new(&e.to_string())
-}
 
 /// How many frame times the CPU rate is the median of.
 const TIMED: usize = 5;
@@ -43,7 +40,7 @@ impl CpuWaves {
             )));
         }
         let model = Model::new(count, res, u64::from(seed));
-        let left = Array::new(&[4 * res, 2 * count], model.left()).map_err(js)?;
+        let left = Array::new(&[4 * res, 2 * count], model.left()).map_err(js_error)?;
         Ok(CpuWaves {
             model,
             left,
@@ -72,12 +69,12 @@ impl CpuWaves {
         let picture = match stage {
             PARAMETERS => visual::parameters(m, t),
             FACTORS | PRODUCT => {
-                let right =
-                    cpu::sinusoid(&m.freq(), &m.phases(t), m.res, 0.0, m.step()).map_err(js)?;
+                let right = cpu::sinusoid(&m.freq(), &m.phases(t), m.res, 0.0, m.step())
+                    .map_err(js_error)?;
                 if stage == FACTORS {
                     visual::factors(m, &self.left.data, &right.data)
                 } else {
-                    let planes = cpu::matmul(&self.left, &right).map_err(js)?;
+                    let planes = cpu::matmul(&self.left, &right).map_err(js_error)?;
                     visual::planes(m, &planes.data)
                 }
             }
@@ -100,10 +97,10 @@ impl CpuWaves {
     /// The walkthrough's stages as JSON (kiln-app's `Stage`s), the kernels rendered for WebGPU's
     /// guaranteed limits: this browser has no adapter to render them for.
     pub fn talk_stages(&self) -> Result<String, JsError> {
-        let stored = Stored::webgpu_defaults().map_err(js)?;
+        let stored = Stored::webgpu_defaults().map_err(js_error)?;
         let target = Target::Stored(&stored);
-        let choices = crate::frame_choices(target, &self.model).map_err(js)?;
-        serde_json::to_string(&crate::walkthrough(&self.model, target, &choices)).map_err(js)
+        let choices = crate::frame_choices(target, &self.model).map_err(js_error)?;
+        serde_json::to_string(&crate::walkthrough(&self.model, target, &choices)).map_err(js_error)
     }
 
     /// The frame's side in pixels.
@@ -129,7 +126,7 @@ impl CpuWaves {
     /// The CPU path's frame at `t`, its wall-clock time kept for the rate.
     fn timed_frame(&mut self, t: f32) -> Result<Vec<u32>, JsError> {
         let start = Instant::now();
-        let pixels = crate::cpu_frame(&self.model, &self.left, t).map_err(js)?;
+        let pixels = crate::cpu_frame(&self.model, &self.left, t).map_err(js_error)?;
         if self.times_ms.len() == TIMED {
             self.times_ms.pop_front();
         }

@@ -10,30 +10,16 @@ mod web {
     use js_sys::Function;
     use kiln::{Gpu, GpuOptions};
     use kiln_app::talk::{KernelSource, Stored, Target};
+    use kiln_app::web::{js_value, page_gpu};
     use kiln_fleet::campaign;
     use kiln_fleet::report::Platform;
     use kiln_fleet::talk::{self, CeilingMeter, Race, RacePlan};
     use wasm_bindgen::prelude::*;
 
     thread_local! {
-        /// The walkthrough's device, opened once: its stages, ceilings and race share it.
-        static TALK_GPU: RefCell<Option<Gpu>> = const { RefCell::new(None) };
         /// The ceiling kernels and buffers `walkthrough` built, kept for `measure_ceilings`
         /// (they hold hundreds of MiB on a large GPU: built once).
         static METER: RefCell<Option<CeilingMeter>> = const { RefCell::new(None) };
-    }
-
-    fn js(e: impl std::fmt::Display) -> JsValue {
-        JsValue::from_str(&e.to_string())
-    }
-
-    async fn talk_gpu() -> Result<Gpu, JsValue> {
-        if let Some(gpu) = TALK_GPU.with(|g| g.borrow().clone()) {
-            return Ok(gpu);
-        }
-        let gpu = Gpu::new(&GpuOptions::default()).await.map_err(js)?;
-        TALK_GPU.with(|g| *g.borrow_mut() = Some(gpu.clone()));
-        Ok(gpu)
     }
 
     /// This browser's adapter as the kernels see it, as JSON: `{profile, class, offered}` —
@@ -41,14 +27,14 @@ mod web {
     /// variants offered here of all the family has.
     #[wasm_bindgen]
     pub async fn device() -> Result<String, JsValue> {
-        console_error_panic_hook::set_once();
-        let gpu = talk_gpu().await?;
+        kiln_app::web::start();
+        let gpu = page_gpu().await?;
         serde_json::to_string(&serde_json::json!({
             "profile": gpu.profile(),
             "class": gpu.profile().class(),
-            "offered": talk::offered_all(&gpu).map_err(js)?,
+            "offered": talk::offered_all(&gpu).map_err(js_value)?,
         }))
-        .map_err(js)
+        .map_err(js_value)
     }
 
     /// The walkthrough for this browser's adapter, as JSON: `{profile, class, offered, stages,
@@ -57,23 +43,23 @@ mod web {
     /// few ops, and the race before it starts (its case, racers and the selector's pick).
     #[wasm_bindgen]
     pub async fn walkthrough() -> Result<String, JsValue> {
-        console_error_panic_hook::set_once();
-        let gpu = talk_gpu().await?;
-        let meter = CeilingMeter::new(&gpu).map_err(js)?;
-        let race = Race::new(&gpu).map_err(js)?;
-        let stages = talk::stages(&gpu, &race, meter.choices()).map_err(js)?;
-        let picks = talk::selector_picks(&gpu, &race, meter.choices()).map_err(js)?;
-        let kernels = KernelSource::list(&gpu, &picks).map_err(js)?;
+        kiln_app::web::start();
+        let gpu = page_gpu().await?;
+        let meter = CeilingMeter::new(&gpu).map_err(js_value)?;
+        let race = Race::new(&gpu).map_err(js_value)?;
+        let stages = talk::stages(&gpu, &race, meter.choices()).map_err(js_value)?;
+        let picks = talk::selector_picks(&gpu, &race, meter.choices()).map_err(js_value)?;
+        let kernels = KernelSource::list(&gpu, &picks).map_err(js_value)?;
         METER.with(|m| *m.borrow_mut() = Some(meter));
         serde_json::to_string(&serde_json::json!({
             "profile": gpu.profile(),
             "class": gpu.profile().class(),
-            "offered": talk::offered_all(&gpu).map_err(js)?,
+            "offered": talk::offered_all(&gpu).map_err(js_value)?,
             "stages": stages,
             "kernels": kernels,
             "race": race.view(),
         }))
-        .map_err(js)
+        .map_err(js_value)
     }
 
     /// The walkthrough where the browser offers no WebGPU adapter, as JSON with the fields of
@@ -81,19 +67,19 @@ mod web {
     /// it starts, for WebGPU's guaranteed limits (a stored profile). Needs no GPU.
     #[wasm_bindgen]
     pub fn walkthrough_without_adapter() -> Result<String, JsValue> {
-        console_error_panic_hook::set_once();
-        let stored = Stored::webgpu_defaults().map_err(js)?;
+        kiln_app::web::start();
+        let stored = Stored::webgpu_defaults().map_err(js_value)?;
         let target = Target::Stored(&stored);
-        let race = RacePlan::new(target).map_err(js)?;
-        let ceilings = talk::ceiling_choices(target).map_err(js)?;
+        let race = RacePlan::new(target).map_err(js_value)?;
+        let ceilings = talk::ceiling_choices(target).map_err(js_value)?;
         serde_json::to_string(&serde_json::json!({
             "profile": &stored.profile,
             "class": stored.profile.class(),
-            "offered": talk::offered_for(target).map_err(js)?,
-            "stages": talk::stages_for(target, &race, &ceilings).map_err(js)?,
+            "offered": talk::offered_for(target).map_err(js_value)?,
+            "stages": talk::stages_for(target, &race, &ceilings).map_err(js_value)?,
             "race": race.view(target),
         }))
-        .map_err(js)
+        .map_err(js_value)
     }
 
     /// Measures the ceilings (copy bandwidth, FMA rate, dispatch latency) a sample at a time,
@@ -101,17 +87,17 @@ mod web {
     /// the last view.
     #[wasm_bindgen]
     pub async fn measure_ceilings(progress: Function) -> Result<String, JsValue> {
-        console_error_panic_hook::set_once();
-        let gpu = talk_gpu().await?;
+        kiln_app::web::start();
+        let gpu = page_gpu().await?;
         let mut meter = match METER.with(|m| m.borrow_mut().take()) {
             Some(meter) => meter,
-            None => CeilingMeter::new(&gpu).map_err(js)?,
+            None => CeilingMeter::new(&gpu).map_err(js_value)?,
         };
-        while meter.step().await.map_err(js)? {
-            let json = serde_json::to_string(&meter.view()).map_err(js)?;
+        while meter.step().await.map_err(js_value)? {
+            let json = serde_json::to_string(&meter.view()).map_err(js_value)?;
             let _ = progress.call1(&JsValue::NULL, &JsValue::from_str(&json));
         }
-        serde_json::to_string(&meter.view()).map_err(js)
+        serde_json::to_string(&meter.view()).map_err(js_value)
     }
 
     /// Races a few matmul variants (the selector's pick among them), each checked against the
@@ -119,18 +105,18 @@ mod web {
     /// each step; resolves to the last view, with the fastest and whether the selector agrees.
     #[wasm_bindgen]
     pub async fn race(progress: Function) -> Result<String, JsValue> {
-        console_error_panic_hook::set_once();
-        let gpu = talk_gpu().await?;
-        let mut race = Race::new(&gpu).map_err(js)?;
+        kiln_app::web::start();
+        let gpu = page_gpu().await?;
+        let mut race = Race::new(&gpu).map_err(js_value)?;
         let _ = progress.call1(
             &JsValue::NULL,
-            &JsValue::from_str(&serde_json::to_string(&race.view()).map_err(js)?),
+            &JsValue::from_str(&serde_json::to_string(&race.view()).map_err(js_value)?),
         );
-        while race.step().await.map_err(js)? {
-            let json = serde_json::to_string(&race.view()).map_err(js)?;
+        while race.step().await.map_err(js_value)? {
+            let json = serde_json::to_string(&race.view()).map_err(js_value)?;
             let _ = progress.call1(&JsValue::NULL, &JsValue::from_str(&json));
         }
-        serde_json::to_string(&race.view()).map_err(js)
+        serde_json::to_string(&race.view()).map_err(js_value)
     }
 
     /// Runs every variant this browser's adapter is offered on each family's proof cases
@@ -143,15 +129,19 @@ mod web {
         families: String,
         progress: Function,
     ) -> Result<String, JsValue> {
-        console_error_panic_hook::set_once();
-        let gpu = talk_gpu().await?;
+        kiln_app::web::start();
+        let gpu = page_gpu().await?;
         let wanted: Vec<&str> = families.split(',').filter(|f| !f.is_empty()).collect();
         let mut proofs = Vec::new();
         for family in kiln::cases::families().filter(|f| wanted.is_empty() || wanted.contains(f)) {
             let _ = progress.call1(&JsValue::NULL, &JsValue::from_str(family));
-            proofs.push(kiln::cases::prove_family(&gpu, family).await.map_err(js)?);
+            proofs.push(
+                kiln::cases::prove_family(&gpu, family)
+                    .await
+                    .map_err(js_value)?,
+            );
         }
-        serde_json::to_string(&proofs).map_err(js)
+        serde_json::to_string(&proofs).map_err(js_value)
     }
 
     /// Runs the campaign and resolves to the report's JSON. `progress(json)` hears
@@ -163,15 +153,14 @@ mod web {
         progress: Function,
         cancelled: Function,
     ) -> Result<String, JsValue> {
-        console_error_panic_hook::set_once();
+        kiln_app::web::start();
         if !(budget_s.is_finite() && budget_s > 0.0) {
             return Err(JsValue::from_str(
                 "the budget must be a positive number of seconds",
             ));
         }
-        let gpu = Gpu::new(&GpuOptions::default())
-            .await
-            .map_err(|e| JsValue::from_str(&e.to_string()))?;
+        // A device of its own: the campaign measures from a fresh start.
+        let gpu = Gpu::new(&GpuOptions::default()).await.map_err(js_value)?;
         let p = gpu.profile();
         let platform = Platform {
             os: "web".into(),

@@ -11,6 +11,8 @@ mod panel;
 mod platform;
 pub mod raster;
 pub mod talk;
+#[cfg(target_arch = "wasm32")]
+pub mod web;
 mod window;
 
 use std::future::Future;

@@ -1,0 +1,56 @@
+//! What every page's wasm module needs around its exports, so that a demo's `mod web` holds
+//! only its own exports: errors as JavaScript errors, the page's one device (opened on first
+//! use, its pipelines kept between calls), a turn for the browser to draw between long steps,
+//! progress reports to a page callback, and the panic hook and logger installed once.
+
+use std::cell::RefCell;
+
+use js_sys::{Function, Promise};
+use kiln::{Gpu, GpuOptions};
+use wasm_bindgen::{JsCast, JsError, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+thread_local! {
+    /// The page's device: a page opens one and every export shares it.
+    static PAGE_GPU: RefCell<Option<Gpu>> = const { RefCell::new(None) };
+}
+
+/// An error as a JavaScript `Error` (what an export's `Result<_, JsError>` throws).
+pub fn js_error(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+/// An error as a JavaScript value (a string: what an export's `Result<_, JsValue>` throws).
+pub fn js_value(e: impl std::fmt::Display) -> JsValue {
+    JsValue::from_str(&e.to_string())
+}
+
+/// A panic shows in the console with its message, and `log` goes there too; once per module.
+pub fn start() {
+    crate::platform::init_logging();
+}
+
+/// The page's one device, opened on first use (pipelines stay built between calls).
+pub async fn page_gpu() -> Result<Gpu, JsValue> {
+    if let Some(gpu) = PAGE_GPU.with(|g| g.borrow().clone()) {
+        return Ok(gpu);
+    }
+    let gpu = Gpu::new(&GpuOptions::default()).await.map_err(js_value)?;
+    PAGE_GPU.with(|slot| *slot.borrow_mut() = Some(gpu.clone()));
+    Ok(gpu)
+}
+
+/// Lets the browser draw (a macrotask turn) before the next step.
+pub async fn yield_to_page() -> Result<(), JsValue> {
+    let set_timeout: Function =
+        js_sys::Reflect::get(&js_sys::global(), &"setTimeout".into())?.dyn_into()?;
+    let promise = Promise::new(&mut |resolve, _| {
+        let _ = set_timeout.call2(&JsValue::NULL, &resolve, &JsValue::from(0));
+    });
+    JsFuture::from(promise).await.map(|_| ())
+}
+
+/// Hands `value` to the page's progress callback as JSON text.
+pub fn report(progress: &Function, value: &serde_json::Value) {
+    let _ = progress.call1(&JsValue::NULL, &JsValue::from_str(&value.to_string()));
+}
