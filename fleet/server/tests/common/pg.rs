@@ -81,24 +81,24 @@ impl Cluster {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let root = std::fs::metadata(&dir).map_err(|e| e.to_string())?.uid() == 0;
-        let run_as = root.then(|| "postgres".to_string());
-        if let Some(user) = &run_as {
-            let (uid, gid) = (id_of(user, "-u")?, id_of(user, "-g")?);
-            std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
-                .map_err(|e| format!("chown {}: {e}", dir.display()))?;
-        }
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or_default();
+        // From here on a failure drops the cluster, which removes the directory.
         let mut cluster = Cluster {
             password: format!("kiln-test-{}-{nanos}", std::process::id()),
             dir,
             bin,
             port: 0,
-            run_as,
+            run_as: root.then(|| "postgres".to_string()),
             databases: AtomicUsize::new(0),
         };
+        if let Some(user) = &cluster.run_as {
+            let (uid, gid) = (id_of(user, "-u")?, id_of(user, "-g")?);
+            std::os::unix::fs::chown(&cluster.dir, Some(uid), Some(gid))
+                .map_err(|e| format!("chown {}: {e}", cluster.dir.display()))?;
+        }
         std::fs::write(cluster.dir.join("pw"), &cluster.password).map_err(|e| e.to_string())?;
         let data = cluster.data();
         let pwfile = format!("--pwfile={}", cluster.dir.join("pw").display());
