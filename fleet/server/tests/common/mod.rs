@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Makes each `fn NAME(backend: &Backend)` a test on each backend: `NAME::sqlite` and
 /// `NAME::postgres` (which fails with `CI=true`, and is skipped elsewhere, when no PostgreSQL
 /// server can be started: `pg::cluster_or_skip`).
+#[allow(unused_macros)]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
