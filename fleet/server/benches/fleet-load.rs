@@ -6,7 +6,7 @@
 //! temporary directory; PostgreSQL: a server of its own, started as the tests start theirs) and
 //! fills it with `--stored` distinct reports (10 000). Then, each phase bounded in time:
 //! `--writers` clients post new reports (at most `--reports`, for at most `--seconds`) while one
-//! client reads `/summary` five times a second: the sustained reports/s, the p50/p99 latency of
+//! client reads `/summary` twenty times a second: the sustained reports/s, the p50/p99 latency of
 //! `POST /reports` and of `/summary` under writes; then `--readers` clients read `/summary` as
 //! fast as they are answered for `--read-seconds`: its requests/s and p50/p99. Every request is a
 //! new connection from one of 250 local addresses (127.0.0.2-251: senders, each with four
@@ -248,8 +248,16 @@ async fn drive(
     }
 }
 
+/// The machine's load average over the last minute (other work on it shares the cores).
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
 fn measure(backend: &Backend, args: &Args) {
-    println!("== {}", backend.name());
+    println!("== {} (load average {})", backend.name(), load());
     let launch = Launch::fresh(backend, 1_000_000_000, SETTINGS);
     let server = launch.run().unwrap_or_else(|e| panic!("{e}"));
     let addr: std::net::SocketAddr = server.url.trim_start_matches("http://").parse().unwrap();
@@ -291,7 +299,7 @@ fn measure(backend: &Backend, args: &Args) {
             args.stored..args.stored + args.reports,
             args.writers,
             1,
-            Some(Duration::from_millis(200)),
+            Some(Duration::from_millis(50)),
             Duration::from_secs_f64(args.seconds),
         ),
     );
@@ -299,7 +307,7 @@ fn measure(backend: &Backend, args: &Args) {
         .as_u64()
         .unwrap_or(0);
     println!(
-        "writes, from {stored} to {after} stored reports: {} clients posting, one reading /summary 5 times a second",
+        "writes, from {stored} to {after} stored reports: {} clients posting, one reading /summary 20 times a second",
         args.writers
     );
     println!("  {}", writes.posts.line("POST /reports", writes.post_s));
@@ -328,6 +336,7 @@ fn measure(backend: &Backend, args: &Args) {
         args.readers
     );
     println!("  {}", reads.reads.line("GET /summary", reads.read_s));
+    println!("(load average {} at the end)", load());
 }
 
 fn main() {
