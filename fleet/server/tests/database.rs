@@ -6,8 +6,9 @@
 //! refused without `--init`, one that does not exist is refused and not created, another
 //! application's is refused and left as it was, a port in use leaves the database untouched, an
 //! unreachable server and a host elsewhere are refused with a clear error, the password appears
-//! in no message or log, and a server restart under a running collector costs only the writes
-//! made while it was down. Both: a schema newer than the server's is refused.
+//! in no message or log; a server restart under a running collector costs only the writes made
+//! while it was down, and a crash of the server none that was acknowledged. Both: a schema newer
+//! than the server's is refused.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[macro_use]
@@ -400,5 +401,47 @@ mod postgres {
         assert_eq!(post(&s.url, &report(1).to_string(), true).0, 200);
         assert_eq!(get(&s.url, "/health").1["reports"], 2);
         summary_of(&s.url, 2);
+    }
+
+    /// PostgreSQL stops as in a crash while reports are written: after it recovers, every
+    /// report the collector acknowledged is there (a commit is acknowledged only once it is in
+    /// the WAL on disk).
+    #[test]
+    fn a_server_crash_during_writes_loses_no_acknowledged_report() {
+        let Some(backend) = Backend::postgres() else {
+            return;
+        };
+        let Backend::Postgres(cluster) = &backend else {
+            unreachable!()
+        };
+        let s = Server::start_with(&backend, 1_000_000, UNLIMITED);
+        let url = s.url.clone();
+        let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let writer = {
+            let acked = acked.clone();
+            std::thread::spawn(move || {
+                for i in 0..100_000 {
+                    let body = report(7000 + i).to_string();
+                    if post(&url, &body, true).0 != 201 {
+                        break; // the database is gone
+                    }
+                    acked.lock().unwrap().push(body);
+                }
+            })
+        };
+        while acked.lock().unwrap().len() < 40 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        cluster.crash();
+        writer.join().unwrap();
+        cluster.start_again();
+        let acked = acked.lock().unwrap();
+        // Every acknowledged report is there: sending it again is a duplicate.
+        for body in acked.iter() {
+            let (status, v) = post(&s.url, body, true);
+            assert_eq!(status, 200, "{v}");
+        }
+        // And the collector stores new ones again.
+        assert_eq!(post(&s.url, &report(6999).to_string(), true).0, 201);
     }
 }

@@ -200,6 +200,16 @@ impl Cluster {
             .unwrap();
     }
 
+    /// Stops the server as a crash would (`immediate`: every process quits at once, nothing is
+    /// flushed; the next start recovers from the WAL).
+    pub fn crash(&self) {
+        self.tool(
+            "pg_ctl",
+            &["stop", "-D", &self.data(), "-m", "immediate", "-w"],
+        )
+        .unwrap();
+    }
+
     /// Starts the stopped server again, on the same port.
     pub fn start_again(&self) {
         self.start_server().unwrap();
