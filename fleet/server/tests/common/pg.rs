@@ -149,9 +149,11 @@ impl Cluster {
         let log_path = self.dir.join(format!("{tool}.log"));
         let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
         let err = log.try_clone().map_err(|e| e.to_string())?;
-        // Files, not pipes: nothing the server inherits may hold the test's output open.
+        // Files, not pipes: nothing the server inherits may hold the test's output open. Run
+        // from the server's directory, which its user can enter (the test's may be closed to it).
         let status = command
             .args(args)
+            .current_dir(&self.dir)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err)
