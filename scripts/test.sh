@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Kiln's test command. Installs what is missing (lavapipe, the wasm32 target, fmt/clippy,
-# Chromium, Xvfb and ImageMagick, wasm-bindgen-cli at the pinned version, the site's npm
-# packages), then: format check, the site build (wasm32) and the native build of every test,
-# both with clippy's lints and warnings denied, every Rust test — CPU references, template
-# validation, GPU kernels on the adapter in hand (lavapipe without a GPU), bad-input and CLI
-# tests, the demos' headless benchmarks and their native windows under Xvfb — then the browser
-# tests in headless Chromium (WebGPU on SwiftShader) against the built site, and ends with one
-# "N passed, N failed" line.
+# Chromium, Xvfb and ImageMagick, PostgreSQL for the collector's second backend,
+# wasm-bindgen-cli at the pinned version, the site's npm packages), then: format check, the site
+# build (wasm32) and the native build of every test, both with clippy's lints and warnings
+# denied, every Rust test — CPU references, template validation, GPU kernels on the adapter in
+# hand (lavapipe without a GPU), bad-input and CLI tests, the collector on SQLite and on a
+# PostgreSQL server its tests start, the demos' headless benchmarks and their native windows
+# under Xvfb — then the browser tests in headless Chromium (WebGPU on SwiftShader) against the
+# built site, and ends with one "N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
@@ -31,6 +32,7 @@ ensure_lavapipe
 ensure_rust_parts
 ensure_browser
 ensure_window_tools
+ensure_postgresql
 ensure_wasm_bindgen
 
 stage "cargo fmt --check"

@@ -61,3 +61,10 @@ ensure_wasm_bindgen() {
 ensure_window_tools() {
   ensure_apt xvfb xauth imagemagick libxkbcommon-x11-0 xdotool
 }
+
+# PostgreSQL's server binaries (Debian's postgresql: initdb and pg_ctl under
+# /usr/lib/postgresql/*/bin): the collector's tests start a server of their own on 127.0.0.1 to
+# run on its second backend (with CI=true, a test that cannot start one fails).
+ensure_postgresql() {
+  ensure_apt postgresql
+}

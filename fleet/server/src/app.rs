@@ -3,7 +3,6 @@
 //! body and request timeouts.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -25,7 +24,7 @@ use kiln_fleet::Report;
 use kiln_fleet::export::{Entry, Export};
 
 use crate::config::Config;
-use crate::db::{Db, Reader, Stored};
+use crate::db::{Database, Db, Reader, Stored};
 use crate::error::{Result, ServerError};
 use crate::health::Health;
 use crate::limit::RateLimit;
@@ -35,7 +34,7 @@ use crate::summary::Summary;
 pub struct AppState {
     /// The one writer: a request waits for it without holding a thread.
     writer: Arc<Mutex<Db>>,
-    path: PathBuf,
+    database: Database,
     limit: RateLimit,
     senders: Senders,
     health: Arc<Health>,
@@ -47,12 +46,13 @@ pub struct AppState {
 pub fn router(
     config: &Config,
     db: Db,
+    database: Database,
     health: Arc<Health>,
     summary: Arc<Summary>,
 ) -> Result<Router> {
     let state = Arc::new(AppState {
         senders: Senders::new(db.salt().to_string()),
-        path: db.path().to_path_buf(),
+        database,
         writer: Arc::new(Mutex::new(db)),
         limit: RateLimit::new(config.rate_per_minute),
         health,
@@ -173,7 +173,7 @@ async fn json_answers(request: Request, next: Next) -> Response {
     Response::from_parts(parts, Body::from(value.to_string()))
 }
 
-/// Runs blocking work (parsing, SQLite) off the async threads.
+/// Runs blocking work (parsing, the database) off the async threads.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
@@ -232,7 +232,7 @@ async fn post_report(
         )
             .into_response(),
         Err(e) => {
-            if matches!(e, ServerError::Sql(_)) {
+            if e.is_database() {
                 state.health.write_failed(e.to_string());
             }
             return Err(e);
@@ -270,9 +270,9 @@ async fn export(
     State(state): State<Arc<AppState>>,
     Query(q): Query<ExportQuery>,
 ) -> Result<Json<Export>> {
-    let (path, per_page) = (state.path.clone(), state.export_rows);
+    let (database, per_page) = (state.database.clone(), state.export_rows);
     let page = blocking(move || {
-        let (rows, more) = Reader::open(&path)?.export_page(q.after, per_page, EXPORT_BYTES)?;
+        let (rows, more) = Reader::open(&database)?.export_page(q.after, per_page, EXPORT_BYTES)?;
         let next = if more {
             rows.last().map(|r| r.id)
         } else {

@@ -1,7 +1,6 @@
 //! The server's configuration file.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -13,8 +12,9 @@ use crate::error::{Result, ServerError};
 pub struct Config {
     /// Address to listen on; port 0 picks a free one.
     pub listen: SocketAddr,
-    /// The SQLite file (relative paths are relative to the working directory).
-    pub database: PathBuf,
+    /// The database: an SQLite file (relative paths are relative to the working directory), or
+    /// a PostgreSQL database on this machine as a `postgres://` URL.
+    pub database: String,
     /// The site origin allowed to call the API from a browser.
     pub allowed_origin: String,
     /// Largest request body, bytes.

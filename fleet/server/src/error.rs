@@ -1,7 +1,5 @@
 //! The server's one error type, and how each kind answers over HTTP.
 
-use std::path::Path;
-
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -13,15 +11,24 @@ pub enum ServerError {
     /// A bad configuration or command line.
     #[error("{0}")]
     Config(String),
-    /// The database could not be opened or migrated.
-    #[error("{path}: {source}")]
+    /// The SQLite database could not be opened or migrated.
+    #[error("{what}: {source}")]
     Db {
-        path: String,
+        what: String,
         source: rusqlite::Error,
     },
-    /// A query failed.
+    /// A query failed (SQLite).
     #[error("database: {0}")]
     Sql(rusqlite::Error),
+    /// The PostgreSQL database could not be reached, opened or migrated.
+    #[error("{what}: {}", pg_text(.source))]
+    PgOpen {
+        what: String,
+        source: postgres::Error,
+    },
+    /// A query failed, or the connection did (PostgreSQL).
+    #[error("database: {}", pg_text(.0))]
+    Pg(postgres::Error),
     /// The request body is not a valid report.
     #[error("{0}")]
     Invalid(String),
@@ -42,9 +49,9 @@ pub enum ServerError {
 }
 
 impl ServerError {
-    pub fn db(path: &Path, source: rusqlite::Error) -> Self {
+    pub fn db(what: impl std::fmt::Display, source: rusqlite::Error) -> Self {
         ServerError::Db {
-            path: path.display().to_string(),
+            what: what.to_string(),
             source,
         }
     }
@@ -52,6 +59,43 @@ impl ServerError {
     pub fn sql(e: rusqlite::Error) -> Self {
         ServerError::Sql(e)
     }
+
+    pub fn pg_open(what: impl std::fmt::Display, source: postgres::Error) -> Self {
+        ServerError::PgOpen {
+            what: what.to_string(),
+            source,
+        }
+    }
+
+    pub fn pg(e: postgres::Error) -> Self {
+        ServerError::Pg(e)
+    }
+
+    /// A failed query or connection (either backend; a PostgreSQL server that cannot be reached
+    /// again after it closed the connection): the database cannot take a write now.
+    pub fn is_database(&self) -> bool {
+        matches!(
+            self,
+            ServerError::Sql(_) | ServerError::Pg(_) | ServerError::PgOpen { .. }
+        )
+    }
+}
+
+/// A PostgreSQL error with what it stands for: the server's message and code, or the cause of
+/// a failed connection (the error's own text is only its kind, "db error" or "error connecting
+/// to server").
+pub(crate) fn pg_text(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{} ({}: {})", db.message(), db.severity(), db.code().code());
+    }
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 pub type Result<T> = std::result::Result<T, ServerError>;
@@ -64,7 +108,7 @@ impl IntoResponse for ServerError {
             ServerError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ServerError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             // The database is there but cannot take the write now (locked, damaged, full).
-            ServerError::Sql(_) => StatusCode::SERVICE_UNAVAILABLE,
+            _ if self.is_database() => StatusCode::SERVICE_UNAVAILABLE,
             ServerError::NoConsent => StatusCode::FORBIDDEN,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };

@@ -3,12 +3,11 @@
 //! written (a probe on a connection of its own asks for the write lock every few seconds; a
 //! failed write says no at once).
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::db::Probe;
+use crate::db::{Database, Probe};
 
 #[derive(Debug)]
 pub struct Health {
@@ -61,20 +60,26 @@ impl Health {
     }
 }
 
-/// Starts the probe: a thread of its own (it blocks on SQLite's lock, never on the runtime).
-pub fn spawn_probe(health: Arc<Health>, path: PathBuf, every: Duration) {
+/// Starts the probe: a thread of its own (it blocks on the database's lock, never on the
+/// runtime). A probe that cannot open its connection says so and tries again at the next check.
+pub fn spawn_probe(health: Arc<Health>, database: Database, every: Duration) {
     std::thread::spawn(move || {
-        let probe = match Probe::open(&path) {
-            Ok(p) => p,
-            Err(e) => {
-                health.write_failed(e.to_string());
-                log::error!("health probe: {e}");
-                return;
-            }
-        };
+        let mut probe = None;
         loop {
+            if probe.is_none() {
+                match Probe::open(&database) {
+                    Ok(p) => probe = Some(p),
+                    Err(e) => {
+                        log::error!("health probe: {e}");
+                        health.write_failed(e.to_string());
+                    }
+                }
+            }
             std::thread::sleep(every);
-            match probe.check() {
+            let Some(p) = probe.as_mut() else {
+                continue;
+            };
+            match p.check() {
                 Ok(()) => health.set(true, String::new()),
                 Err(e) => {
                     log::warn!("health probe: the database cannot be written now: {e}");

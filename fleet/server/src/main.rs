@@ -1,8 +1,8 @@
 //! `fleet-server`: the fleet's collector. Stores campaign reports (validated, each once, within
-//! quotas, with an audit record) in a SQLite file and serves the crowd's summary and an export
-//! for `fleet merge --from`.
+//! quotas, with an audit record) in an SQLite file or a PostgreSQL database and serves the
+//! crowd's summary and an export for `fleet merge --from`.
 //!
-//!     fleet-server --config fleet/server/fleet-server.toml [--listen ADDR] [--database FILE] [--init]
+//!     fleet-server --config fleet/server/fleet-server.toml [--listen ADDR] [--database FILE|URL] [--init]
 
 mod app;
 mod config;
@@ -34,9 +34,9 @@ struct Cli {
     /// Overrides the file's `listen`.
     #[arg(long)]
     listen: Option<SocketAddr>,
-    /// Overrides the file's `database`.
+    /// Overrides the file's `database` (an SQLite file, or a `postgres://` URL).
     #[arg(long)]
-    database: Option<PathBuf>,
+    database: Option<String>,
     /// Create the database if it does not exist (without it, a missing database is refused:
     /// one that went missing is not silently recreated empty).
     #[arg(long)]
@@ -77,6 +77,7 @@ async fn run(cli: Cli) -> Result<()> {
     if let Some(database) = cli.database {
         config.database = database;
     }
+    let database = db::Database::parse(&config.database)?;
     let stop = serve::signals()?;
     // The port first: a server that cannot listen touches no database (and leaves no new
     // empty one behind).
@@ -86,26 +87,23 @@ async fn run(cli: Cli) -> Result<()> {
     let addr = listener
         .local_addr()
         .map_err(|e| ServerError::Internal(e.to_string()))?;
-    let db = db::Db::open(
-        &config.database,
-        cli.init,
-        db::Quotas {
-            reports_per_address: config.quota_reports_per_address,
-            bytes_per_address: config.quota_bytes_per_address,
-            bytes_total: config.quota_bytes_total,
-        },
-    )?;
+    let quotas = db::Quotas {
+        reports_per_address: config.quota_reports_per_address,
+        bytes_per_address: config.quota_bytes_per_address,
+        bytes_total: config.quota_bytes_total,
+    };
+    // Off the async threads: opening blocks (PostgreSQL's client runs its own small runtime).
+    let opening = database.clone();
+    let db = tokio::task::spawn_blocking(move || db::Db::open(&opening, cli.init, quotas))
+        .await
+        .map_err(|e| ServerError::Internal(e.to_string()))??;
     let health = health::Health::new(db.count());
-    health::spawn_probe(
-        health.clone(),
-        config.database.clone(),
-        config.health_probe(),
-    );
-    let summary = summary::Summary::start(config.database.clone(), config.summary_interval());
-    let app = app::router(&config, db, health, summary)?;
+    health::spawn_probe(health.clone(), database.clone(), config.health_probe());
+    let summary = summary::Summary::start(database.clone(), config.summary_interval());
+    let app = app::router(&config, db, database.clone(), health, summary)?;
     // The first line says where to connect (tests start the server on port 0 and read it).
     println!("fleet-server listening on http://{addr}");
-    log::info!("database {}", config.database.display());
+    log::info!("database {database}");
     let limits = serve::Limits {
         header: config.header_timeout(),
         idle: config.idle_timeout(),

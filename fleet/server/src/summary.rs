@@ -5,7 +5,6 @@
 //! and logged, never an error for everyone.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -16,7 +15,7 @@ use kiln_fleet::case_models::CaseModels;
 use kiln_fleet::crowd::{Rules, Submission, Tally, fingerprint};
 use serde_json::json;
 
-use crate::db::Reader;
+use crate::db::{Database, Reader};
 use crate::error::{Result, ServerError};
 
 #[derive(Debug)]
@@ -26,8 +25,8 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Starts the summariser on the database at `path`; the first summary follows at once.
-    pub fn start(path: PathBuf, interval: Duration) -> Arc<Summary> {
+    /// Starts the summariser on the database; the first summary follows at once.
+    pub fn start(database: Database, interval: Duration) -> Arc<Summary> {
         // One pending mark is enough: the next summary reads every report.
         let (stale, marks) = std::sync::mpsc::sync_channel(1);
         let first = json!({"status": "starting", "reports": 0}).to_string();
@@ -53,7 +52,7 @@ impl Summary {
                     return;
                 }
             };
-            run(&weak, &marks, &path, interval, &models, &registry);
+            run(&weak, &marks, &database, interval, &models, &registry);
         });
         summary
     }
@@ -78,7 +77,7 @@ impl Summary {
 fn run(
     summary: &std::sync::Weak<Summary>,
     marks: &Receiver<()>,
-    path: &std::path::Path,
+    database: &Database,
     interval: Duration,
     models: &CaseModels,
     registry: &Registry,
@@ -88,14 +87,18 @@ fn run(
         let Some(summary) = summary.upgrade() else {
             return;
         };
-        match compute(path, models, registry) {
+        match compute(database, models, registry) {
             Ok(json) => {
                 *summary
                     .current
                     .write()
                     .unwrap_or_else(PoisonError::into_inner) = Arc::new(json);
             }
-            Err(e) => log::error!("summary: {e}"),
+            Err(e) => {
+                // Tried again after the interval (the database may be back by then).
+                log::error!("summary: {e}");
+                summary.mark_stale();
+            }
         }
         drop(summary);
         std::thread::sleep(interval.saturating_sub(started.elapsed()));
@@ -104,8 +107,8 @@ fn run(
 
 /// The summary of every stored report: the devices, the crowd picks by the merge's rules
 /// (`fleet/SCHEMA.md`), what the crowd cannot decide yet, and how many reports were set aside.
-fn compute(path: &std::path::Path, models: &CaseModels, registry: &Registry) -> Result<Vec<u8>> {
-    let reader = Reader::open(path)?;
+fn compute(database: &Database, models: &CaseModels, registry: &Registry) -> Result<Vec<u8>> {
+    let mut reader = Reader::open(database)?;
     let heads = reader.heads()?;
     let mut tally = Tally::new(models, registry, Rules::default());
     let counted = tally.select(&heads);

@@ -3,9 +3,10 @@
 //! and SIGTERM end the process within the shutdown deadline while a request is half sent;
 //! `/health` and `/summary` answer while the writer waits on a lock; a stored row that no
 //! longer validates is skipped; quotas per address and in total; an audit record per report
-//! without the address; every answer JSON with `nosniff`.
+//! without the address; every answer JSON with `nosniff`. Each on SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
 mod common;
 
 use std::io::{Read, Write};
@@ -46,9 +47,8 @@ fn status_of(answer: &str) -> u16 {
 const TIMEOUTS: &str =
     "header_timeout_s = 1\nbody_timeout_s = 1\nrequest_timeout_s = 3\nidle_timeout_s = 4\n";
 
-#[test]
-fn slow_headers_slow_bodies_and_idle_sockets_are_closed() {
-    let s = Server::start_with(10_000, TIMEOUTS);
+fn slow_headers_slow_bodies_and_idle_sockets_are_closed(backend: &Backend) {
+    let s = Server::start_with(backend, 10_000, TIMEOUTS);
     let open = || connect_from(&s.url, [127, 0, 0, 1]);
     let idle = open();
     let mut slow_header = open();
@@ -92,10 +92,10 @@ fn slow_headers_slow_bodies_and_idle_sockets_are_closed() {
     assert_eq!(get(&s.url, "/health").0, 200);
 }
 
-#[test]
-fn three_hundred_idle_sockets_do_not_stop_health() {
+fn three_hundred_idle_sockets_do_not_stop_health(backend: &Backend) {
     // Few descriptors, as on a small host: the server must not spend them all on one address.
     let mut launch = Launch::fresh(
+        backend,
         10_000,
         "max_connections = 64\nmax_connections_per_address = 16\n",
     );
@@ -112,11 +112,11 @@ fn three_hundred_idle_sockets_do_not_stop_health() {
     drop(idle);
 }
 
-#[test]
-fn sigint_and_sigterm_end_the_process_within_the_deadline_mid_request() {
+fn sigint_and_sigterm_end_the_process_within_the_deadline_mid_request(backend: &Backend) {
     for signal in ["INT", "TERM"] {
         // Timeouts far longer than the test: only the shutdown deadline can end the request.
         let mut s = Server::start_with(
+            backend,
             10_000,
             "shutdown_deadline_s = 1\nheader_timeout_s = 600\nbody_timeout_s = 600\nrequest_timeout_s = 600\nidle_timeout_s = 600\n",
         );
@@ -134,14 +134,12 @@ fn sigint_and_sigterm_end_the_process_within_the_deadline_mid_request() {
     }
 }
 
-#[test]
-fn health_and_summary_answer_while_the_writer_waits() {
-    let s = Server::start_with(10_000, "health_probe_s = 0.2\n");
+fn health_and_summary_answer_while_the_writer_waits(backend: &Backend) {
+    let s = Server::start_with(backend, 10_000, "health_probe_s = 0.2\n");
     assert_eq!(post(&s.url, &report(1).to_string(), true).0, 201);
     summary_of(&s.url, 1);
     // Another process holds the database's write lock: the collector's writer waits on it.
-    let lock = rusqlite::Connection::open(s.database()).unwrap();
-    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let lock = s.lock_writes();
     let url = s.url.clone();
     let writer = std::thread::spawn(move || post(&url, &report(2).to_string(), true).0);
     // /health says the database cannot be written, and answers while the write waits.
@@ -165,7 +163,7 @@ fn health_and_summary_answer_while_the_writer_waits() {
         !writer.is_finished(),
         "the write ended before /health answered: {health}"
     );
-    lock.execute_batch("ROLLBACK").unwrap();
+    lock.release();
     let status = writer.join().unwrap();
     assert!(status == 201 || status == 503, "{status}");
     // The probe sees the lock gone.
@@ -176,27 +174,19 @@ fn health_and_summary_answer_while_the_writer_waits() {
     }
 }
 
-#[test]
-fn a_stored_row_that_no_longer_validates_is_skipped() {
-    let s = Server::start(10_000);
+fn a_stored_row_that_no_longer_validates_is_skipped(backend: &Backend) {
+    let s = Server::start(backend, 10_000);
     assert_eq!(post(&s.url, &report(1).to_string(), true).0, 201);
-    // A row this build does not read (written by hand, or by an older build).
-    let db = rusqlite::Connection::open(s.database()).unwrap();
-    db.execute(
+    // A row this build does not read (written by hand, or by an older build); and a valid
+    // report whose stored class is not the one its profile produces.
+    let body = report(2).to_string().replace('\'', "''");
+    s.execute(&format!(
         "INSERT INTO reports (sha256, received_unix, device_name, device_class, kiln_version, body)
-         VALUES ('not-a-hash', 0, 'old', 'vulkan/cpu/0000/none/32k', '0.0.1', '{\"schema\": 1')",
-        [],
-    )
-    .unwrap();
-    // And a valid report whose stored class is not the one its profile produces.
-    let body = report(2).to_string();
-    db.execute(
-        "INSERT INTO reports (sha256, received_unix, device_name, device_class, kiln_version, body)
-         VALUES ('also-not-a-hash', 0, 'liar', 'vulkan/discrete/10de/f16+sg32+coop/48k', '0.1.0', ?1)",
-        [&body],
-    )
-    .unwrap();
-    drop(db);
+         VALUES ('not-a-hash', 0, 'old', 'vulkan/cpu/0000/none/32k', '0.0.1', '{{\"schema\": 1');
+         INSERT INTO reports (sha256, received_unix, device_name, device_class, kiln_version, body)
+         VALUES ('also-not-a-hash', 0, 'liar', 'vulkan/discrete/10de/f16+sg32+coop/48k', '0.1.0',
+                 '{body}');"
+    ));
     // Restarted, the server reads the rows again: they are skipped, not an error for everyone.
     let s = s.kill_and_restart(10_000, "");
     let summary = summary_of(&s.url, 3);
@@ -209,8 +199,7 @@ fn a_stored_row_that_no_longer_validates_is_skipped() {
     assert!(s.log().contains("skipped"), "{}", s.log());
 }
 
-#[test]
-fn storage_quotas_per_address_and_in_total() {
+fn storage_quotas_per_address_and_in_total(backend: &Backend) {
     // The size a report takes in storage (its canonical JSON).
     let size = |i: usize| {
         let r = kiln_fleet::Report::parse("r", &report(i).to_string()).unwrap();
@@ -218,6 +207,7 @@ fn storage_quotas_per_address_and_in_total() {
     };
     let total = (0..5).map(size).sum::<usize>() + size(0) / 2;
     let s = Server::start_with(
+        backend,
         10_000,
         &format!("quota_reports_per_address = 3\nquota_bytes_total = {total}\n"),
     );
@@ -231,22 +221,13 @@ fn storage_quotas_per_address_and_in_total() {
     assert_eq!(get(&s.url, "/health").1["reports"], 5);
 }
 
-#[test]
-fn each_stored_report_has_an_audit_record_without_the_address() {
-    let s = Server::start(10_000);
+fn each_stored_report_has_an_audit_record_without_the_address(backend: &Backend) {
+    let s = Server::start(backend, 10_000);
     let bodies: Vec<String> = (0..3).map(|i| report(i).to_string()).collect();
     assert_eq!(post_from(&s.url, [127, 0, 0, 2], &bodies[0]), 201);
     assert_eq!(post_from(&s.url, [127, 0, 0, 2], &bodies[1]), 201);
     assert_eq!(post_from(&s.url, [127, 0, 0, 3], &bodies[2]), 201);
-    let db = rusqlite::Connection::open(s.database()).unwrap();
-    let rows: Vec<(i64, i64, i64, String)> = db
-        .prepare("SELECT received_unix, report_id, bytes, sender FROM audit ORDER BY id")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    drop(db);
+    let rows = s.audit();
     assert_eq!(rows.len(), 3);
     for ((received, _, bytes, sender), body) in rows.iter().zip(&bodies) {
         assert!(*received > 1_600_000_000);
@@ -257,16 +238,19 @@ fn each_stored_report_has_an_audit_record_without_the_address() {
     assert_eq!(rows[0].3, rows[1].3, "one address, one hash");
     assert_ne!(rows[0].3, rows[2].3);
     // Nowhere in the database is an address.
-    for file in ["fleet.sqlite", "fleet.sqlite-wal"] {
-        let bytes = std::fs::read(s.dir.join(file)).unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes);
-        assert!(!text.contains("127.0.0."), "{file} holds an address");
-    }
+    let stored = s.stored_text();
+    assert!(
+        stored.contains(&rows[0].3),
+        "the text read holds the audit records"
+    );
+    assert!(
+        !stored.contains("127.0.0."),
+        "the database holds an address"
+    );
 }
 
-#[test]
-fn every_answer_is_json_with_nosniff() {
-    let s = Server::start(10_000);
+fn every_answer_is_json_with_nosniff(backend: &Backend) {
+    let s = Server::start(backend, 10_000);
     let raw = |request: &str| -> String {
         let mut stream = connect_from(&s.url, [127, 0, 0, 1]);
         stream.write_all(request.as_bytes()).unwrap();
@@ -310,3 +294,14 @@ fn every_answer_is_json_with_nosniff() {
         );
     }
 }
+
+on_both_backends!(
+    slow_headers_slow_bodies_and_idle_sockets_are_closed,
+    three_hundred_idle_sockets_do_not_stop_health,
+    sigint_and_sigterm_end_the_process_within_the_deadline_mid_request,
+    health_and_summary_answer_while_the_writer_waits,
+    a_stored_row_that_no_longer_validates_is_skipped,
+    storage_quotas_per_address_and_in_total,
+    each_stored_report_has_an_audit_record_without_the_address,
+    every_answer_is_json_with_nosniff,
+);

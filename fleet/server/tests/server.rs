@@ -1,8 +1,10 @@
 //! The collector started on 127.0.0.1 by the test: valid reports stored once; oversized,
 //! malformed, schema-invalid, consent-less and flooding requests refused with the right status;
-//! concurrent clients; kill -9 during writes loses no acknowledged report.
+//! concurrent clients; kill -9 during writes loses no acknowledged report. Each on SQLite and on
+//! PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
 mod common;
 
 use std::sync::{Arc, Mutex};
@@ -10,9 +12,8 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use serde_json::json;
 
-#[test]
-fn stores_valid_reports_once_and_refuses_bad_ones() {
-    let s = Server::start(10_000);
+fn stores_valid_reports_once_and_refuses_bad_ones(backend: &Backend) {
+    let s = Server::start(backend, 10_000);
     assert_eq!(get(&s.url, "/health").1["reports"], 0);
 
     let body = report(1).to_string();
@@ -104,9 +105,8 @@ fn stores_valid_reports_once_and_refuses_bad_ones() {
     assert_eq!(get(&s.url, "/health").1["reports"], 2);
 }
 
-#[test]
-fn every_malformed_body_gets_422_and_stores_nothing() {
-    let s = Server::start(10_000);
+fn every_malformed_body_gets_422_and_stores_nothing(backend: &Backend) {
+    let s = Server::start(backend, 10_000);
     let text = report(1).to_string();
     let mut not_utf8 = text.clone().into_bytes();
     let at = text.find("llvmpipe").unwrap();
@@ -158,12 +158,11 @@ fn every_malformed_body_gets_422_and_stores_nothing() {
     assert_eq!(get(&s.url, "/health").1["reports"], 0);
 }
 
-#[test]
-fn crowd_reports_reach_the_table_only_through_the_review() {
+fn crowd_reports_reach_the_table_only_through_the_review(backend: &Backend) {
     use kiln_fleet::report::Outcome;
     use kiln_fleet::{case_models::CaseModels, crowd, export, merge, review};
     // Small export pages, so that reading the export walks several.
-    let s = Server::start_with(1_000_000, "export_page_reports = 4\n");
+    let s = Server::start_with(backend, 1_000_000, "export_page_reports = 4\n");
     // Three honest devices of a new class, each from its own address.
     for i in 0..3u8 {
         let body = serde_json::to_string(&new_class(i as usize)).unwrap();
@@ -228,9 +227,8 @@ fn crowd_reports_reach_the_table_only_through_the_review() {
     assert!(r.text().contains(&format!("add {class}")), "{}", r.text());
 }
 
-#[test]
-fn a_flood_from_one_address_gets_429() {
-    let s = Server::start(5);
+fn a_flood_from_one_address_gets_429(backend: &Backend) {
+    let s = Server::start(backend, 5);
     for _ in 0..5 {
         assert_eq!(get(&s.url, "/summary").0, 200);
     }
@@ -243,10 +241,9 @@ fn a_flood_from_one_address_gets_429() {
     assert_eq!(get(&s.url, "/health").0, 200);
 }
 
-#[test]
-fn concurrent_clients_each_report_stored_exactly_once() {
+fn concurrent_clients_each_report_stored_exactly_once(backend: &Backend) {
     // 500 reports from one address: over the default quota of 100.
-    let s = Server::start_with(1_000_000, UNLIMITED);
+    let s = Server::start_with(backend, 1_000_000, UNLIMITED);
     let url = Arc::new(s.url.clone());
     let threads: Vec<_> = (0..20)
         .map(|c| {
@@ -270,9 +267,8 @@ fn concurrent_clients_each_report_stored_exactly_once() {
     assert_eq!(get(&s.url, "/health").1["reports"], 500);
 }
 
-#[test]
-fn kill_9_during_writes_loses_no_acknowledged_report() {
-    let s = Server::start_with(1_000_000, UNLIMITED);
+fn kill_9_during_writes_loses_no_acknowledged_report(backend: &Backend) {
+    let s = Server::start_with(backend, 1_000_000, UNLIMITED);
     let url = s.url.clone();
     let acked = Arc::new(Mutex::new(Vec::new()));
     let writer = {
@@ -306,3 +302,12 @@ fn kill_9_during_writes_loses_no_acknowledged_report() {
     }
     summary_of(&s.url, stored as u64);
 }
+
+on_both_backends!(
+    stores_valid_reports_once_and_refuses_bad_ones,
+    every_malformed_body_gets_422_and_stores_nothing,
+    crowd_reports_reach_the_table_only_through_the_review,
+    a_flood_from_one_address_gets_429,
+    concurrent_clients_each_report_stored_exactly_once,
+    kill_9_during_writes_loses_no_acknowledged_report,
+);

@@ -1,11 +1,77 @@
-//! The collector started on 127.0.0.1 by the tests: a server with its own database in a fresh
-//! directory, and requests as clients send them (from other local addresses too).
+//! The collector started on 127.0.0.1 by the tests: a server with its own database (an SQLite
+//! file in a fresh directory, or a fresh database in a PostgreSQL server of the test's own), and
+//! requests as clients send them (from other local addresses too).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+pub mod pg;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Makes each `fn NAME(backend: &Backend)` a test on each backend: `NAME::sqlite` and
+/// `NAME::postgres` (which fails with `CI=true`, and is skipped elsewhere, when no PostgreSQL
+/// server can be started: `pg::cluster_or_skip`).
+#[allow(unused_macros)]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn sqlite() {
+                super::$name(&crate::common::Backend::Sqlite);
+            }
+
+            #[test]
+            fn postgres() {
+                if let Some(backend) = crate::common::Backend::postgres() {
+                    super::$name(&backend);
+                }
+            }
+        }
+    )*};
+}
+
+/// Where a test's servers keep their reports.
+#[derive(Clone)]
+pub enum Backend {
+    /// A file in the server's directory.
+    Sqlite,
+    /// A database of its own in this server (the test's).
+    Postgres(Arc<pg::Cluster>),
+}
+
+impl Backend {
+    /// A PostgreSQL server of the test's own, or None (skipped) where none can be started.
+    pub fn postgres() -> Option<Backend> {
+        pg::cluster_or_skip().map(Backend::Postgres)
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        }
+    }
+}
+
+/// A PostgreSQL database of a server: its cluster and name.
+#[derive(Clone)]
+pub struct PgDatabase {
+    pub cluster: Arc<pg::Cluster>,
+    pub name: String,
+}
+
+impl PgDatabase {
+    pub fn url(&self) -> String {
+        self.cluster.url(&self.name)
+    }
+
+    pub fn client(&self) -> postgres::Client {
+        self.cluster.client(&self.name)
+    }
+}
 
 use serde_json::{Value, json};
 
@@ -13,41 +79,62 @@ use serde_json::{Value, json};
 pub const UNLIMITED: &str =
     "quota_reports_per_address = 1000000\nquota_bytes_per_address = 100000000000\n";
 
-/// A running server with its own database in a fresh directory.
+/// A running server with its own database, its files in a fresh directory.
 pub struct Server {
     pub child: Child,
     pub url: String,
     pub dir: PathBuf,
+    /// Its PostgreSQL database, if it has one (else its SQLite file is `fleet.sqlite`).
+    pub pg: Option<PgDatabase>,
+    /// `database = …` as configured.
+    pub database: String,
+}
+
+/// Another connection's write lock on a server's database, held until released.
+pub enum WriteLock {
+    Sqlite(rusqlite::Connection),
+    Postgres(postgres::Client),
+}
+
+impl WriteLock {
+    pub fn release(self) {
+        match self {
+            WriteLock::Sqlite(c) => c.execute_batch("ROLLBACK").unwrap(),
+            WriteLock::Postgres(mut c) => c.batch_execute("ROLLBACK").unwrap(),
+        }
+    }
 }
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 impl Server {
-    pub fn start(rate_per_minute: u32) -> Server {
-        Server::start_with(rate_per_minute, "")
+    pub fn start(backend: &Backend, rate_per_minute: u32) -> Server {
+        Server::start_with(backend, rate_per_minute, "")
     }
 
     /// A server on a new database (`--init`) whose configuration has `extra` lines.
-    pub fn start_with(rate_per_minute: u32, extra: &str) -> Server {
-        Launch::fresh(rate_per_minute, extra)
+    pub fn start_with(backend: &Backend, rate_per_minute: u32, extra: &str) -> Server {
+        Launch::fresh(backend, rate_per_minute, extra)
             .run()
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// A server on the database already in `dir`.
-    pub fn start_in(dir: PathBuf, rate_per_minute: u32, extra: &str) -> Server {
-        Launch::new(dir, rate_per_minute, extra)
-            .run()
-            .unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// SIGKILL, then a new process on the same database.
+    /// SIGKILL, then a new process on the same database (without `--init`).
     pub fn kill_and_restart(mut self, rate_per_minute: u32, extra: &str) -> Server {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
-        let dir = self.dir.clone();
-        std::mem::forget(self);
-        Server::start_in(dir, rate_per_minute, extra)
+        self.restart(rate_per_minute, extra)
+    }
+
+    /// A new process on the same database, in the same directory, once this one has ended.
+    pub fn restart(mut self, rate_per_minute: u32, extra: &str) -> Server {
+        let mut launch = Launch::new(self.dir.clone(), rate_per_minute, extra);
+        launch.database = Some(self.database.clone());
+        launch.pg = self.pg.take();
+        // The directory stays for the new process.
+        self.dir = PathBuf::new();
+        drop(self);
+        launch.run().unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Sends `signal` (`INT`, `TERM`) and waits for the process to end, at most a minute: its
@@ -74,9 +161,98 @@ impl Server {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
 
-    /// The database file.
+    /// The SQLite file.
     pub fn database(&self) -> PathBuf {
         self.dir.join("fleet.sqlite")
+    }
+
+    /// Runs SQL statements on the server's database from another connection.
+    pub fn execute(&self, sql: &str) {
+        match &self.pg {
+            Some(db) => db.client().batch_execute(sql).unwrap(),
+            None => rusqlite::Connection::open(self.database())
+                .unwrap()
+                .execute_batch(sql)
+                .unwrap(),
+        }
+    }
+
+    /// Takes the database's write lock from another connection (SQLite's exclusive lock, the
+    /// lock PostgreSQL's writer takes on the reports).
+    pub fn lock_writes(&self) -> WriteLock {
+        match &self.pg {
+            Some(db) => {
+                let mut c = db.client();
+                c.batch_execute("BEGIN; LOCK TABLE reports IN EXCLUSIVE MODE")
+                    .unwrap();
+                WriteLock::Postgres(c)
+            }
+            None => {
+                let c = rusqlite::Connection::open(self.database()).unwrap();
+                c.execute_batch("BEGIN EXCLUSIVE").unwrap();
+                WriteLock::Sqlite(c)
+            }
+        }
+    }
+
+    /// The audit records: time, report id, bytes received, sender.
+    pub fn audit(&self) -> Vec<(i64, i64, i64, String)> {
+        let sql = "SELECT received_unix, report_id, bytes, sender FROM audit ORDER BY id";
+        match &self.pg {
+            Some(db) => db
+                .client()
+                .query(sql, &[])
+                .unwrap()
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+                .collect(),
+            None => rusqlite::Connection::open(self.database())
+                .unwrap()
+                .prepare(sql)
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap(),
+        }
+    }
+
+    /// Everything the database holds, as text: SQLite's files as they are; every row of every
+    /// table of PostgreSQL's database.
+    pub fn stored_text(&self) -> String {
+        match &self.pg {
+            Some(db) => {
+                let mut c = db.client();
+                let tables: Vec<String> = c
+                    .query(
+                        "SELECT CAST(tablename AS TEXT) FROM pg_tables WHERE schemaname = 'public'",
+                        &[],
+                    )
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                assert!(tables.contains(&"audit".to_string()), "{tables:?}");
+                tables
+                    .iter()
+                    .flat_map(|t| {
+                        c.query(&format!("SELECT CAST(t AS TEXT) FROM {t} t"), &[])
+                            .unwrap()
+                            .iter()
+                            .map(|r| r.get::<_, String>(0))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+            None => ["fleet.sqlite", "fleet.sqlite-wal"]
+                .iter()
+                .map(|f| {
+                    String::from_utf8_lossy(&std::fs::read(self.dir.join(f)).unwrap_or_default())
+                        .into_owned()
+                })
+                .collect(),
+        }
     }
 }
 
@@ -104,6 +280,8 @@ pub struct Launch {
     pub fd_limit: Option<u32>,
     /// `--init`: create the database.
     pub init: bool,
+    /// The PostgreSQL database `database` names, if it names one.
+    pub pg: Option<PgDatabase>,
 }
 
 impl Launch {
@@ -116,13 +294,30 @@ impl Launch {
             args: Vec::new(),
             fd_limit: None,
             init: false,
+            pg: None,
         }
     }
 
-    /// A server in a fresh directory, creating its database.
-    pub fn fresh(rate_per_minute: u32, extra: &str) -> Launch {
-        let mut launch = Launch::new(fresh_dir(), rate_per_minute, extra);
+    /// A server in a fresh directory on a new database of the backend (an empty PostgreSQL
+    /// database made in the test's server), creating its schema.
+    pub fn fresh(backend: &Backend, rate_per_minute: u32, extra: &str) -> Launch {
+        let mut launch = Launch::on(backend, fresh_dir(), rate_per_minute, extra);
         launch.init = true;
+        launch
+    }
+
+    /// A server in `dir` on a new database of the backend (SQLite: `fleet.sqlite` in `dir`,
+    /// not created yet), without `--init`.
+    pub fn on(backend: &Backend, dir: PathBuf, rate_per_minute: u32, extra: &str) -> Launch {
+        let mut launch = Launch::new(dir, rate_per_minute, extra);
+        if let Backend::Postgres(cluster) = backend {
+            let db = PgDatabase {
+                name: cluster.create_database(),
+                cluster: cluster.clone(),
+            };
+            launch.database = Some(db.url());
+            launch.pg = Some(db);
+        }
         launch
     }
 
@@ -173,6 +368,8 @@ impl Launch {
                 child,
                 url: url.to_string(),
                 dir: self.dir,
+                pg: self.pg,
+                database,
             }),
             None => {
                 let status = child.wait().unwrap();
@@ -187,7 +384,9 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if !self.dir.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

@@ -1,25 +1,15 @@
-//! The SQLite store: schema migrations from `migrations/`, each report stored once within the
-//! storage quotas with its audit record, nothing acknowledged before it is committed to disk.
-//! One connection writes ([`Db`]); reads (the summary, the export, the health probe) have
-//! connections of their own ([`Reader`], [`Probe`]), so that in WAL mode none waits on a write.
+//! The SQLite backend: one file, in WAL mode with full sync; its identity checked by `PRAGMA
+//! application_id` and its pages by `PRAGMA integrity_check` when it opens.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
-use sha2::{Digest, Sha256};
 
-use kiln_fleet::Report;
-use kiln_fleet::crowd::{Head, fingerprint};
+use kiln_fleet::crowd::Head;
 
+use super::{APPLICATION_ID, Inserted, MIGRATIONS, NewReport, Row};
 use crate::error::{Result, ServerError};
-
-/// The migrations in order; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: [&str; 3] = [
-    include_str!("../migrations/0001_reports.sql"),
-    include_str!("../migrations/0002_senders.sql"),
-    include_str!("../migrations/0003_audit.sql"),
-];
 
 /// How long the writer waits for a lock another connection holds (a reader checkpointing, the
 /// probe) before the write fails.
@@ -28,52 +18,20 @@ const WRITE_BUSY: Duration = Duration::from_secs(5);
 /// written now.
 const PROBE_BUSY: Duration = Duration::from_millis(250);
 
-/// What storing a report did.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Stored {
-    /// Stored as the report with this id; the number of reports stored now.
-    New(i64, i64),
-    /// The same report (by content) was already there.
-    Duplicate(i64),
-}
-
-/// The storage quotas (`fleet-server.toml`).
-#[derive(Clone, Copy, Debug)]
-pub struct Quotas {
-    pub reports_per_address: u64,
-    pub bytes_per_address: u64,
-    pub bytes_total: u64,
-}
-
-/// The writer.
-pub struct Db {
+/// The writer's connection.
+pub struct Writer {
     conn: Connection,
     path: PathBuf,
-    salt: String,
-    quotas: Quotas,
-    /// Reports stored and their bytes: kept here, so that neither a write nor `/health`
-    /// counts them again.
-    count: i64,
-    bytes: u64,
 }
 
-/// One stored report as the export gives it.
-#[derive(Debug)]
-pub struct Row {
-    pub id: i64,
-    pub received_unix: i64,
-    pub sender: String,
-    pub body: String,
-}
-
-impl Db {
+impl Writer {
     /// Opens the database, or creates it with `init`, and brings its schema up to date. Refused:
     /// a name that keeps nothing (`""`, `:memory:`, a `file:` URI); a missing file without
     /// `init` (a deleted database is not recreated empty); `init` where a crash left a WAL or
     /// journal without its database; a file that is not a Kiln fleet database (another
     /// application's, by `PRAGMA application_id` and its tables); one that fails
     /// `PRAGMA integrity_check`.
-    pub fn open(path: &Path, init: bool, quotas: Quotas) -> Result<Db> {
+    pub fn open(path: &Path, init: bool) -> Result<Writer> {
         let refuse =
             |why: String| ServerError::Config(format!("database {}: {why}", path.display()));
         let name = path.to_string_lossy();
@@ -108,8 +66,8 @@ impl Db {
         if !exists {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
-        let mut conn =
-            Connection::open_with_flags(path, flags).map_err(|e| ServerError::db(path, e))?;
+        let mut conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| ServerError::db(path.display(), e))?;
         check_identity(&conn, path, init)?;
         let problems: Vec<String> = conn
             .prepare("PRAGMA integrity_check")
@@ -129,100 +87,77 @@ impl Db {
         conn.pragma_update(None, "journal_mode", "WAL")
             .and_then(|_| conn.pragma_update(None, "synchronous", "FULL"))
             .and_then(|_| conn.busy_timeout(WRITE_BUSY))
-            .map_err(|e| ServerError::db(path, e))?;
+            .map_err(|e| ServerError::db(path.display(), e))?;
         migrate(&mut conn, path)?;
         conn.pragma_update(None, "application_id", APPLICATION_ID)
-            .map_err(|e| ServerError::db(path, e))?;
-        let salt: String = conn
+            .map_err(|e| ServerError::db(path.display(), e))?;
+        Ok(Writer {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The sender salt, the reports stored and their bytes.
+    pub fn totals(&mut self) -> Result<(String, i64, i64)> {
+        let path = &self.path;
+        let salt: String = self
+            .conn
             .query_row(
                 "SELECT value FROM meta WHERE key = 'sender_salt'",
                 [],
                 |r| r.get(0),
             )
-            .map_err(|e| ServerError::db(path, e))?;
-        let (count, bytes): (i64, i64) = conn
+            .map_err(|e| ServerError::db(path.display(), e))?;
+        let (count, bytes): (i64, i64) = self
+            .conn
             .query_row(
                 "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM reports",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .map_err(|e| ServerError::db(path, e))?;
-        let db = Db {
-            conn,
-            path: path.to_path_buf(),
-            salt,
-            quotas,
-            count,
-            bytes: bytes.max(0) as u64,
-        };
-        db.fill_fingerprints()?;
-        Ok(db)
+            .map_err(|e| ServerError::db(path.display(), e))?;
+        Ok((salt, count, bytes))
     }
 
-    /// The salt of the sender hashes.
-    pub fn salt(&self) -> &str {
-        &self.salt
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Reports stored.
-    pub fn count(&self) -> i64 {
-        self.count
-    }
-
-    /// Rows stored before fingerprints were kept get theirs (a row that no longer parses is
-    /// left without one, and logged).
-    fn fill_fingerprints(&self) -> Result<()> {
+    /// Rows stored before fingerprints were kept: their ids and bodies.
+    pub fn unfingerprinted(&mut self) -> Result<Vec<(i64, String)>> {
         let mut stmt = self
             .conn
             .prepare("SELECT id, body FROM reports WHERE fingerprint = ''")
             .map_err(ServerError::sql)?;
-        let rows: Vec<(i64, String)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
             .and_then(Iterator::collect)
+            .map_err(ServerError::sql)
+    }
+
+    pub fn set_fingerprint(&mut self, id: i64, fingerprint: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE reports SET fingerprint = ?1 WHERE id = ?2",
+                params![fingerprint, id],
+            )
             .map_err(ServerError::sql)?;
-        for (id, body) in rows {
-            match Report::parse(&format!("stored report {id}"), &body) {
-                Ok(r) => {
-                    self.conn
-                        .execute(
-                            "UPDATE reports SET fingerprint = ?1 WHERE id = ?2",
-                            params![fingerprint(&r.device), id],
-                        )
-                        .map_err(ServerError::sql)?;
-                }
-                Err(e) => log::warn!("{e}: left without a fingerprint"),
-            }
-        }
         Ok(())
     }
 
-    /// Stores a validated report from `sender` (its salted hash; `received` bytes came in)
-    /// unless the same content is already stored, within the quotas, with its audit record.
+    /// Stores `new` unless its content is already stored: `check` says whether its sender
+    /// (given the reports and bytes it has stored) may store it. In one transaction that holds
+    /// the write lock from the start, committed (on disk) before this returns.
     pub fn store(
         &mut self,
-        report: &Report,
-        now_unix: i64,
-        sender: &str,
-        received: usize,
-    ) -> Result<Stored> {
-        // The canonical form: the parsed report written back out, so that whitespace or key
-        // order does not make a duplicate look new (it was validated when parsed).
-        let body =
-            serde_json::to_string(report).map_err(|e| ServerError::Internal(e.to_string()))?;
-        let sha = format!("{:x}", Sha256::digest(body.as_bytes()));
-        let size = body.len() as u64;
+        new: &NewReport,
+        check: impl FnOnce(i64, i64) -> Result<()>,
+    ) -> Result<Inserted> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(ServerError::sql)?;
         let existing: Option<i64> = tx
-            .query_row("SELECT id FROM reports WHERE sha256 = ?1", [&sha], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT id FROM reports WHERE sha256 = ?1",
+                [&new.sha256],
+                |r| r.get(0),
+            )
             .map(Some)
             .or_else(|e| match e {
                 rusqlite::Error::QueryReturnedNoRows => Ok(None),
@@ -230,63 +165,44 @@ impl Db {
             })
             .map_err(ServerError::sql)?;
         if let Some(id) = existing {
-            return Ok(Stored::Duplicate(id));
+            return Ok(Inserted::Duplicate(id));
         }
-        let q = self.quotas;
         let (theirs, their_bytes): (i64, i64) = tx
             .query_row(
                 "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM reports WHERE sender = ?1",
-                [sender],
+                [new.sender],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .map_err(ServerError::sql)?;
-        if theirs as u64 >= q.reports_per_address || their_bytes as u64 + size > q.bytes_per_address
-        {
-            return Err(ServerError::Quota(format!(
-                "this address has stored {theirs} reports ({their_bytes} bytes): its quota is {} \
-                 reports and {} bytes",
-                q.reports_per_address, q.bytes_per_address
-            )));
-        }
-        if self.bytes + size > q.bytes_total {
-            return Err(ServerError::Quota(format!(
-                "the collector's storage quota of {} bytes is used up",
-                q.bytes_total
-            )));
-        }
+        check(theirs, their_bytes)?;
         tx.execute(
             "INSERT INTO reports
              (sha256, received_unix, device_name, device_class, kiln_version, body, sender,
               fingerprint, bytes)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
-                sha,
-                now_unix,
-                report.device.name,
-                report.device.class(),
-                report.kiln_version,
-                body,
-                sender,
-                fingerprint(&report.device),
-                size as i64
+                new.sha256,
+                new.received_unix,
+                new.device_name,
+                new.device_class,
+                new.kiln_version,
+                new.body,
+                new.sender,
+                new.fingerprint,
+                new.bytes
             ],
         )
         .map_err(ServerError::sql)?;
         let id = tx.last_insert_rowid();
         tx.execute(
             "INSERT INTO audit (received_unix, report_id, bytes, sender) VALUES (?1, ?2, ?3, ?4)",
-            params![now_unix, id, received as i64, sender],
+            params![new.received_unix, id, new.received, new.sender],
         )
         .map_err(ServerError::sql)?;
         tx.commit().map_err(ServerError::sql)?;
-        self.count += 1;
-        self.bytes += size;
-        Ok(Stored::New(id, self.count))
+        Ok(Inserted::New(id))
     }
 }
-
-/// `PRAGMA application_id` of a Kiln fleet database: "KlnF".
-const APPLICATION_ID: i32 = 0x4b6c_6e46;
 
 /// Whether the file is a Kiln fleet database: ours by its application id; new (no table at
 /// all, and `init` asked for it); or one an earlier fleet-server made before it set the id (its
@@ -353,7 +269,7 @@ fn check_identity(conn: &Connection, path: &Path, init: bool) -> Result<()> {
 fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     let version: usize = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(|e| ServerError::db(path, e))?;
+        .map_err(|e| ServerError::db(path.display(), e))?;
     if version > MIGRATIONS.len() {
         return Err(ServerError::Config(format!(
             "{}: schema version {version} is newer than this server ({})",
@@ -362,11 +278,13 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
         )));
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
-        let tx = conn.transaction().map_err(|e| ServerError::db(path, e))?;
+        let tx = conn
+            .transaction()
+            .map_err(|e| ServerError::db(path.display(), e))?;
         tx.execute_batch(sql)
             .and_then(|_| tx.pragma_update(None, "user_version", i + 1))
             .and_then(|_| tx.commit())
-            .map_err(|e| ServerError::db(path, e))?;
+            .map_err(|e| ServerError::db(path.display(), e))?;
     }
     Ok(())
 }
@@ -382,14 +300,14 @@ impl Reader {
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| ServerError::db(path, e))?;
+        .map_err(|e| ServerError::db(path.display(), e))?;
         conn.busy_timeout(WRITE_BUSY)
-            .map_err(|e| ServerError::db(path, e))?;
+            .map_err(|e| ServerError::db(path.display(), e))?;
         Ok(Reader { conn })
     }
 
     /// Every stored report's identity for the crowd merge, in id order (no body is read).
-    pub fn heads(&self) -> Result<Vec<Head>> {
+    pub fn heads(&mut self) -> Result<Vec<Head>> {
         let mut stmt = self
             .conn
             .prepare(
@@ -410,31 +328,14 @@ impl Reader {
         .map_err(ServerError::sql)
     }
 
-    /// Calls `f` with each stored report's id, sender and body, in id order.
-    pub fn each_body(&self, mut f: impl FnMut(i64, String, String)) -> Result<()> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, sender, body FROM reports ORDER BY id")
-            .map_err(ServerError::sql)?;
-        let mut rows = stmt.query([]).map_err(ServerError::sql)?;
-        while let Some(r) = rows.next().map_err(ServerError::sql)? {
-            f(
-                r.get(0).map_err(ServerError::sql)?,
-                r.get(1).map_err(ServerError::sql)?,
-                r.get(2).map_err(ServerError::sql)?,
-            );
-        }
-        Ok(())
-    }
-
-    /// Up to `max_rows` stored rows after `after`, in id order, stopping early past
-    /// `max_bytes` of bodies; and whether more follow.
-    pub fn export_page(
-        &self,
+    /// Calls `f` with up to `limit` stored rows after the id `after`, in id order, until it
+    /// says to stop.
+    pub fn rows_after(
+        &mut self,
         after: i64,
-        max_rows: usize,
-        max_bytes: usize,
-    ) -> Result<(Vec<Row>, bool)> {
+        limit: i64,
+        f: &mut dyn FnMut(Row) -> bool,
+    ) -> Result<()> {
         let mut stmt = self
             .conn
             .prepare(
@@ -443,23 +344,20 @@ impl Reader {
             )
             .map_err(ServerError::sql)?;
         let mut rows = stmt
-            .query(params![after, max_rows as i64 + 1])
+            .query(params![after, limit])
             .map_err(ServerError::sql)?;
-        let (mut out, mut bytes) = (Vec::new(), 0);
         while let Some(r) = rows.next().map_err(ServerError::sql)? {
-            if out.len() == max_rows || (bytes > max_bytes && !out.is_empty()) {
-                return Ok((out, true));
-            }
             let row = Row {
                 id: r.get(0).map_err(ServerError::sql)?,
                 received_unix: r.get(1).map_err(ServerError::sql)?,
                 sender: r.get(2).map_err(ServerError::sql)?,
                 body: r.get(3).map_err(ServerError::sql)?,
             };
-            bytes += row.body.len();
-            out.push(row);
+            if !f(row) {
+                break;
+            }
         }
-        Ok((out, false))
+        Ok(())
     }
 }
 
@@ -474,14 +372,14 @@ impl Probe {
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| ServerError::db(path, e))?;
+        .map_err(|e| ServerError::db(path.display(), e))?;
         conn.busy_timeout(PROBE_BUSY)
-            .map_err(|e| ServerError::db(path, e))?;
+            .map_err(|e| ServerError::db(path.display(), e))?;
         Ok(Probe { conn })
     }
 
     /// Whether a write could start now: the write lock taken and given back (nothing written).
-    pub fn check(&self) -> Result<()> {
+    pub fn check(&mut self) -> Result<()> {
         self.conn
             .execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
             .map_err(ServerError::sql)
