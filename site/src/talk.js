@@ -65,8 +65,9 @@ function buildPanel() {
     el('p', { id: 'talk-text' }, 'The demo publishes its stages once it has started.'),
     el('p', { id: 'talk-caption', class: 'muted' }, ''),
     el('div', { id: 'talk-code' }),
-    el('p', { class: 'talk-keys muted' },
-      '→ or space: next · ←: back · Home: first · F: full screen · B: blank · S: speaker view · 1–9, 0: jump'));
+    el('p', { class: 'talk-keys muted' }, speaker
+      ? '→ or space: next · ←: back · Home: first · B: blank the audience screen · 1–9, 0: jump (both windows follow)'
+      : '→ or space: next · ←: back · Home: first · F: full screen · B: blank · S: speaker view · 1–9, 0: jump'));
   if (speaker) panel.prepend(buildSpeaker());
   else panel.querySelector('#talk-text').after(el('figure', { id: 'talk-qr', hidden: '' }));
   const visuals = el('div', { id: 'talk-visuals' });
