@@ -285,8 +285,7 @@ async function showQr() {
 
 // The service worker (sw.js) keeps every file of the build (offline.json lists them) in one
 // cache, so a walkthrough opened once runs again with the network off. Only a secure context
-// has service workers. A new build takes over at the next load; a page it takes over from an
-// older one reloads once, at the same stage.
+// has service workers. A new build takes over at once (the pages it takes over reload, below).
 async function offline() {
   const say = (state, text) => {
     document.body.dataset.offline = state;
@@ -297,8 +296,6 @@ async function offline() {
     say('unavailable', 'Offline copy: none (service workers need HTTPS or localhost).');
     return;
   }
-  const had = Boolean(navigator.serviceWorker.controller);
-  navigator.serviceWorker.addEventListener('controllerchange', () => { if (had) location.reload(); });
   try {
     say('caching', 'Offline copy: caching the site…');
     await navigator.serviceWorker.register(new URL('sw.js', import.meta.url));
@@ -414,6 +411,15 @@ window.kiln = {
   get presenting() { return presenting; },
   get stage() { return current; },
 };
+
+// A page that a newer build's service worker takes over from an older one reloads, so that it
+// never mixes the two builds' files (a walkthrough keeps its stage: it is in the URL). The
+// first worker taking over a page it did not load is the same build: no reload then.
+let controlled = Boolean(navigator.serviceWorker?.controller);
+navigator.serviceWorker?.addEventListener('controllerchange', () => {
+  if (controlled) location.reload();
+  controlled = true;
+});
 
 if (presenting) {
   buildPanel();

@@ -3,13 +3,15 @@
 // in the service worker's cache; then the static server is stopped, and every page and every
 // walkthrough loads again from the cache alone, its demo starts (the stages published, the
 // visual drawn), and no console error is logged. Headless Chromium, WebGPU on SwiftShader.
-// Needs site/dist (scripts/build-site.sh).
+// Needs site/dist (scripts/build-site.sh). Also, on site/src with manifests of its own, a new
+// build: its cache replaces the old one, and the open walkthrough reloads at its stage.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launch, pixelStats, serve } from './browser.mjs';
+import { launch, pixelStats, serve, sourceSite } from './browser.mjs';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
 const DEMOS = ['waves', 'attention', 'flash', 'fleet'];
@@ -23,12 +25,12 @@ before(async () => {
 });
 after(async () => { await browser?.close(); server?.close(); });
 
-async function open(path) {
+async function open(path, base = server.url) {
   const page = await context.newPage();
   const errors = [];
   page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
   page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(server.url + path);
+  await page.goto(base + path);
   return { page, errors };
 }
 
@@ -76,4 +78,46 @@ test('after one visit the whole site runs with the server stopped', async () => 
     assert.deepEqual(errors, [], demo);
     await page.close();
   }
+});
+
+// The manifest build-site.sh writes, into a copy of site/src: sw.js and offline.json.
+function build(dir, version, files) {
+  const manifest = { version, cache: `kiln-${version}`, bytes: 0, files };
+  const sw = readFileSync(join(dir, 'sw.js'), 'utf8').replace(
+    /\/\* build manifest \*\/ \{[^\n]*\};/, `${JSON.stringify(manifest)};`);
+  assert.match(sw, new RegExp(`"kiln-${version}"`));
+  writeFileSync(join(dir, 'sw.js'), sw);
+  writeFileSync(join(dir, 'offline.json'), JSON.stringify(manifest));
+}
+
+test('a new build replaces the old cache, and an open walkthrough reloads at its stage', async (t) => {
+  const dir = sourceSite();
+  const original = readFileSync(join(dir, 'sw.js'), 'utf8');
+  const stages = [1, 2, 3].map((i) => ({ title: `Stage ${i}`, text: `Words ${i}.`, code: null }));
+  writeFileSync(join(dir, 't.html'), `<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>Kiln · test</title><link rel="icon" href="data:,"><link rel="stylesheet" href="style.css"></head>
+<body><main><div id="error"></div></main><script type="module" src="talk.js"></script>
+<script type="module">kiln.setStages(${JSON.stringify(stages)});</script></body></html>`);
+  const files = ['t.html', 'talk.js', 'style.css', 'vendor/qrcode.mjs', 'offline.json'];
+  build(dir, 'one', files);
+  const site = await serve(dir);
+  t.after(() => site.close());
+  const { page, errors } = await open('/t.html?talk&stage=2', site.url);
+  await page.waitForSelector('body[data-offline="ready"]', { timeout: 20000 });
+  assert.deepEqual(await page.evaluate(() => caches.keys()), ['kiln-one']);
+  await page.evaluate(() => { window.before = true; });
+
+  writeFileSync(join(dir, 'sw.js'), original);
+  build(dir, 'two', files);
+  await Promise.all([
+    page.waitForEvent('load', { timeout: 20000 }),
+    page.evaluate(() => navigator.serviceWorker.getRegistration().then((r) => r.update())),
+  ]);
+  await page.waitForSelector('#talk[data-ready]');
+  assert.equal(await page.evaluate(() => window.before), undefined, 'the page reloaded');
+  assert.equal(await page.textContent('#talk-counter'), '2 / 3');
+  await page.waitForFunction(async () => (await caches.keys()).join() === 'kiln-two', null, { timeout: 10000 });
+  await page.waitForSelector('body[data-offline="ready"]', { timeout: 20000 });
+  assert.deepEqual(errors, []);
+  await page.close();
 });
