@@ -96,4 +96,35 @@ if [ -f models/all-minilm-l6-v2/model.safetensors ]; then
 fi
 python3 -c 'import json, sys; print(json.dumps({"models": sys.argv[1:]}))' "${carried[@]}" \
   > "$out/models/index.json"
+# The QR code encoder of the walkthroughs' first stage (npm's qrcode-generator, MIT; its licence
+# is in the file's header).
+mkdir -p "$out/vendor"
+cp site/node_modules/qrcode-generator/dist/qrcode.mjs "$out/vendor/qrcode.mjs"
+# The offline mode: offline.json lists every file of this build, and sw.js carries the same
+# manifest, so the service worker keeps exactly what was built, in a cache named after a hash of
+# it (a new build is a new cache; the old one is deleted).
+python3 - "$out" <<'PY'
+import hashlib, json, os, sys
+root = sys.argv[1]
+files, digest, size = [], hashlib.sha256(), 0
+for folder, _, names in sorted(os.walk(root)):
+    for name in sorted(names):
+        path = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+        if path in ("sw.js", "offline.json"):
+            continue
+        data = open(os.path.join(root, path), "rb").read()
+        digest.update(path.encode() + b"\0" + hashlib.sha256(data).digest())
+        files.append(path)
+        size += len(data)
+version = digest.hexdigest()[:16]
+# "./" is the index at the folder's own address.
+manifest = {"version": version, "cache": f"kiln-{version}", "bytes": size, "files": ["./", *files, "offline.json"]}
+open(os.path.join(root, "offline.json"), "w").write(json.dumps(manifest, indent=1) + "\n")
+sw = os.path.join(root, "sw.js")
+text = open(sw).read()
+marker = "/* build manifest */ { version: 'unbuilt', cache: 'kiln-unbuilt', bytes: 0, files: [] }"
+assert marker in text, "sw.js: the manifest's placeholder is missing"
+open(sw, "w").write(text.replace(marker, json.dumps(manifest)))
+print(f"   offline copy: {len(files) + 2} files, {size / 1e6:.1f} MB (build {version})")
+PY
 echo "== site built in $out/"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Screenshots of every walkthrough stage at 1920×1080, for review (not checked in):
-#   - each page of the built site in presenter mode, in headless Chromium (WebGPU on SwiftShader);
+#   - each page of the built site in presenter mode, in headless Chromium (WebGPU on SwiftShader),
+#     and handout.pdf beside them: every stage's screenshot with its title and narration, two
+#     stages to an A4 page (Chromium's print to PDF);
 #   - each native demo's --talk window under Xvfb (the adapter in hand; lavapipe without a GPU).
 # Usage: scripts/screenshots.sh [OUT_DIR]   (default: screenshots/; builds what is missing)
 set -euo pipefail

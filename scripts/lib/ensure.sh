@@ -37,10 +37,15 @@ ensure_lavapipe() {
   export WGPU_BACKEND="${WGPU_BACKEND:-vulkan}"
 }
 
-# Debian's Chromium (WebGPU on SwiftShader) and the site's npm packages (playwright-core).
+# Debian's Chromium (WebGPU on SwiftShader) and the site's npm packages (package.json: installed
+# again when one is missing, as after a pull that added one).
 ensure_browser() {
   ensure_apt chromium
-  if [ ! -d site/node_modules/playwright-core ] || [ ! -d site/node_modules/binaryen ]; then
+  local p missing=no
+  for p in playwright-core binaryen qrcode-generator jsqr; do
+    [ -d "site/node_modules/$p" ] || missing=yes
+  done
+  if [ "$missing" = yes ]; then
     echo "== installing the site's npm packages"
     (cd site && npm ci --no-audit --no-fund --loglevel=error)
   fi

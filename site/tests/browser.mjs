@@ -5,7 +5,8 @@
 // null) and a page that is not a secure context (plain HTTP from a host name that is not
 // localhost, which the browser resolves to the same loopback server).
 import { createServer } from 'node:http';
-import { readFileSync, statSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { extname, join, normalize } from 'node:path';
 import { existsSync } from 'node:fs';
 import { after, before } from 'node:test';
@@ -38,7 +39,25 @@ export async function serve(root, pages = {}) {
     }
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  return { url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
+  // Closing also ends the browser's kept-alive connections: the site is gone at once.
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () => { server.close(); server.closeAllConnections(); },
+  };
+}
+
+// site/src as it is, with what scripts/build-site.sh puts beside it that every presenter page
+// loads (the QR encoder, the offline manifest; sw.js keeps its unbuilt, empty one), in a new
+// temporary folder: for tests of talk.js on pages of their own, without building the wasm.
+export function sourceSite() {
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-site-'));
+  cpSync(fileURLToPath(new URL('../src/', import.meta.url)), dir, { recursive: true });
+  mkdirSync(join(dir, 'vendor'));
+  copyFileSync(fileURLToPath(new URL('../node_modules/qrcode-generator/dist/qrcode.mjs', import.meta.url)),
+    join(dir, 'vendor', 'qrcode.mjs'));
+  writeFileSync(join(dir, 'offline.json'),
+    JSON.stringify({ version: 'unbuilt', cache: 'kiln-unbuilt', bytes: 0, files: [] }));
+  return dir;
 }
 
 // A host name that is not localhost, resolved by the browser to 127.0.0.1: a page served from

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { launch, openPage, serve } from './browser.mjs';
+import { launch, openPage, serve, sourceSite } from './browser.mjs';
 
 const TALK = readFileSync(new URL('../src/talk.js', import.meta.url), 'utf8');
 const CSS = readFileSync(new URL('../src/style.css', import.meta.url), 'utf8');
@@ -35,7 +35,7 @@ const PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>
 
 let server, browser;
 before(async () => {
-  server = await serve('/nonexistent', { '/t.html': PAGE, '/talk.js': TALK, '/style.css': CSS });
+  server = await serve(sourceSite(), { '/t.html': PAGE });
   browser = await launch();
 });
 after(async () => { await browser?.close(); server?.close(); });
