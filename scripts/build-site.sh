@@ -31,7 +31,7 @@ ensure_browser
 out=site/dist
 [ ${#ONLY[@]} -eq 0 ] && rm -rf "$out"
 mkdir -p "$out"
-cp site/src/* "$out/"
+cp -r site/src/* "$out/"
 # Every wasm module in one cargo invocation: the dependencies are built once, with one feature
 # set, and both cores stay busy. The fleet page's module is the campaign as a library (crate
 # fleet-web); the flash page's is the flash crate's library (its native binary is not for the
@@ -82,17 +82,31 @@ lines = [l for l in source[start:end] if not l.lstrip().startswith("// talk:")]
 text = open(page).read().replace("<!-- encoder-code -->", html.escape("\n".join(lines)))
 open(page, "w").write(text)
 PY
-# The attention model, when scripts/fetch-model.sh has fetched it (the page falls back to
-# built-in weights without it). models/index.json always lists what the site carries, so a page
-# asks for the manifest rather than probing for a file that may 404 (a console error).
+# The attention model: scripts/fetch-model.sh fetches it once (it does nothing when the model is
+# already there), and the site carries it as f16 (half the bytes; the page reads F16), converted
+# once into models/all-minilm-l6-v2-f16. Without a network the fetch fails and the site is built
+# without the model: the page then says it runs on built-in synthetic weights, and so does the
+# index card. models/index.json always lists what the site carries, so a page asks for the
+# manifest rather than probing for a file that may 404 (a console error).
+model=models/all-minilm-l6-v2
+if [ ! -f "$model/model.safetensors" ]; then
+  bash scripts/fetch-model.sh "$model" || echo "   the model could not be fetched: the site carries no model (built-in synthetic weights)"
+fi
+if [ -f "$model/model.safetensors" ] && { [ ! -f "$model-f16/model.safetensors" ] || [ "$model/model.safetensors" -nt "$model-f16/model.safetensors" ]; }; then
+  python3 scripts/model-f16.py "$model" "$model-f16"
+fi
 mkdir -p "$out/models"
 rm -rf "$out/models/all-minilm-l6-v2"
 carried=()
-if [ -f models/all-minilm-l6-v2/model.safetensors ]; then
+if [ -f "$model-f16/model.safetensors" ]; then
   mkdir -p "$out/models/all-minilm-l6-v2"
-  cp models/all-minilm-l6-v2/{config.json,model.safetensors,vocab.txt} "$out/models/all-minilm-l6-v2/"
+  cp "$model-f16"/{config.json,model.safetensors,vocab.txt} "$out/models/all-minilm-l6-v2/"
   carried+=(all-minilm-l6-v2)
-  echo "   included the model: models/all-minilm-l6-v2"
+  echo "   included the model, f16: $model-f16 ($(du -k "$model-f16/model.safetensors" | cut -f1) KiB)"
+else
+  # The index card says what this build carries.
+  sed -i 's|<span id="model-weights">[^<]*</span>|<span id="model-weights">built-in synthetic weights (this build carries no model)</span>|' "$out/index.html"
+  echo "   the site carries no model: the attention page runs on built-in synthetic weights"
 fi
 python3 -c 'import json, sys; print(json.dumps({"models": sys.argv[1:]}))' "${carried[@]}" \
   > "$out/models/index.json"

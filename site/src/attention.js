@@ -9,6 +9,17 @@
 import { disableForGpu } from './device.js';
 import { fetchModel } from './model.js';
 
+// How the heatmap's labels were drawn (their size in canvas pixels, one every how many tokens,
+// their bounding box): the GPU path publishes it (kiln:labels), the CPU path sets it below; the
+// page's test checks it.
+document.addEventListener('kiln:labels', (e) => {
+  document.getElementById('canvas').dataset.labels = JSON.stringify(e.detail);
+});
+// The walkthrough stage's texts (each box and letter height, in the picture's pixels), likewise.
+document.addEventListener('kiln:texts', (e) => {
+  document.getElementById('canvas').dataset.texts = JSON.stringify(e.detail);
+});
+
 window.kilnWithoutWebGPU = async (demo, missing) => {
   const kiln = window.kiln;
   kiln.noWebGPU(missing,
@@ -56,9 +67,10 @@ window.kilnWithoutWebGPU = async (demo, missing) => {
         const rgba = view.draw(field.value, layer, head);
         const ms = performance.now() - start;
         put(rgba, view.width, view.height);
+        canvas.dataset.labels = view.labels;
         hud.textContent = 'drawing: CPU path (no WebGPU)\n' +
           `weights: ${view.weights}\n` +
-          `tokens: ${view.tokens}\n` +
+          `${view.tokens}\n` +
           `layer ${layer + 1}/${view.layers}, head ${head + 1}/${view.heads} (arrow keys)\n` +
           `${ms.toFixed(1)} ms for the forward pass and the picture (wall clock; this page's WebAssembly, one thread)`;
       } catch (e) {
@@ -94,6 +106,7 @@ window.kilnWithoutWebGPU = async (demo, missing) => {
         try {
           put(view.stage(kiln.stage, field.value, layer, head, (now - began) / 1000),
             view.stage_width, view.stage_height);
+          canvas.dataset.texts = view.texts;
         } catch (e) {
           hud.textContent = `drawing: CPU path (no WebGPU)\nerror: ${e}`;
         }

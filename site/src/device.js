@@ -134,9 +134,11 @@ export function renderDevice(root, info) {
       return el('tr', {}, el('th', { scope: 'row' }, label), el('td', { class: 'bar-cell' }, track),
         el('td', { class: 'value' }, write(value)));
     }));
+  // Every family the kernel crate's registry has (the wasm module lists them), with the count.
+  const families = info.offered ?? [];
   const offered = el('table', { class: 'limits offered' },
-    el('caption', {}, 'Kernel variants this device is offered, of each family’s total'),
-    ...(info.offered ?? []).slice(0, 6).map((o) => el('tr', {},
+    el('caption', {}, `Kernel variants this device is offered, of each family’s total: all ${families.length} families`),
+    ...families.map((o) => el('tr', {},
       el('th', { scope: 'row' }, el('code', {}, o.family)),
       el('td', { class: 'bar-cell' }, el('span', { class: 'track', role: 'img', 'aria-label': `${o.here} of ${o.all}` },
         el('span', { class: 'fill good', style: `width:${pct(o.here / Math.max(1, o.all))}` }))),

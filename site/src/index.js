@@ -1,8 +1,11 @@
 // The index: this browser's adapter as Kiln sees it (the fleet page's wasm module describes it:
-// profile, device class, the variants it is offered) and, once it is known, a live thumbnail
-// per demo — the demo's walkthrough at one stage, embedded without its panel (talk.js hides it
-// with `embed`) and scaled into the card. Where the GPU paths cannot run (device.js says why):
-// the explanation, a sentence in the device panel, and the cards keep their text.
+// profile, device class, the variants it is offered) and a thumbnail per demo: a poster frame
+// at first (a still JPEG of the thumbnail, site/src/posters/, made by capture-posters.mjs), the
+// live demo — its walkthrough at one stage, embedded without its panel (talk.js hides it with
+// `embed`) and scaled into the card — once the pointer rests on the card or it takes the focus.
+// So the first load fetches no demo's WebAssembly (four of them were 15 MB). Where the GPU paths
+// cannot run (device.js says why): the explanation, a sentence in the device panel, and the
+// cards keep their posters and text.
 import { detectWebGPU, plainError, renderDevice } from './device.js';
 
 const $ = (id) => document.getElementById(id);
@@ -18,14 +21,32 @@ function placeholders(text) {
   for (const t of thumbs) t.querySelector('.placeholder').textContent = text;
 }
 
-// The demo pages, live: lazy (a card out of view costs nothing), out of the tab order and
-// the pointer's way (the card is the link).
-function showThumbnails() {
+// Poster frames: lazy (a card out of view costs nothing).
+for (const t of thumbs) {
+  const demo = t.closest('.card').dataset.demo;
+  const poster = Object.assign(document.createElement('img'),
+    { src: `posters/${demo}.jpg`, alt: '', loading: 'lazy', decoding: 'async', className: 'poster' });
+  t.prepend(poster);
+  t.querySelector('.placeholder').textContent = 'A still picture: the live demo starts when you point at it.';
+}
+
+// A demo page, live, in place of its poster: out of the tab order and the pointer's way (the
+// card is the link).
+function startThumbnail(t) {
+  if (t.querySelector('iframe')) return;
+  const frame = document.createElement('iframe');
+  Object.assign(frame, { src: t.dataset.src, title: t.dataset.title, tabIndex: -1 });
+  frame.setAttribute('aria-hidden', 'true');
+  t.replaceChildren(frame);
+}
+
+// Each card starts its live demo when the pointer enters it or it takes the focus.
+function armThumbnails() {
   for (const t of thumbs) {
-    const frame = document.createElement('iframe');
-    Object.assign(frame, { src: t.dataset.src, title: t.dataset.title, loading: 'lazy', tabIndex: -1 });
-    frame.setAttribute('aria-hidden', 'true');
-    t.replaceChildren(frame);
+    const card = t.closest('.card');
+    const start = () => startThumbnail(t);
+    card.addEventListener('mouseenter', start, { once: true });
+    card.addEventListener('focusin', start, { once: true });
   }
 }
 
@@ -44,6 +65,17 @@ async function main() {
     placeholders(`No live preview: ${webgpu.short}.`);
     return;
   }
+  // The cards are ready at once; the device panel's module (the kernel registry, a few MB)
+  // loads when the visitor asks for it, so that the first load stays light.
+  armThumbnails();
+  document.body.dataset.ready = 'true';
+  const button = Object.assign(document.createElement('button'), { id: 'describe', textContent: 'Describe this device' });
+  $('device-panel').replaceChildren(Object.assign(document.createElement('p'), { className: 'muted',
+    textContent: 'Kiln describes this browser’s adapter with its own kernel registry (the fleet ' +
+      'page’s module, a few MB), loaded when you ask: ' }), button);
+  await new Promise((ok) => button.addEventListener('click', ok, { once: true }));
+  button.disabled = true;
+  button.textContent = 'Loading the kernel registry…';
   const wasm = await import('./fleet/fleet_web.js');
   await wasm.default();
   let info;
@@ -60,8 +92,6 @@ async function main() {
     return;
   }
   renderDevice($('device-panel'), info);
-  showThumbnails();
-  document.body.dataset.ready = 'true';
 }
 
 main().catch((e) => {

@@ -15,13 +15,48 @@ export async function fetchModel(dir) {
     return false;
   }
   if (note) note.textContent = `downloading ${dir}…`;
+  // The weights are tens of megabytes: a progress bar (#model-progress) follows the download,
+  // read as a stream against its Content-Length, so a slow network shows where it stands.
+  const bar = document.getElementById('model-progress');
   const files = {};
   for (const name of ['config.json', 'model.safetensors', 'vocab.txt']) {
     const r = await fetch(`${dir}/${name}`);
     if (!r.ok) throw new Error(`${dir}/${name}: HTTP ${r.status}`);
-    files[name] = new Uint8Array(await r.arrayBuffer());
+    files[name] = name === 'model.safetensors' ? await readWithProgress(r, bar, note, dir) : new Uint8Array(await r.arrayBuffer());
   }
   window.kilnModel = { source: dir, ...files };
+  if (bar) bar.hidden = true;
   if (note) note.textContent = dir;
   return true;
+}
+
+// A response's body, read chunk by chunk into one array; the bar and the note show the bytes
+// read of the total (without a Content-Length, the bytes read alone).
+async function readWithProgress(response, bar, note, dir) {
+  const total = Number(response.headers.get('Content-Length')) || 0;
+  if (!response.body) return new Uint8Array(await response.arrayBuffer());
+  const reader = response.body.getReader();
+  const chunks = [];
+  let got = 0;
+  const mb = (n) => (n / 1e6).toFixed(1);
+  if (bar) {
+    bar.hidden = false;
+    bar.value = 0;
+    if (total) bar.max = total; else bar.removeAttribute('value');
+  }
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    got += value.length;
+    if (bar && total) bar.value = got;
+    if (note) note.textContent = `downloading ${dir}: ${mb(got)}${total ? ` of ${mb(total)}` : ''} MB of weights`;
+  }
+  const bytes = new Uint8Array(got);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.length;
+  }
+  return bytes;
 }

@@ -6,7 +6,7 @@
 // window.kiln:
 //   publish(what, json)  from wasm (kiln-app): 'stages' or 'kernels', as JSON text; any other
 //                        (a demo's 'settings') is dispatched as a `kiln:<what>` event
-//   setStages(list)      the walkthrough: [{ title, text, code: null | { caption, language, pieces: [{ text, marked }] } }]
+//   setStages(list)      the walkthrough: [{ title, text, code: null | { caption, language, pieces: [{ text, marked }], focus } }]
 //   setKernels(list)     [{ family, variant, reason, values: [[name, value]], code }]
 //   onStage(fn)          fn(index, 0-based) whenever presenter mode shows a stage
 //   noWebGPU(missing, fallback)  missing: device.js's detectWebGPU() answer
@@ -91,7 +91,12 @@ function show() {
   panel.querySelector('#talk-title').textContent = s.title;
   panel.querySelector('#talk-text').textContent = s.text;
   panel.querySelector('#talk-caption').textContent = s.code ? s.code.caption : '';
-  panel.querySelector('#talk-code').replaceChildren(...(s.code ? [codeBlock(s.code)] : []));
+  const codeBox = panel.querySelector('#talk-code');
+  codeBox.replaceChildren(...(s.code ? [codeBlock(s.code)] : []));
+  // A long kernel opens where its work is (code.focus, a line: kiln-app's talk::focus_line),
+  // not at the parameters its first screenful holds.
+  const lines = s.code ? s.code.pieces.map((p) => p.text).join('').split('\n').length : 1;
+  codeBox.scrollTop = s.code?.focus ? (codeBox.scrollHeight / lines) * s.code.focus : 0;
   panel.querySelector('#talk-prev').disabled = current === 0;
   panel.querySelector('#talk-next').disabled = current === stages.length - 1;
   // Visuals limited to some stages show only there.

@@ -51,7 +51,8 @@ test('the attention page takes a sentence and draws its heatmap', async () => {
 
   // The pointer over the heatmap reads a weight.
   const box = await page.locator('#canvas').boundingBox();
-  await page.mouse.move(box.x + box.width * (980 / 1600), box.y + box.height * (170 / 900));
+  // (940, 246) of the 1600×900 view: the first cell (demos/attention/src/heatmap.rs).
+  await page.mouse.move(box.x + box.width * (940 / 1600), box.y + box.height * (246 / 900));
   await page.waitForFunction(() => /weight '.*' -> '.*': [0-9.]+/.test(document.getElementById('hud').textContent),
     null, { timeout: 30000 });
   text = await hud(page);
@@ -76,6 +77,93 @@ test('the attention page takes a sentence and draws its heatmap', async () => {
   await page.click('button[data-key="Tab"]');
   await page.waitForFunction(() => /path: CPU/.test(document.getElementById('hud').textContent), null, { timeout: 30000 });
   assert.equal(await page.isVisible('#error'), false, await page.textContent('#error'));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// The labels' record (heatmap::Labels: px tall in the 1600×900 view, one every `stride`
+// tokens, their box) and the size on screen it means.
+async function labels(page) {
+  return page.evaluate(() => {
+    const canvas = document.getElementById('canvas');
+    const l = JSON.parse(canvas.dataset.labels);
+    return { ...l, cssPx: (l.px * canvas.getBoundingClientRect().width) / 1600 };
+  });
+}
+
+test('a long text: the cut said plainly, the page stays short, the labels readable', async () => {
+  const { page, errors } = await site.open('/attention.html?model=synthetic', { width: 1280, height: 1100 });
+  await page.waitForFunction(() => /tokens: \[CLS\] the cat/.test(document.getElementById('hud').textContent),
+    null, { timeout: 90000 });
+  await page.waitForFunction(() => JSON.parse(document.getElementById('canvas').dataset.labels ?? '{}').tokens === 13,
+    null, { timeout: 30000 });
+  const short = await page.evaluate(() => document.documentElement.scrollHeight);
+  const few = await labels(page);
+  console.log(`short text: page ${short} px; labels ${JSON.stringify(few)}`);
+  assert.equal(few.stride, 1, 'a short sentence labels every token');
+  // Longer than the synthetic model's 128 positions: the HUD says the cut, the heatmap shows
+  // the 128 it takes, the labels keep their size (every few tokens labelled).
+  const long = Array.from({ length: 30 }, (_, i) => `the cat number ${i} sat on the mat because it was tired`).join('. ');
+  await page.fill('#text', long);
+  await page.waitForFunction(() => /cut: the text has \d+ tokens; the model takes 128/.test(document.getElementById('hud').textContent),
+    null, { timeout: 90000 });
+  await page.waitForFunction(() => JSON.parse(document.getElementById('canvas').dataset.labels ?? '{}').tokens === 128,
+    null, { timeout: 90000 });
+  const text = await hud(page);
+  const many = await labels(page);
+  const tall = await page.evaluate(() => document.documentElement.scrollHeight);
+  console.log(`long text: ${text.split('\n').filter((l) => /tokens|cut/.test(l)).join(' | ')}`);
+  console.log(`long text: page ${tall} px (short: ${short}); HUD ${text.split('\n').length} lines; labels ${JSON.stringify(many)}`);
+  assert.ok(!text.includes(long.slice(0, 60)), 'the HUD repeats the text');
+  assert.ok(text.split('\n').length <= 16, `the HUD has ${text.split('\n').length} lines`);
+  assert.ok(tall - short < 80, `the page grew from ${short} to ${tall} px`);
+  for (const l of [few, many]) {
+    assert.ok(l.px >= 16 && l.cssPx >= 10, `labels too small: ${JSON.stringify(l)}`);
+    const [x, y, w, h] = l.bounds;
+    assert.ok(x >= 0 && y >= 0 && x + w <= 1600 && y + h <= 900, `labels outside the view: ${JSON.stringify(l)}`);
+  }
+  assert.ok(many.stride > 1, 'labels would overlap at 128 tokens');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the site carries the real model as f16, its download shown as a progress bar', async (t) => {
+  const listed = await fetch(site.url('/models/index.json')).then((r) => r.json());
+  if (!listed.models.includes('all-minilm-l6-v2')) {
+    t.skip('this site was built without the model (scripts/fetch-model.sh had no network)');
+    return;
+  }
+  const head = await fetch(site.url('/models/all-minilm-l6-v2/model.safetensors'), { method: 'HEAD' });
+  const size = Number(head.headers.get('content-length'));
+  const page = await site.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+  const errors = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  // The bar's values and the note as the download runs, sampled on every change.
+  await page.addInitScript(() => {
+    window.seen = [];
+    document.addEventListener('DOMContentLoaded', () => {
+      const bar = document.getElementById('model-progress');
+      new MutationObserver(() => window.seen.push([bar.value, bar.max, bar.hidden]))
+        .observe(bar, { attributes: true });
+      const note = document.getElementById('weights');
+      new MutationObserver(() => window.seen.push([note.textContent]))
+        .observe(note, { childList: true, characterData: true, subtree: true });
+    });
+  });
+  await page.goto(site.url('/attention.html'));
+  await page.waitForFunction(() => /tokens: \[CLS\] the cat/.test(document.getElementById('hud').textContent),
+    null, { timeout: 120000 });
+  const seen = await page.evaluate(() => window.seen);
+  const text = await hud(page);
+  console.log(`model: ${(size / 1e6).toFixed(1)} MB; the bar and note changed ${seen.length} times; ${JSON.stringify(seen.slice(-3))}`);
+  assert.ok(size > 40e6 && size < 50e6, `model.safetensors is ${size} bytes: not the f16 copy (about 45 MB)`);
+  assert.doesNotMatch(text, /SYNTHETIC/);
+  assert.equal(await page.textContent('#weights'), 'models/all-minilm-l6-v2');
+  assert.equal(await page.isHidden('#model-progress'), true, 'the bar stays after the download');
+  const bars = seen.filter((s) => s.length === 3 && s[1] === size);
+  assert.ok(bars.length > 0, `the bar never showed the file's size: ${JSON.stringify(seen.slice(0, 5))}`);
+  assert.ok(seen.some((s) => /MB of weights/.test(s[0])), 'the note never said how far the download was');
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -114,6 +202,52 @@ test('the walkthrough steps through ten live stages at 1280×720', async () => {
   await page.close();
 });
 
+// Every walkthrough stage, at a projector's 1920×1080 and at 1280×720: each text the visual
+// draws (demos/attention/src/heatmap.rs records them) is at least 18 px tall on screen at
+// 1920×1080 (12 px at 1280×720: the same share of the screen) and lies inside the picture; the
+// narration does not overflow its box. At 1280×720 with a long sentence (labels then every few
+// tokens).
+for (const [width, height, text] of [
+  [1920, 1080, 'The cat sat on the mat because it was tired.'],
+  [1280, 720, Array.from({ length: 6 }, () => 'the quick brown fox jumps over the lazy dog').join(' and ')],
+]) {
+  test(`walkthrough text is readable and inside the picture at ${width}×${height}`, async () => {
+    const { page, errors } = await site.open(`/attention.html?talk&stage=1&model=synthetic&text=${encodeURIComponent(text)}`,
+      { width, height });
+    await page.waitForSelector('#talk[data-ready]', { timeout: 90000 });
+    const least = (18 * height) / 1080;
+    const count = Number((await page.textContent('#talk-counter')).split('/')[1]);
+    for (let stage = 0; stage < count; stage++) {
+      await page.waitForFunction((s) => {
+        const t = document.getElementById('canvas').dataset.texts;
+        // Five texts at least: a stage drawn from its tensors, not "computing...".
+        return t && JSON.parse(t).stage === s && JSON.parse(t).texts.length >= 5;
+      }, stage, { timeout: 60000 });
+      const r = await page.evaluate(() => {
+        const canvas = document.getElementById('canvas');
+        const t = JSON.parse(canvas.dataset.texts);
+        const box = canvas.getBoundingClientRect();
+        const k = Math.min(box.width / t.width, box.height / t.height);
+        const outside = t.texts.filter(([x, y, w, h]) => x + w > t.width || y + h > t.height);
+        const narration = document.getElementById('talk-text');
+        return {
+          texts: t.texts.length,
+          smallest: Math.min(...t.texts.map((b) => b[4])) * k,
+          outside,
+          narration: narration.scrollWidth <= narration.clientWidth,
+        };
+      });
+      console.log(`${width}×${height} stage ${stage + 1}: ${r.texts} texts, smallest ${r.smallest.toFixed(1)} px`);
+      assert.ok(r.smallest >= least - 0.01, `stage ${stage + 1}: text ${r.smallest.toFixed(1)} px tall, under ${least}`);
+      assert.deepEqual(r.outside, [], `stage ${stage + 1}: texts cut off at the picture's edge`);
+      assert.ok(r.narration, `stage ${stage + 1}: the narration overflows`);
+      await page.keyboard.press('ArrowRight');
+    }
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+}
+
 test('a browser without WebGPU gets the explanation and the CPU path heatmap', async () => {
   const page = await site.browser.newPage({ viewport: { width: 1280, height: 1100 } });
   const errors = [];
@@ -132,6 +266,8 @@ test('a browser without WebGPU gets the explanation and the CPU path heatmap', a
   console.log(`no WebGPU: ${text.replaceAll('\n', ' | ')}`);
   assert.match(text, /drawing: CPU path \(no WebGPU\)/);
   assert.match(text, /tokens: \[CLS\] the cat sat/);
+  const drawnLabels = await labels(page);
+  assert.ok(drawnLabels.px >= 16 && drawnLabels.stride === 1, JSON.stringify(drawnLabels));
   await page.addStyleTag({ content: '#hud { visibility: hidden; }' });
   const canvas = page.locator('#canvas');
   const first = await canvas.screenshot();

@@ -32,8 +32,10 @@ export async function serve(root, pages = {}) {
     if (!file.startsWith(normalize(root))) { res.writeHead(403); return res.end(); }
     try {
       statSync(file);
-      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
-      res.end(readFileSync(file));
+      // With its length, as a static host sends it (the attention page's progress bar reads it).
+      const body = readFileSync(file);
+      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'content-length': body.length });
+      res.end(body);
     } catch {
       res.writeHead(404); res.end('not found');
     }

@@ -14,6 +14,8 @@ const DEMOS = ['waves', 'attention', 'flash', 'fleet'];
 test('the index shows this device and four live demo cards with walkthrough links', async () => {
   const { page, errors } = await site.open('/index.html');
   assert.equal(await page.locator('h1').textContent(), 'Kiln');
+  // The device panel's module loads when asked.
+  await page.click('#describe');
   await page.waitForSelector('#device-panel[data-ready]', { timeout: 60000 });
   const panel = await page.textContent('#device-panel');
   console.log(`device: ${panel.slice(0, 120)}`);
@@ -21,8 +23,21 @@ test('the index shows this device and four live demo cards with walkthrough link
   assert.match(panel, /webgpu · .* device class webgpu\//);
   assert.equal(await page.locator('#device-panel .chips li').count(), 4);
   assert.equal(await page.locator('#device-panel table.limits:not(.offered) tr').count(), 5);
+  // Every kernel family, with the count said.
+  const families = await page.locator('#device-panel table.offered tr').count();
+  console.log(`families listed: ${families}`);
+  assert.ok(families >= 20, `only ${families} families listed`);
+  assert.match(await page.textContent('#device-panel table.offered caption'), new RegExp(`all ${families} families`));
   assert.equal(await page.isVisible('#error'), false);
 
+  // Poster frames first; a card's live demo starts when the pointer enters it.
+  assert.equal(await page.locator('.card iframe').count(), 0, 'a live demo started unasked');
+  const posters = await page.$$eval('.card img.poster', (list) => list.map((i) => i.getAttribute('src')));
+  assert.deepEqual(posters, DEMOS.map((d) => `posters/${d}.jpg`));
+  for (const demo of DEMOS) {
+    await page.hover(`.card[data-demo="${demo}"]`);
+    await page.waitForSelector(`.card[data-demo="${demo}"] iframe`, { state: 'attached', timeout: 10000 });
+  }
   const cards = await page.$$eval('.card', (list) => list.map((c) => ({
     demo: c.dataset.demo,
     heading: c.querySelector('h3 a')?.getAttribute('href'),
@@ -30,7 +45,6 @@ test('the index shows this device and four live demo cards with walkthrough link
     frame: c.querySelector('iframe') && {
       src: c.querySelector('iframe').getAttribute('src'),
       title: c.querySelector('iframe').title,
-      loading: c.querySelector('iframe').getAttribute('loading'),
       pointer: getComputedStyle(c.querySelector('iframe')).pointerEvents,
     },
   })));
@@ -40,7 +54,6 @@ test('the index shows this device and four live demo cards with walkthrough link
     assert.equal(c.walkthrough, `${c.demo}.html?talk`);
     assert.match(c.frame.src, new RegExp(`^${c.demo}\\.html\\?talk&stage=\\d&embed$`));
     assert.ok(c.frame.title.length > 10, c.frame.title);
-    assert.equal(c.frame.loading, 'lazy');
     assert.equal(c.frame.pointer, 'none');
   }
   // The card is one link: a click on its thumbnail opens the demo.
@@ -76,6 +89,28 @@ test('the index shows this device and four live demo cards with walkthrough link
   await page.click('.card[data-demo="fleet"] .thumb', { force: true });
   await page.waitForURL(/\/fleet\.html$/);
   assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// The first load: the page, its scripts and the poster frames; no WebAssembly until a card is
+// pointed at or the device panel asked for.
+test('the index loads under 2 MB before a card is pointed at', async () => {
+  const page = await site.browser.newPage({ viewport: { width: 1280, height: 720 } });
+  const loaded = [];
+  page.on('response', async (r) => {
+    const body = await r.body().catch(() => Buffer.alloc(0));
+    loaded.push([new URL(r.url()).pathname, body.length]);
+  });
+  await page.goto(site.url('/index.html'));
+  await page.waitForSelector('body[data-ready]', { timeout: 60000 });
+  await page.waitForLoadState('networkidle');
+  await page.waitForTimeout(1000);
+  const total = loaded.reduce((sum, [, n]) => sum + n, 0);
+  const largest = [...loaded].sort((a, b) => b[1] - a[1]).slice(0, 5)
+    .map(([p, n]) => `${p} ${(n / 1e3).toFixed(0)} kB`);
+  console.log(`first load: ${loaded.length} responses, ${(total / 1e6).toFixed(2)} MB; largest: ${largest.join(', ')}`);
+  assert.equal(loaded.filter(([p]) => p.endsWith('.wasm')).length, 0, 'a module loaded unasked');
+  assert.ok(total < 2e6, `the first load is ${(total / 1e6).toFixed(2)} MB`);
   await page.close();
 });
 

@@ -98,6 +98,18 @@ test('the walkthrough steps through five live stages at 1280×720', async () => 
   assert.equal(await page.textContent('#talk-counter'), '3 / 5');
   assert.equal(await page.textContent('#talk-title'), titles[2]);
   assert.equal(new URL(page.url()).searchParams.get('stage'), '3');
+  // Stage 3 speaks plain words (the selector's rule is in the kernel-source view) and its code
+  // pane opens at the kernel's inner loop, not at the parameters its first lines hold.
+  const narration = await page.textContent('#talk-text');
+  assert.doesNotMatch(narration, /rule|tuned|\(.*:.*\)/, narration);
+  const pane = await page.evaluate(() => {
+    const box = document.getElementById('talk-code');
+    const lines = box.textContent.split('\n');
+    const top = Math.round(box.scrollTop / (box.scrollHeight / lines.length));
+    return { top, lines: lines.length, shown: lines.slice(top, top + 4).join(' / ') };
+  });
+  console.log(`stage 3 code pane: opens at line ${pane.top} of ${pane.lines}: ${pane.shown}`);
+  assert.ok(pane.top > 0 && /for \(|fn main|@compute|workgroup/.test(pane.shown), JSON.stringify(pane));
   assert.equal(await page.isVisible('#error'), false, await page.textContent('#error'));
   assert.deepEqual(errors, []);
   await page.close();

@@ -20,8 +20,6 @@ use crate::walkthrough::{self, Scene, Trace};
 /// Where `scripts/fetch-model.sh` unpacks all-MiniLM-L6-v2.
 pub const DEFAULT_MODEL_DIR: &str = "models/all-minilm-l6-v2";
 pub const DEFAULT_TEXT: &str = "The cat sat on the mat because it was tired.";
-/// Tokens drawn at most (the model may take more; the heatmap would be unreadable).
-const MAX_TOKENS: usize = 48;
 
 /// The model, its tokenizer and its weights on the GPU.
 #[derive(Debug)]
@@ -100,10 +98,61 @@ pub fn pick_model(choice: Option<&str>) -> Result<Model, ModelError> {
     }
 }
 
-/// The tokens the demo draws for a text: at most `MAX_TOKENS`, and no more than the model takes.
+/// The tokens the demo draws for a text: as many as the model takes (its position table's
+/// length); a longer text is cut there, and `Tokens::full` says how long it was.
 pub fn encode(model: &Model, tokenizer: &Tokenizer, text: &str) -> Result<Tokens, ModelError> {
-    let max = model.config.max_position_embeddings.min(MAX_TOKENS);
-    tokenizer.encode(text, max)
+    tokenizer.encode(text, model.config.max_position_embeddings)
+}
+
+/// The tokens in a few words for the HUD: all of them when they are few, else the first and
+/// the last few with the count (the page shows the text itself, and a long text's token list
+/// would push the page down by thousands of pixels); and the cut, said plainly.
+pub fn token_summary(tokens: &Tokens, limit: usize) -> Vec<String> {
+    const FEW: usize = 24;
+    let t = &tokens.tokens;
+    let n = t.len();
+    let mut words: Vec<&str> = t.iter().map(String::as_str).collect();
+    if n > FEW {
+        words = t[..16]
+            .iter()
+            .map(String::as_str)
+            .chain(["…"])
+            .chain(t[n - 4..].iter().map(String::as_str))
+            .collect();
+    }
+    let mut lines = Vec::new();
+    let mut line = format!("{n} tokens:");
+    for w in words {
+        if line.chars().count() + w.chars().count() > 40 {
+            lines.push(std::mem::take(&mut line));
+        }
+        line.push(' ');
+        line.push_str(w);
+    }
+    lines.push(line);
+    if tokens.full > n {
+        lines.push(format!(
+            "cut: the text has {} tokens; the model takes {limit}",
+            tokens.full
+        ));
+    }
+    lines
+}
+
+/// The heatmap's lines under its title: the path and token count, the cut, the weights.
+pub fn view_notes(path: &str, tokens: &Tokens, model: &Model) -> Vec<String> {
+    let mut notes = vec![format!("{path} path · {} tokens", tokens.tokens.len())];
+    if tokens.full > tokens.tokens.len() {
+        notes.push(format!(
+            "cut: {} of {} tokens (the model's limit)",
+            tokens.tokens.len(),
+            tokens.full
+        ));
+    }
+    if model.synthetic {
+        notes.push("SYNTHETIC weights: random, no meaning".into());
+    }
+    notes
 }
 
 /// A forward pass on the CPU path (the GPU is not needed: also the page's fallback without WebGPU).
@@ -246,9 +295,12 @@ impl Attention {
             vocab: c.vocab_size,
             hidden: c.hidden_size,
             path: shown.map_or(if self.on_gpu { "GPU" } else { "CPU" }, |c| c.path),
+            synthetic: self.loaded.model.synthetic,
             time: self.clock,
         };
         let img = walkthrough::draw(stage, &scene);
+        // The page's test reads every text's box and size on the stage.
+        kiln_app::publish("texts", &img.texts_json(Some(stage)));
         self.talk_pixels.write_u32(&img.pixels)
     }
 
@@ -273,8 +325,9 @@ impl Attention {
     }
 
     fn draw(&mut self) -> kiln::Result<()> {
-        let code = encoder::source_lines();
-        let img = match &self.shown {
+        let model = &self.loaded.model;
+        let empty = Vec::new();
+        let (tokens, head, title, notes) = match &self.shown {
             Some(c) => {
                 let n = c.tokens.len();
                 let layer = c.probs.get(self.layer).map(Vec::as_slice).unwrap_or(&[]);
@@ -282,17 +335,38 @@ impl Attention {
                     .get(self.head * n * n..(self.head + 1) * n * n)
                     .unwrap_or(&[]);
                 let title = format!(
-                    "layer {} of {}, head {} of {} ({} path)",
+                    "layer {} of {}, head {} of {}",
                     self.layer + 1,
                     self.layers(),
                     self.head + 1,
                     self.heads(),
-                    c.path
                 );
-                heatmap::view(&c.tokens, head, &title, self.selected, &code)
+                // The cut is the current text's; the shown tokens may be an earlier text's.
+                let shown = Tokens {
+                    tokens: c.tokens.clone(),
+                    ids: Vec::new(),
+                    full: if c.tokens == self.tokens.tokens {
+                        self.tokens.full
+                    } else {
+                        n
+                    },
+                };
+                (&c.tokens, head, title, view_notes(c.path, &shown, model))
             }
-            None => heatmap::view(&[], &[], "computing…", None, &code),
+            None => (&empty, &[][..], "computing…".to_string(), Vec::new()),
         };
+        let (img, labels) = heatmap::view(&heatmap::View {
+            tokens,
+            weights: head,
+            title: &title,
+            notes: &notes,
+            selected: self.selected,
+        });
+        // The page's test reads how the labels were drawn (their size, which tokens, where).
+        kiln_app::publish(
+            "labels",
+            &serde_json::to_string(&labels).unwrap_or_default(),
+        );
         self.pixels.write_u32(&img.pixels)
     }
 }
@@ -311,6 +385,7 @@ impl Demo for Attention {
             tokens: Tokens {
                 tokens: Vec::new(),
                 ids: Vec::new(),
+                full: 0,
             },
             on_gpu: true,
             layer: 0,
@@ -372,7 +447,11 @@ impl Demo for Attention {
             log::warn!("the walkthrough shows no kernel code: {e}");
             Vec::new()
         });
-        stages(Target::Device(&self.gpu), &kernels)
+        stages(
+            Target::Device(&self.gpu),
+            &kernels,
+            self.loaded.model.synthetic,
+        )
     }
 
     fn show_stage(&mut self, stage: usize) {
@@ -470,16 +549,11 @@ impl Demo for Attention {
             "{} layers, {} heads, hidden {}",
             c.num_hidden_layers, c.num_attention_heads, c.hidden_size
         ));
-        lines.push(format!("text: {}", self.text));
-        let mut line = format!("{} tokens:", self.tokens.tokens.len());
-        for t in &self.tokens.tokens {
-            if line.chars().count() + t.chars().count() > 40 {
-                lines.push(std::mem::take(&mut line));
-            }
-            line.push(' ');
-            line.push_str(t);
-        }
-        lines.push(line);
+        // The text itself is in the page's field (and typed into the window): not repeated.
+        lines.extend(token_summary(
+            &self.tokens,
+            self.loaded.model.config.max_position_embeddings,
+        ));
         lines.push(format!(
             "path: {}; layer {}/{}, head {}/{}",
             if self.on_gpu { "GPU" } else { "CPU" },
@@ -777,8 +851,13 @@ pub fn kernel_choices(
 }
 
 /// The walkthrough's ten stages, their kernels (`kernels`, from [`kernel_choices`]) rendered
-/// for `target`.
-pub fn stages(target: Target<'_>, kernels: &[(&'static str, Choice)]) -> Vec<Stage> {
+/// for `target`; `synthetic` when the weights are the built-in ones, which the narration then
+/// names where it first uses the weights and where it reads what a token attends to.
+pub fn stages(
+    target: Target<'_>,
+    kernels: &[(&'static str, Choice)],
+    synthetic: bool,
+) -> Vec<Stage> {
     let kernel = |role: &str| -> Option<Code> {
         let (_, choice) = kernels.iter().find(|(r, _)| *r == role)?;
         Code::kernel_for(target, choice)
@@ -856,10 +935,20 @@ pub fn stages(target: Target<'_>, kernels: &[(&'static str, Choice)]) -> Vec<Sta
             excerpt("encoder.rs", encoder_rs, "residual"),
         ),
     ];
+    const SYNTHETIC: &str = " These weights are synthetic (random, built in: the model was \
+        not fetched), so the patterns in the picture mean nothing; a trained model's would.";
     walkthrough::TITLES
         .iter()
         .zip(texts)
-        .map(|(title, (text, code))| Stage::new(title, text, code))
+        .enumerate()
+        .map(|(i, (title, (text, code)))| {
+            // Stage 3 first uses the weights; stage 7 reads what a token attends to.
+            if synthetic && (i == 2 || i == 6) {
+                Stage::new(title, &format!("{text}{SYNTHETIC}"), code)
+            } else {
+                Stage::new(title, text, code)
+            }
+        })
         .collect()
 }
 
@@ -880,9 +969,13 @@ mod tests {
         let stored = Stored::webgpu_defaults().unwrap();
         let target = Target::Stored(&stored);
         let kernels = kernel_choices(target, &model, tokens.ids.len()).unwrap();
-        let list = stages(target, &kernels);
+        let list = stages(target, &kernels, model.synthetic);
         talk::check(&list).unwrap();
         assert_eq!(list.len(), walkthrough::TITLES.len());
+        // Synthetic weights are named where the narration reads meaning into them.
+        assert!(list[6].text.contains("synthetic"), "{}", list[6].text);
+        let real = stages(target, &kernels, false);
+        assert!(real.iter().all(|s| !s.text.contains("synthetic")));
         for s in &list {
             let code = s.code.as_ref().expect("every stage shows code");
             if code.language == "wgsl" {
@@ -910,6 +1003,7 @@ mod tests {
                 vocab: model.config.vocab_size,
                 hidden: model.config.hidden_size,
                 path: "CPU",
+                synthetic: model.synthetic,
                 time: 1.0,
             };
             let img = walkthrough::draw(stage, &scene);

@@ -122,15 +122,3 @@ pub fn forward<B: Backend>(
     }
     Ok(out)
 }
-
-/// The lines between the `demo:begin` and `demo:end` markers above: the code the demo shows
-/// (without the walkthrough's `// talk:` markers).
-pub fn source_lines() -> Vec<&'static str> {
-    include_str!("encoder.rs")
-        .lines()
-        .skip_while(|l| !l.starts_with("// demo:begin"))
-        .skip(1)
-        .take_while(|l| !l.starts_with("// demo:end"))
-        .filter(|l| !l.trim_start().starts_with("// talk:"))
-        .collect()
-}

@@ -4,15 +4,23 @@
 
 use font8x8::UnicodeFonts;
 
-/// The view's size and layout: the left half holds the HUD (in the window) above the code
-/// panel; the right half the heatmap with its labels.
+/// The view's size and layout: the heatmap fills the right of the view, its key labels above
+/// it and its query labels to its left; the left column holds the title, the colour scale, the
+/// weight under the pointer and the head's strongest links (natively the HUD covers its top).
 pub const WIDTH: usize = 1600;
 pub const HEIGHT: usize = 900;
-const MAP_X: usize = 960;
-const MAP_Y: usize = 150;
-const MAP_SIZE: usize = 520;
-const CODE_X: usize = 20;
-const CODE_Y: usize = 600;
+/// The heatmap's top-left corner and its largest side, in pixels of the view.
+const MAP_X: usize = 926;
+const MAP_Y: usize = 232;
+const MAP_SIZE: usize = 652;
+/// The left column's margin.
+const LEFT: usize = 24;
+/// Labels are never drawn smaller than this (font pixels of 2 view pixels: 16 pixels tall), so
+/// that they stay readable when the view is shown at about 1100 pixels wide; where the cells
+/// are smaller, only every `stride`-th token is labelled.
+const LABEL_SCALE: usize = 2;
+/// Room between two labels, in view pixels.
+const LABEL_GAP: usize = 2;
 
 pub const BACKGROUND: [u8; 3] = [14, 14, 20];
 pub const TEXT: [u8; 3] = [225, 225, 232];
@@ -23,6 +31,9 @@ pub struct Image {
     pub width: usize,
     pub height: usize,
     pub pixels: Vec<u32>,
+    /// Every text drawn: its box (x, y, width, height) and its letters' height, in pixels of
+    /// the image: the page's tests check that each is readable and inside the picture.
+    pub texts: Vec<[usize; 5]>,
 }
 
 fn pack([r, g, b]: [u8; 3]) -> u32 {
@@ -35,6 +46,7 @@ impl Image {
             width,
             height,
             pixels: vec![pack(BACKGROUND); width * height],
+            texts: Vec::new(),
         }
     }
 
@@ -58,6 +70,15 @@ impl Image {
         vertical: bool,
     ) {
         let c = pack(colour);
+        let count = s.chars().count();
+        if count > 0 {
+            let (w, h) = if vertical {
+                (8 * scale, count * 9 * scale)
+            } else {
+                (count * 8 * scale, 8 * scale)
+            };
+            self.texts.push([x, y, w, h, 8 * scale]);
+        }
         for (k, ch) in s.chars().enumerate() {
             let glyph = font8x8::BASIC_FONTS
                 .get(ch)
@@ -84,6 +105,55 @@ impl Image {
                 }
             }
         }
+    }
+
+    /// Text turned a quarter turn anticlockwise (read from the bottom up), its first character
+    /// at `bottom`: the column labels of a heatmap.
+    pub fn text_up(&mut self, x: usize, bottom: usize, s: &str, colour: [u8; 3], scale: usize) {
+        let c = pack(colour);
+        let long = s.chars().count() * 8 * scale;
+        if long > 0 {
+            // A box that starts above the picture is recorded as such (its y wraps past the
+            // height), so that a check sees it is clipped.
+            let top = bottom.checked_sub(long).unwrap_or(usize::MAX / 2);
+            self.texts.push([x, top, 8 * scale, long, 8 * scale]);
+        }
+        for (k, ch) in s.chars().enumerate() {
+            let glyph = font8x8::BASIC_FONTS
+                .get(ch)
+                .or_else(|| font8x8::LATIN_FONTS.get(ch))
+                .or_else(|| font8x8::GREEK_FONTS.get(ch))
+                .unwrap_or([0; 8]);
+            for (gy, bits) in glyph.iter().enumerate() {
+                for gx in 0..8 {
+                    if bits >> gx & 1 == 0 {
+                        continue;
+                    }
+                    for sy in 0..scale {
+                        for sx in 0..scale {
+                            // Along the text is up the view; the glyph's top faces left.
+                            let along = (k * 8 + gx) * scale + sx;
+                            let (px, py) = (x + gy * scale + sy, bottom.checked_sub(along + 1));
+                            if let Some(py) = py
+                                && px < self.width
+                                && py < self.height
+                            {
+                                self.pixels[py * self.width + px] = c;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the page's tests read: the picture's size and every text's box and letter height
+    /// (`stage`: the walkthrough stage drawn, if it is one).
+    pub fn texts_json(&self, stage: Option<usize>) -> String {
+        serde_json::json!({
+            "width": self.width, "height": self.height, "stage": stage, "texts": self.texts,
+        })
+        .to_string()
     }
 
     /// Bytes for a PNG.
@@ -117,95 +187,198 @@ pub fn label(t: &str, max: usize) -> String {
     }
 }
 
+/// The side of one cell for `n` tokens.
+fn cell_size(n: usize) -> usize {
+    (MAP_SIZE / n.max(1)).max(1)
+}
+
 /// Where a heatmap cell is: the cell (query row, key column) under pixel (x, y), if any.
 pub fn cell_at(n: usize, x: f32, y: f32) -> Option<(usize, usize)> {
-    let cell = (MAP_SIZE / n.max(1)).max(1) as f32;
+    let cell = cell_size(n) as f32;
     let (cx, cy) = ((x - MAP_X as f32) / cell, (y - MAP_Y as f32) / cell);
     (cx >= 0.0 && cy >= 0.0 && (cx as usize) < n && (cy as usize) < n)
         .then_some((cy as usize, cx as usize))
 }
 
-/// The main view: one head's weights [N, N] (row = query, column = key) with the tokens on
-/// both axes, the selected cell outlined, a title, and the code panel.
-pub fn view(
-    tokens: &[String],
-    weights: &[f32],
-    title: &str,
-    selected: Option<(usize, usize)>,
-    code: &[&str],
-) -> Image {
+/// The centre of cell (row, column) in view pixels: where a pointer reads it.
+pub fn cell_centre(n: usize, row: usize, column: usize) -> (usize, usize) {
+    let cell = cell_size(n);
+    (
+        MAP_X + column * cell + cell / 2,
+        MAP_Y + row * cell + cell / 2,
+    )
+}
+
+/// What the main view shows: one head's weights [N, N] (row = query, column = key) over the
+/// tokens, a title, lines under it, and the selected cell.
+#[derive(Debug)]
+pub struct View<'a> {
+    pub tokens: &'a [String],
+    pub weights: &'a [f32],
+    pub title: &'a str,
+    /// Under the title: the path, the token count, a cut, synthetic weights.
+    pub notes: &'a [String],
+    pub selected: Option<(usize, usize)>,
+}
+
+/// How the labels were drawn: their height in view pixels, every how many tokens one is drawn,
+/// and the box holding them all (x, y, width, height) — what the page's test checks.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Labels {
+    pub px: usize,
+    pub stride: usize,
+    pub tokens: usize,
+    pub bounds: [usize; 4],
+}
+
+/// The main view: the heatmap with its labels and the left column (see [`WIDTH`]).
+pub fn view(v: &View<'_>) -> (Image, Labels) {
     let mut img = Image::new(WIDTH, HEIGHT);
-    let n = tokens.len();
-    let cell = (MAP_SIZE / n.max(1)).max(1);
-    img.text(MAP_X, 16, title, TEXT, 2, false);
-    img.text(MAP_X, MAP_Y - 108, "keys ->", DIM, 1, false);
-    img.text(MAP_X - 110, MAP_Y - 12, "queries", DIM, 1, false);
-    for (i, t) in tokens.iter().enumerate() {
-        let t = label(t, 10);
-        // Query labels on the left, right-aligned; key labels above, one character per line.
-        let w = t.chars().count() * 8;
+    let n = v.tokens.len();
+    let cell = cell_size(n);
+    // The title and notes, large.
+    img.text(LEFT, 24, v.title, TEXT, 3, false);
+    for (k, note) in v.notes.iter().enumerate() {
+        img.text(LEFT, 64 + k * 26, note, DIM, 2, false);
+    }
+    // The colour scale, across.
+    let (sx, sy, sw) = (LEFT, 150, 400);
+    for k in 0..sw {
+        img.rect(sx + k, sy, 1, 18, colour(k as f32 / (sw - 1) as f32));
+    }
+    img.text(sx, sy + 26, "0", DIM, 2, false);
+    img.text(sx + sw - 16, sy + 26, "1", DIM, 2, false);
+    img.text(sx + 60, sy + 26, "attention weight", DIM, 2, false);
+    // The weight under the pointer.
+    if let Some((i, j)) = v.selected
+        && let (Some(q), Some(k)) = (v.tokens.get(i), v.tokens.get(j))
+    {
+        let w = v.weights.get(i * n + j).copied().unwrap_or(0.0);
+        img.text(LEFT, 236, "under the pointer:", DIM, 2, false);
         img.text(
-            MAP_X - 6 - w,
-            MAP_Y + i * cell + cell / 2 - 4,
-            &t,
-            TEXT,
-            1,
+            LEFT,
+            264,
+            &format!("{} -> {}  {w:.3}", label(q, 8), label(k, 8)),
+            [80, 220, 255],
+            3,
             false,
         );
-        img.text(
-            MAP_X + i * cell + cell / 2 - 4,
-            MAP_Y - 96,
-            &t,
-            TEXT,
-            1,
-            true,
+    }
+    links(&mut img, v.tokens, v.weights);
+
+    // Labels: large where the cells allow, never below LABEL_SCALE; every stride-th token
+    // where even that does not fit one label per cell.
+    let scale = if cell >= 8 * 3 + LABEL_GAP {
+        3
+    } else {
+        LABEL_SCALE
+    };
+    let stride = (8 * scale + LABEL_GAP).div_ceil(cell).max(1);
+    let chars = if scale == 3 { 8 } else { 10 };
+    let mut bounds = [MAP_X, MAP_Y, MAP_SIZE.min(cell * n), MAP_SIZE.min(cell * n)];
+    let mut grow = |x: usize, y: usize, w: usize, h: usize| {
+        let (x1, y1) = (
+            (bounds[0] + bounds[2]).max(x + w),
+            (bounds[1] + bounds[3]).max(y + h),
         );
+        bounds[0] = bounds[0].min(x);
+        bounds[1] = bounds[1].min(y);
+        bounds[2] = x1 - bounds[0];
+        bounds[3] = y1 - bounds[1];
+    };
+    for (i, t) in v.tokens.iter().enumerate() {
         for j in 0..n {
-            let w = weights.get(i * n + j).copied().unwrap_or(0.0);
+            let w = v.weights.get(i * n + j).copied().unwrap_or(0.0);
             img.rect(
                 MAP_X + j * cell,
                 MAP_Y + i * cell,
-                cell.saturating_sub(1).max(1),
-                cell.saturating_sub(1).max(1),
+                cell.saturating_sub(usize::from(cell >= 4)).max(1),
+                cell.saturating_sub(usize::from(cell >= 4)).max(1),
                 colour(w),
             );
         }
+        let lit = v.selected.is_some_and(|(r, c)| r == i || c == i);
+        if i % stride != 0 && !lit {
+            continue;
+        }
+        let t = label(t, chars);
+        let (w, h) = (t.chars().count() * 8 * scale, 8 * scale);
+        let centre = i * cell + cell / 2;
+        let ink = if lit { [80, 220, 255] } else { TEXT };
+        // Query labels on the left, right-aligned on their row; key labels above, read upwards.
+        let (qx, qy) = (MAP_X - 8 - w, (MAP_Y + centre).saturating_sub(h / 2));
+        img.text(qx, qy, &t, ink, scale, false);
+        grow(qx, qy, w, h);
+        let kx = (MAP_X + centre).saturating_sub(h / 2);
+        img.text_up(kx, MAP_Y - 8, &t, ink, scale);
+        grow(kx, MAP_Y - 8 - w, h, w);
     }
-    if let Some((i, j)) = selected {
+    if let Some((i, j)) = v.selected {
         let (x, y) = (MAP_X + j * cell, MAP_Y + i * cell);
+        let c = cell.max(3);
         for (xx, yy, w, h) in [
-            (x, y, cell, 1),
-            (x, y + cell - 1, cell, 1),
-            (x, y, 1, cell),
-            (x + cell - 1, y, 1, cell),
+            (x, y, c, 1),
+            (x, y + c - 1, c, 1),
+            (x, y, 1, c),
+            (x + c - 1, y, 1, c),
         ] {
             img.rect(xx, yy, w, h, [80, 220, 255]);
         }
     }
-    // The colour scale.
-    for k in 0..200 {
-        img.rect(
-            MAP_X + MAP_SIZE + 30,
-            MAP_Y + 199 - k,
-            16,
-            1,
-            colour(k as f32 / 199.0),
+    if stride > 1 {
+        img.text(
+            LEFT,
+            864,
+            &format!("labels: one every {stride} tokens; hover a cell for any pair"),
+            DIM,
+            2,
+            false,
         );
     }
-    img.text(MAP_X + MAP_SIZE + 52, MAP_Y, "1", DIM, 1, false);
-    img.text(MAP_X + MAP_SIZE + 52, MAP_Y + 192, "0", DIM, 1, false);
-    img.text(
-        CODE_X,
-        CODE_Y - 20,
-        "the layer, on kiln's ops (demos/attention/src/encoder.rs):",
-        DIM,
-        1,
-        false,
-    );
-    for (k, line) in code.iter().enumerate() {
-        img.text(CODE_X, CODE_Y + k * 11, line, TEXT, 1, false);
+    let labels = Labels {
+        px: 8 * scale,
+        stride,
+        tokens: n,
+        bounds,
+    };
+    (img, labels)
+}
+
+/// The head's strongest links between words, in the left column: the largest weights off the
+/// diagonal whose key is not [CLS] or [SEP] (most heads park much of their weight there).
+fn links(img: &mut Image, tokens: &[String], weights: &[f32]) {
+    let n = tokens.len();
+    let special = |t: &str| t == "[CLS]" || t == "[SEP]";
+    let mut pairs: Vec<(f32, usize, usize)> = Vec::new();
+    for i in 0..n {
+        for j in 0..n {
+            if i != j && !special(&tokens[j]) && !special(&tokens[i]) {
+                pairs.push((weights.get(i * n + j).copied().unwrap_or(0.0), i, j));
+            }
+        }
     }
-    img
+    pairs.sort_by(|a, b| b.0.total_cmp(&a.0));
+    if pairs.is_empty() {
+        return;
+    }
+    let top = 380;
+    img.text(LEFT, top, "strongest links, query -> key:", DIM, 2, false);
+    // The bars against the strongest link, so that small weights still compare.
+    let most = pairs[0].0.max(f32::MIN_POSITIVE);
+    for (k, &(w, i, j)) in pairs.iter().take(12).enumerate() {
+        let y = top + 36 + k * 36;
+        let bar = ((w / most).clamp(0.0, 1.0) * 120.0).round() as usize;
+        img.rect(LEFT, y, bar.max(1), 24, colour(w));
+        img.text(LEFT + 132, y + 4, &format!("{w:.2}"), DIM, 2, false);
+        img.text(
+            LEFT + 208,
+            y,
+            &format!("{} -> {}", label(&tokens[i], 8), label(&tokens[j], 8)),
+            TEXT,
+            3,
+            false,
+        );
+    }
 }
 
 /// Every layer (rows) and head (columns) as small heatmaps, for the PNG.
@@ -242,4 +415,41 @@ pub fn grid(n: usize, probs: &[Vec<f32>], heads: usize) -> Image {
         }
     }
     img
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// At every length up to MiniLM's limit the labels are at least 16 pixels tall, inside
+    /// the view, and the pointer's cell is found where it is drawn.
+    #[test]
+    fn labels_stay_readable_and_inside_at_every_length() {
+        for n in [1, 3, 17, 48, 100, 200, 333, 512] {
+            let tokens: Vec<String> = (0..n).map(|i| format!("word{i}")).collect();
+            let weights = vec![1.0 / n as f32; n * n];
+            let (img, labels) = view(&View {
+                tokens: &tokens,
+                weights: &weights,
+                title: "layer 1 of 6, head 1 of 12",
+                notes: &[],
+                selected: Some((n - 1, 0)),
+            });
+            assert_eq!(img.pixels.len(), WIDTH * HEIGHT);
+            assert!(labels.px >= 16, "{n} tokens: {labels:?}");
+            let [x, y, w, h] = labels.bounds;
+            assert!(
+                x >= 200 && y > 0 && x + w <= WIDTH && y + h <= HEIGHT,
+                "{n}: {labels:?}"
+            );
+            let cell = cell_size(n);
+            assert!(
+                labels.stride * cell >= labels.px,
+                "{n}: labels overlap: {labels:?}"
+            );
+            let (cx, cy) = cell_centre(n, n - 1, 0);
+            assert_eq!(cell_at(n, cx as f32, cy as f32), Some((n - 1, 0)));
+        }
+    }
 }

@@ -19,6 +19,9 @@ pub struct Tokenizer {
 pub struct Tokens {
     pub tokens: Vec<String>,
     pub ids: Vec<u32>,
+    /// The text's token count before the cut, [CLS] and [SEP] included: more than
+    /// `tokens.len()` when the text was cut, so that the page can say so.
+    pub full: usize,
 }
 
 impl Tokenizer {
@@ -76,6 +79,7 @@ impl Tokenizer {
         tokens.push("[SEP]".into());
         ids.push(self.sep);
         // talk:end wordpiece
-        Ok(Tokens { tokens, ids })
+        let full = enc.get_ids().len() + 2;
+        Ok(Tokens { tokens, ids, full })
     }
 }

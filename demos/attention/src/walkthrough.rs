@@ -116,6 +116,9 @@ pub struct Scene<'a> {
     pub hidden: usize,
     /// `GPU` or `CPU`.
     pub path: &'a str,
+    /// The weights are the built-in synthetic ones: what the visuals read from them means
+    /// nothing, and they say so.
+    pub synthetic: bool,
     /// Seconds since the demo started: the highlights move with it.
     pub time: f32,
 }
@@ -334,11 +337,15 @@ fn matrix(
             );
         }
         let rh = y1 - y0;
+        // Labels never below 16 pixels (readable on a projector): where the rows are thinner,
+        // one row in every few is labelled, and always the lit one.
+        let stride = (a.h / rows).max(1);
+        let stride = 18usize.div_ceil(stride);
         if let Some(t) = tokens.get(i)
-            && (rh >= 8 || lit == Some(i))
+            && (i % stride == 0 || lit == Some(i))
         {
-            let s = if rh >= 18 { 2 } else { 1 };
-            let t = label(t, if s == 2 { 7 } else { 14 });
+            let s = 2;
+            let t = label(t, 7);
             let w = t.chars().count() * 8 * s;
             let c = if lit == Some(i) { HIGHLIGHT } else { TEXT };
             img.text(
@@ -397,7 +404,7 @@ fn row_bars(
         return;
     }
     let (mean, sd) = row_stats(data, cols, row);
-    let name = tokens.get(row).map_or(String::new(), |t| label(t, 12));
+    let name = tokens.get(row).map_or(String::new(), |t| label(t, 8));
     img.text(
         16,
         552,
@@ -526,12 +533,14 @@ fn square(
             let g = usize::from(cell >= 6);
             img.rect(a.x + j * cell, a.y + i * cell, cell - g, cell - g, c);
         }
+        // Labels at 16 pixels at least; where the cells are thinner, every few tokens.
+        let stride = 18usize.div_ceil(cell);
         if let Some(t) = tokens.get(i) {
-            let s = if cell >= 18 { 2 } else { 1 };
-            let t = label(t, if s == 2 { 7 } else { 14 });
+            let s = 2;
+            let t = label(t, 7);
             let w = t.chars().count() * 8 * s;
             let c = if lit == Some(i) { HIGHLIGHT } else { TEXT };
-            if cell >= 8 || lit == Some(i) {
+            if i % stride == 0 || lit == Some(i) {
                 img.text(
                     a.x.saturating_sub(w + 6),
                     a.y + i * cell + cell.saturating_sub(8 * s) / 2,
@@ -541,16 +550,15 @@ fn square(
                     false,
                 );
             }
-            // Keys above the columns, one character per line, as far as they fit.
-            if cell >= 9 {
+            // Keys above the columns, read upwards.
+            if i % stride == 0 {
                 let t = label(tokens.get(i).map_or("", String::as_str), 6);
-                img.text(
-                    a.x + i * cell + cell.saturating_sub(8) / 2,
-                    a.y.saturating_sub(58),
+                img.text_up(
+                    (a.x + i * cell + cell / 2).saturating_sub(8),
+                    a.y.saturating_sub(6),
                     &t,
                     DIM,
-                    1,
-                    true,
+                    2,
                 );
             }
         }
@@ -615,7 +623,7 @@ fn scores_stage(img: &mut Image, t: &Trace, scene: &Scene<'_>) {
             y + 16 + cell * n,
             &format!("{}", h + 1),
             if h == head { HIGHLIGHT } else { DIM },
-            1,
+            2,
             false,
         );
     }
@@ -632,10 +640,12 @@ fn head_square(
     probs: bool,
     norm: f32,
 ) {
-    let size = 432 / n.max(1) * n;
+    // Room above for the key labels (96 pixels) under the heading, and below for the lines
+    // and bars of the softmax and scores stages.
+    let size = 384 / n.max(1) * n;
     let area = Area {
         x: 136,
-        y: 146,
+        y: 196,
         w: size,
         h: size,
     };
@@ -664,14 +674,25 @@ fn softmax_stage(img: &mut Image, t: &Trace, scene: &Scene<'_>, row: usize) {
             |(bi, bw), (i, &w)| if w > bw { (i, w) } else { (bi, bw) },
         );
     let name = |i: usize| scene.tokens.get(i).map_or(String::new(), |t| label(t, 10));
-    img.text(
-        16,
-        596,
-        &format!("'{}' attends most to '{}': {w:.2}", name(row), name(best)),
-        TEXT,
-        2,
-        false,
-    );
+    // Only a trained model's weights say what a token attends to; the longest line that fits.
+    let (a, b) = (name(row), name(best));
+    let lines = if scene.synthetic {
+        [
+            format!("'{a}' -> '{b}' {w:.2} (random)"),
+            format!("'{a}' -> '{b}' (random)"),
+        ]
+    } else {
+        [
+            format!("'{a}' attends most to '{b}': {w:.2}"),
+            format!("'{a}' attends most to '{b}'"),
+        ]
+    };
+    let fits = |l: &&String| 16 + l.chars().count() * 16 <= WIDTH - 16;
+    let line = lines
+        .iter()
+        .find(fits)
+        .map_or_else(|| format!("'{a}' -> '{b}'"), String::clone);
+    img.text(16, 596, &line, TEXT, 2, false);
     bars(
         img,
         &Area {
@@ -794,7 +815,7 @@ fn token_stage(img: &mut Image, scene: &Scene<'_>) {
     let (mut x, mut y) = (16, 96);
     for (i, (t, id)) in scene.tokens.iter().zip(scene.ids).enumerate() {
         let t = label(t, 16);
-        let w = (t.chars().count().max(3) * 16 + 16).max(id.to_string().len() * 8 + 16);
+        let w = (t.chars().count().max(3) * 16 + 16).max(id.to_string().len() * 16 + 16);
         if x + w > WIDTH - 16 {
             x = 16;
             y += 62;
@@ -814,7 +835,7 @@ fn token_stage(img: &mut Image, scene: &Scene<'_>) {
         img.rect(x, y, w, 52, fill);
         let ink = if i == lit { [10, 10, 14] } else { TEXT };
         img.text(x + 8, y + 8, &t, ink, 2, false);
-        img.text(x + 8, y + 34, &id.to_string(), ink, 1, false);
+        img.text(x + 8, y + 30, &id.to_string(), ink, 2, false);
         x += w + 8;
     }
     let (t, id) = (&scene.tokens[lit], scene.ids.get(lit).copied().unwrap_or(0));

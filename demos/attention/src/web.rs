@@ -4,9 +4,10 @@
 //! walkthrough runs on it too: every stage's visual from a CPU forward pass, the kernels
 //! rendered for a stored profile.
 
-use attention::demo::{cpu_forward, encode, kernel_choices, pick_model, stages};
-use attention::encoder;
-use attention::heatmap;
+use attention::demo::{
+    cpu_forward, encode, kernel_choices, pick_model, stages, token_summary, view_notes,
+};
+use attention::heatmap::{self, Labels};
 use attention::model::Model;
 use attention::tokenizer::{Tokenizer, Tokens};
 use attention::walkthrough::{self, Scene, Trace};
@@ -20,8 +21,12 @@ use wasm_bindgen::prelude::*;
 pub struct CpuAttention {
     model: Model,
     tokenizer: Tokenizer,
-    /// The tokens of the text drawn last, space-separated.
+    /// The tokens of the text drawn last, in a few lines (demo::token_summary).
     tokens: String,
+    /// How the last heatmap's labels were drawn.
+    labels: Option<Labels>,
+    /// The last walkthrough stage's texts, as JSON.
+    texts: String,
     /// The walkthrough's last forward pass: its text, tokens and layer, and the layer's trace.
     traced: Option<(String, Tokens, usize, Option<Trace>)>,
 }
@@ -37,6 +42,8 @@ impl CpuAttention {
             tokenizer: Tokenizer::new(&model.vocab).map_err(js_error)?,
             model,
             tokens: String::new(),
+            labels: None,
+            texts: String::new(),
             traced: None,
         })
     }
@@ -55,14 +62,22 @@ impl CpuAttention {
         let probs = f.probs.get(layer).map_or(&[][..], |p| &p.data[..]);
         let one = probs.get(head * n * n..(head + 1) * n * n).unwrap_or(&[]);
         let title = format!(
-            "layer {} of {}, head {} of {} (CPU path)",
+            "layer {} of {}, head {} of {}",
             layer + 1,
             c.num_hidden_layers,
             head + 1,
             c.num_attention_heads
         );
-        let img = heatmap::view(&tokens.tokens, one, &title, None, &encoder::source_lines());
-        self.tokens = tokens.tokens.join(" ");
+        let notes = view_notes("CPU", &tokens, &self.model);
+        let (img, labels) = heatmap::view(&heatmap::View {
+            tokens: &tokens.tokens,
+            weights: one,
+            title: &title,
+            notes: &notes,
+            selected: None,
+        });
+        self.tokens = token_summary(&tokens, c.max_position_embeddings).join("\n");
+        self.labels = Some(labels);
         Ok(img.rgba())
     }
 
@@ -87,7 +102,7 @@ impl CpuAttention {
             let tokens = encode(&self.model, &self.tokenizer, text).map_err(js_error)?;
             let f = cpu_forward(&self.model, &tokens.ids).map_err(js_error)?;
             let trace = Trace::from_cpu(&f, layer);
-            self.tokens = tokens.tokens.join(" ");
+            self.tokens = token_summary(&tokens, c.max_position_embeddings).join("\n");
             self.traced = Some((text.to_string(), tokens, layer, trace));
         }
         let Some((_, tokens, _, trace)) = &self.traced else {
@@ -103,9 +118,19 @@ impl CpuAttention {
             vocab: c.vocab_size,
             hidden: c.hidden_size,
             path: "CPU",
+            synthetic: self.model.synthetic,
             time,
         };
-        Ok(walkthrough::draw(stage, &scene).rgba())
+        let img = walkthrough::draw(stage, &scene);
+        self.texts = img.texts_json(Some(stage));
+        Ok(img.rgba())
+    }
+
+    /// The last stage's texts as JSON: the picture's size, and each text's box and letter height
+    /// (heatmap::Image::texts_json), for the page's tests.
+    #[wasm_bindgen(getter)]
+    pub fn texts(&self) -> String {
+        self.texts.clone()
     }
 
     /// The walkthrough's stages as JSON (kiln-app's `Stage`s) for `text`, the kernels chosen
@@ -116,7 +141,7 @@ impl CpuAttention {
         let target = Target::Stored(&stored);
         let tokens = encode(&self.model, &self.tokenizer, text).map_err(js_error)?;
         let kernels = kernel_choices(target, &self.model, tokens.ids.len()).map_err(js_error)?;
-        serde_json::to_string(&stages(target, &kernels)).map_err(js_error)
+        serde_json::to_string(&stages(target, &kernels, self.model.synthetic)).map_err(js_error)
     }
 
     #[wasm_bindgen(getter)]
@@ -149,10 +174,18 @@ impl CpuAttention {
         self.model.config.num_attention_heads
     }
 
-    /// The tokens of the text drawn last.
+    /// The tokens of the text drawn last, in a few lines (all of them when few), and the cut.
     #[wasm_bindgen(getter)]
     pub fn tokens(&self) -> String {
         self.tokens.clone()
+    }
+
+    /// How the last heatmap's labels were drawn, as JSON (heatmap::Labels), or an empty string.
+    #[wasm_bindgen(getter)]
+    pub fn labels(&self) -> String {
+        self.labels
+            .and_then(|l| serde_json::to_string(&l).ok())
+            .unwrap_or_default()
     }
 
     /// The weights, in words.

@@ -7,9 +7,12 @@ use font8x8::UnicodeFonts;
 pub const BACKGROUND: [u8; 3] = [16, 18, 24];
 pub const TEXT: [u8; 3] = [230, 232, 238];
 pub const DIM: [u8; 3] = [140, 146, 160];
-pub const GPU: [u8; 3] = [80, 200, 120];
-pub const NAIVE: [u8; 3] = [240, 160, 60];
-pub const CPU: [u8; 3] = [120, 150, 240];
+/// The series colours, the page's own (site/src/flash.js `COLORS`): flash (and the GPU path)
+/// orange, naive GPU attention blue, the CPU path green — in the window, on the page and in the
+/// walkthrough alike.
+pub const GPU: [u8; 3] = [0xff, 0xb4, 0x54];
+pub const NAIVE: [u8; 3] = [0x6c, 0xb6, 0xff];
+pub const CPU: [u8; 3] = [0x7e, 0xe7, 0x87];
 
 /// RGBA8 pixels packed as u32.
 #[derive(Debug)]
@@ -17,6 +20,8 @@ pub struct Canvas {
     pub width: usize,
     pub height: usize,
     pub pixels: Vec<u32>,
+    /// What an empty chart says (the walkthrough puts the sweep's progress there).
+    pub empty: String,
 }
 
 fn pack([r, g, b]: [u8; 3]) -> u32 {
@@ -38,6 +43,7 @@ impl Canvas {
             width,
             height,
             pixels: vec![pack(BACKGROUND); width * height],
+            empty: "no data yet".into(),
         }
     }
 
@@ -101,7 +107,8 @@ impl Canvas {
             .filter(|p| p.1.is_finite() && (!log || p.1 > 0.0))
             .collect();
         if all.is_empty() {
-            self.text(px + 10, py + ph / 2, "no data yet", DIM, 2);
+            let empty = self.empty.clone();
+            self.text(px + 10, py + ph / 2, &empty, DIM, 2);
             return;
         }
         let f = |v: f64| if log { v.log10() } else { v };

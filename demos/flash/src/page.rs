@@ -230,6 +230,7 @@ impl FlashPage {
                 lengths: &self.lengths,
                 points: &timed,
                 note: &self.error.clone().unwrap_or(note),
+                pending: None,
             },
         )
     }

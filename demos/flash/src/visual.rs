@@ -537,7 +537,7 @@ impl Scene {
                 let v = f64::from(if seen == 0 { 0.0 } else { o }).clamp(-1.0, 1.0);
                 let len = (v.abs() * 28.0).max(1.0);
                 let top = if v >= 0.0 { base - len } else { base };
-                let colour = if v >= 0.0 { chart::GPU } else { chart::CPU };
+                let colour = if v >= 0.0 { WARM } else { COOL };
                 pen.rect(x, top, 30.0, len, colour);
                 let fin = f64::from(fin).clamp(-1.0, 1.0);
                 pen.rect(x - 2.0, base - fin * 28.0 - 1.0, 34.0, 2.0, HIGHLIGHT);
@@ -756,6 +756,9 @@ pub struct Measured<'a> {
     pub lengths: &'a [usize],
     pub points: &'a [Timed],
     pub note: &'a str,
+    /// While nothing is measured yet: how far the sweep is, which the empty chart says instead
+    /// of "no data yet" (the first length can take minutes on a software adapter).
+    pub pending: Option<&'a str>,
 }
 
 fn charts(pen: &mut Pen, m: &Measured<'_>) {
@@ -769,6 +772,9 @@ fn charts(pen: &mut Pen, m: &Measured<'_>) {
             .filter_map(|p| f(p).map(|v| (p.seq as f64, v)))
             .collect()
     };
+    if let Some(p) = m.pending {
+        pen.c.empty = p.to_string();
+    }
     pen.c.lines(
         (
             px(x0 + 12.0 * u),
@@ -966,6 +972,7 @@ mod tests {
         let m = Measured {
             shape: SHAPE,
             lengths: &[64, 128],
+            pending: None,
             points: &points,
             note: "test",
         };

@@ -89,6 +89,7 @@ pub fn stages(kernels: Option<(&Gpu, &FlashChoices)>) -> Vec<Stage> {
 fn backward_code(gpu: &Gpu, c: &FlashChoices) -> kiln_app::kiln::Result<Code> {
     let dkdv = Code::kernel(gpu, &c.dkdv)?;
     let dq = Code::kernel(gpu, &c.dq)?;
+    let focus = dkdv.focus;
     let mut pieces = dkdv.pieces;
     pieces.push(Piece {
         text: format!("\n\n// ---- then {}:\n\n", dq.caption),
@@ -106,6 +107,7 @@ fn backward_code(gpu: &Gpu, c: &FlashChoices) -> kiln_app::kiln::Result<Code> {
         ),
         language: "wgsl",
         pieces,
+        focus,
     })
 }
 

@@ -19,6 +19,7 @@ use crate::run::Setup;
 use crate::sweep::{self, FlashChoices};
 use crate::train::{Comparison, Trainer};
 use crate::visual::{Measured, Scene, Timed};
+use web_time::Instant;
 
 /// What the walkthrough's chart stage shows: the lengths swept, the times so far, their source.
 #[derive(Default)]
@@ -26,6 +27,8 @@ struct Sweeping {
     lengths: Vec<usize>,
     points: Vec<Timed>,
     note: String,
+    /// The length being measured: its place in the sweep, N, and when it started.
+    measuring: Option<(usize, usize, Instant)>,
 }
 
 thread_local! {
@@ -78,6 +81,7 @@ pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
                 "measuring on {}; CPU path: this page's wasm build, one thread",
                 gpu.profile().name
             ),
+            measuring: None,
         }
     });
     let mut all: Option<sweep::Sweep> = None;
@@ -86,6 +90,7 @@ pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
             &progress,
             &serde_json::json!({"done": i, "total": lengths.len(), "seq": n}),
         );
+        SWEEPING.with(|w| w.borrow_mut().measuring = Some((i, n, Instant::now())));
         yield_to_page().await?;
         let s = sweep::run(&gpu, shape, &[n], 3, 5_000.0)
             .await
@@ -236,6 +241,17 @@ pub fn talk_frame(
             } else {
                 s.note.as_str()
             };
+            // Until the first length is in, how far the sweep is and for how long it has run.
+            let pending = match s.measuring {
+                _ if !s.points.is_empty() => None,
+                Some((i, n, since)) => Some(format!(
+                    "measuring N = {n} ({} of {}): {:.0} s",
+                    i + 1,
+                    lengths.len(),
+                    since.elapsed().as_secs_f64()
+                )),
+                None => Some("waiting for the sweep to start".into()),
+            };
             scene.draw(
                 stage,
                 time,
@@ -245,6 +261,7 @@ pub fn talk_frame(
                     lengths: &lengths,
                     points: &s.points,
                     note,
+                    pending: pending.as_deref(),
                 },
             )
         }))
@@ -267,6 +284,7 @@ pub async fn run_cpu_sweep(progress: Function) -> Result<String, JsValue> {
             note: "no WebGPU here: the CPU path alone (this page's wasm build, one thread); \
                    the traffic is the byte model's, which needs no GPU"
                 .into(),
+            measuring: None,
         }
     });
     let mut points = Vec::new();
@@ -275,6 +293,7 @@ pub async fn run_cpu_sweep(progress: Function) -> Result<String, JsValue> {
             &progress,
             &serde_json::json!({"done": i, "total": CPU_LENGTHS.len(), "seq": n}),
         );
+        SWEEPING.with(|w| w.borrow_mut().measuring = Some((i, n, Instant::now())));
         yield_to_page().await?;
         let p = sweep::run_cpu(SHAPE, n).map_err(js_value)?;
         SWEEPING.with(|s| {

@@ -158,18 +158,23 @@ fn walkthrough(m: &Model, target: Target<'_>, choices: &[Choice]) -> Vec<Stage> 
             .map_err(|e| log::warn!("waves: cannot render {}: {e}", choice.variant.name))
             .ok()
     };
+    // The variant's name only: the selector's reason (its rule or tuned-table entry, in its
+    // own terms) is in the kernel-source view, not in words spoken to an audience.
     let matmul = choices
         .get(1)
-        .map(|c| format!("{} ({})", c.variant.name, c.reason))
+        .map(|c| c.variant.name.clone())
         .unwrap_or_default();
     let product = if stored {
         format!(
             "on the left, as this page's CPU path computed them (this browser offers no WebGPU \
-             adapter). For a device with only WebGPU's guaranteed limits the selector would \
-             choose {matmul}."
+             adapter). For a device with only WebGPU's guaranteed limits Kiln would pick the \
+             matmul variant {matmul}; the kernel-source view says why."
         )
     } else {
-        format!("on the left, as the GPU computed them. The selector chose {matmul}.")
+        format!(
+            "on the left, as the GPU computed them. Kiln picked the matmul variant {matmul} \
+             for this device; the kernel-source view says why."
+        )
     };
     vec![
         Stage::new(

@@ -181,6 +181,12 @@ pub struct ModelFiles {
     pub vocab: Vec<u8>,
 }
 
+/// Hands the page JSON (`window.kiln.publish`; a name other than `stages` or `kernels` arrives
+/// as a `kiln:<what>` event): what a demo drew, for the page and its tests. Natively nothing.
+pub fn publish(what: &str, json: &str) {
+    platform::publish(what, json);
+}
+
 /// Runs a future to completion: natively at once (blocking), in the browser in the background.
 pub fn spawn(f: impl Future<Output = ()> + 'static) {
     platform::spawn(f);

@@ -45,7 +45,7 @@ pub fn draw(stage: &Stage, talk: &Talk, w: usize, h: usize, footer: &[String]) -
         let top = y + 4;
         let rows = h.saturating_sub(top + footer_h + 8) / (10 * code_s);
         let lines = code_lines(&code.pieces);
-        let first = first_shown_line(&lines, rows);
+        let first = first_shown_line(&lines, rows, code.focus);
         b.rect(
             pad / 2,
             top,
@@ -102,16 +102,21 @@ fn code_lines(pieces: &[kiln::Piece]) -> Vec<Vec<(String, bool)>> {
     lines
 }
 
-/// The first line to show: one line above the first that holds a template value (where the
-/// template starts shaping this device's kernel, as in the page's view, which starts at the top).
-fn first_shown_line(lines: &[Vec<(String, bool)>], rows: usize) -> usize {
+/// The first line to show: the code's focus (where a kernel's work is, as on the page) when it
+/// has one, else one line above the first that holds a template value (where the template
+/// starts shaping this device's kernel); never so far down that the pane ends short.
+fn first_shown_line(lines: &[Vec<(String, bool)>], rows: usize, focus: usize) -> usize {
     if rows == 0 || lines.len() <= rows {
         return 0;
     }
-    let first = lines
-        .iter()
-        .position(|l| l.iter().any(|(_, m)| *m))
-        .unwrap_or(0);
+    let first = if focus > 0 {
+        focus + 1
+    } else {
+        lines
+            .iter()
+            .position(|l| l.iter().any(|(_, m)| *m))
+            .unwrap_or(0)
+    };
     first.saturating_sub(1).min(lines.len() - rows)
 }
 
@@ -144,9 +149,10 @@ mod tests {
                 ("u;".into(), false)
             ]
         );
-        let first = first_shown_line(&lines, 10);
+        let first = first_shown_line(&lines, 10, 0);
         assert_eq!(first, 42, "the window ends at the end, with the mark in it");
-        assert_eq!(first_shown_line(&lines, 100), 0);
+        assert_eq!(first_shown_line(&lines, 100, 0), 0);
+        assert_eq!(first_shown_line(&lines, 10, 20), 20, "the focus first");
     }
 
     #[test]
@@ -159,6 +165,7 @@ mod tests {
                 piece("64", true),
                 piece("u;", false),
             ],
+            focus: 0,
         };
         let stage = Stage::new("Title", "Some words.", Some(code));
         let b = draw(&stage, &Talk::new(3, Some(2)), 640, 480, &["rates".into()]);
@@ -171,6 +178,7 @@ mod tests {
             caption: "k".into(),
             language: "wgsl",
             pieces: vec![piece("let x = 64u;", false)],
+            focus: 0,
         };
         let plain = draw(
             &Stage::new("Title", "Some words.", Some(unmarked)),

@@ -94,7 +94,9 @@ fn extra_glyph(ch: char) -> Option<[u8; 8]> {
     }
 }
 
-/// Splits text into lines of at most `cols` characters at spaces (a longer word is cut).
+/// Splits text into lines of at most `cols` characters at spaces. A longer word (a device
+/// class, a path, a variant name) is cut after its last `/`, `_`, `-`, `.` or `,` that fits, and
+/// only where it has none, at the width.
 pub fn wrap(text: &str, cols: usize) -> Vec<String> {
     let cols = cols.max(1);
     let mut lines = Vec::new();
@@ -110,9 +112,13 @@ pub fn wrap(text: &str, cols: usize) -> Vec<String> {
             }
             line.push_str(word);
             while line.chars().count() > cols {
-                let head: String = line.chars().take(cols).collect();
-                line = line.chars().skip(cols).collect();
-                lines.push(head);
+                let chars: Vec<char> = line.chars().collect();
+                let cut = chars[..cols]
+                    .iter()
+                    .rposition(|c| matches!(c, '/' | '_' | '-' | '.' | ','))
+                    .map_or(cols, |i| i + 1);
+                lines.push(chars[..cut].iter().collect());
+                line = chars[cut..].iter().collect();
             }
         }
         lines.push(line);
@@ -129,6 +135,11 @@ mod tests {
         assert_eq!(wrap("one two three", 7), vec!["one two", "three"]);
         assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
         assert_eq!(wrap("a\nb", 10), vec!["a", "b"]);
+        // A device class breaks after a separator, not inside a part.
+        assert_eq!(
+            wrap("class webgpu/cpu/0000/none/32k", 16),
+            vec!["class", "webgpu/cpu/0000/", "none/32k"]
+        );
     }
 
     #[test]

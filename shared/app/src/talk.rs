@@ -120,6 +120,9 @@ pub struct Code {
     /// `rust` or `wgsl`.
     pub language: &'static str,
     pub pieces: Vec<Piece>,
+    /// The line (0-based) a pane opens at: where a kernel's work is ([`focus_line`]), not the
+    /// top of a long rendered kernel, whose first screenful is its parameters.
+    pub focus: usize,
 }
 
 impl Code {
@@ -132,6 +135,7 @@ impl Code {
                 text: text.trim_end().to_string(),
                 marked: false,
             }],
+            focus: 0,
         }
     }
 
@@ -161,6 +165,8 @@ impl Code {
     /// The WGSL of the chosen variant, rendered for `target`, template values marked.
     pub fn kernel_for(target: Target<'_>, choice: &Choice) -> kiln::Result<Code> {
         let v = &choice.variant;
+        let pieces = target.registry().render_marked(v, target.profile())?;
+        let text: String = pieces.iter().map(|p| p.text.as_str()).collect();
         Ok(Code {
             caption: format!(
                 "{} {} rendered for {}",
@@ -169,7 +175,8 @@ impl Code {
                 target.rendered_for()
             ),
             language: "wgsl",
-            pieces: target.registry().render_marked(v, target.profile())?,
+            pieces,
+            focus: focus_line(&text),
         })
     }
 
@@ -177,6 +184,33 @@ impl Code {
     pub fn text(&self) -> String {
         self.pieces.iter().map(|p| p.text.as_str()).collect()
     }
+}
+
+/// Where a kernel's work is, for a pane that shows a screenful: one line above the innermost
+/// loop of the entry point that holds its first accumulation (`+=` or `fma(`), else one line
+/// above the entry point; 0 for code short enough to read from the top.
+pub fn focus_line(text: &str) -> usize {
+    const SHORT: usize = 40;
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= SHORT {
+        return 0;
+    }
+    let Some(entry) = lines.iter().position(|l| l.contains("@compute")) else {
+        return 0;
+    };
+    let is_loop = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("for (") || t.starts_with("for(") || t.starts_with("loop")
+    };
+    // A loop's own `i += 1u` is not the work.
+    let work = lines
+        .iter()
+        .enumerate()
+        .skip(entry)
+        .find(|(_, l)| !is_loop(l) && (l.contains("+=") || l.contains("fma(")))
+        .map(|(i, _)| i);
+    let inner = work.and_then(|w| lines[entry..w].iter().rposition(|l| is_loop(l)));
+    inner.map_or(entry, |i| i + entry).saturating_sub(1)
 }
 
 /// What an excerpt says when its markers are missing: [`check`] refuses a walkthrough with one.
@@ -331,6 +365,32 @@ impl Talk {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// A long kernel opens above its inner loop (the loop holding the first accumulation, not
+    /// the loop counter's `+=`); short code and code without an entry point at the top.
+    #[test]
+    fn a_long_kernel_opens_at_its_inner_loop() {
+        let mut text = String::from("struct Params {\n");
+        text.push_str(&"  x: u32,\n".repeat(45));
+        text.push_str("}\n@compute @workgroup_size(64)\nfn main() {\n");
+        text.push_str("  for (var t = 0u; t < n; t += 1u) {\n");
+        text.push_str("    load();\n");
+        text.push_str("    for (var k = 0u; k < 16u; k += 1u) {\n");
+        text.push_str("      acc += a[k] * b[k];\n    }\n  }\n}\n");
+        let lines: Vec<&str> = text.lines().collect();
+        let focus = focus_line(&text);
+        assert!(
+            lines[focus + 1].contains("var k"),
+            "{focus}: {}",
+            lines[focus + 1]
+        );
+        assert_eq!(focus_line("@compute\nfn main() {}\n"), 0);
+        let unrolled = format!(
+            "{}@compute\nfn main() {{\n  acc = fma(a, b, acc);\n}}\n",
+            "// x\n".repeat(50)
+        );
+        assert_eq!(focus_line(&unrolled), 49, "above the entry point");
+    }
 
     #[test]
     fn keys_move_within_the_walkthrough() {
