@@ -142,7 +142,10 @@ export function renderDevice(root, info) {
       el('th', { scope: 'row' }, el('code', {}, o.family)),
       el('td', { class: 'bar-cell' }, el('span', { class: 'track', role: 'img', 'aria-label': `${o.here} of ${o.all}` },
         el('span', { class: 'fill good', style: `width:${pct(o.here / Math.max(1, o.all))}` }))),
-      el('td', { class: 'value' }, `${o.here} / ${o.all}`))));
+      el('td', { class: 'value' }, `${o.here} / ${o.all}`))),
+    // In presenter mode only the largest families fit projector type (style.css): this says so.
+    el('tr', { class: 'more' }, el('td', { colspan: '3' },
+      `… and ${Math.max(0, families.length - 8)} smaller families`)));
   root.replaceChildren(
     el('p', { class: 'device-name' }, p.name),
     el('p', { class: 'muted' }, `${p.backend} · ${p.device_type} · vendor ${p.vendor.toString(16).padStart(4, '0')} · device class `,

@@ -276,6 +276,8 @@ function startVisual(wasm) {
     const rgba = wasm.talk_frame(stage, (now - since) / 1000, w, h);
     g.putImageData(new ImageData(new Uint8ClampedArray(rgba.buffer, rgba.byteOffset, rgba.length), w, h), 0, 0);
     canvas.dataset.stage = String(stage);
+    // Each text's box and letter height, for the tests (flash.test.mjs).
+    canvas.dataset.texts = wasm.talk_texts();
   };
   requestAnimationFrame(frame);
 }

@@ -227,6 +227,9 @@ async function showFleet(wasm) {
     const tr = el('tr');
     Object.assign(tr.dataset, { class: p.class, family: p.family, bucket: p.bucket });
     for (const v of [p.class, p.family, p.bucket || '(any)', p.variant, p.worst_ms.toFixed(4)]) tr.append(el('td', v));
+    // A device class may break after its slashes (a line break opportunity), never inside a part.
+    tr.cells[0].replaceChildren(...p.class.split('/').flatMap((part, i, all) =>
+      (i < all.length - 1 ? [`${part}/`, document.createElement('wbr')] : [part])));
     return tr;
   }));
   document.body.dataset.fleet = String(picks.length);

@@ -26,6 +26,11 @@ function showSettings({ res, waves, fewest, most }) {
   }
 }
 document.addEventListener('kiln:settings', (e) => showSettings(e.detail));
+// The walkthrough picture's texts (each box and letter height, in the picture's pixels).
+document.addEventListener('kiln:texts', (e) => {
+  const canvas = document.querySelector('#waves-stage canvas');
+  if (canvas) canvas.dataset.texts = JSON.stringify(e.detail);
+});
 
 window.kilnWithoutWebGPU = async (demo, missing) => {
   const kiln = window.kiln;

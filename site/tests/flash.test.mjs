@@ -5,6 +5,7 @@
 // small drift. The walkthrough (?talk) steps through its four stages with the keys, each with a
 // live visual that differs from the stage before. A browser without WebGPU, or whose adapter
 // request comes back empty, gets the explanation, the sweep's CPU column and the walkthrough.
+// Every stage's visual at 1920×1080 and 1280×720: its texts readable on a projector and inside it.
 // Needs site/dist (scripts/build-site.sh).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -274,3 +275,44 @@ test('a browser whose adapter request comes back empty gets the explanation too'
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'no-webgpu');
   await page.close();
 });
+
+// Every walkthrough stage at a projector's 1920×1080 and at 1280×720: each text the visual draws
+// (demos/flash/src/chart.rs records them) is at least 18 px tall on screen at 1920×1080 (12 px at
+// 1280×720: the same share of the screen) and lies inside the picture. The visuals are drawn on
+// the CPU; the page with WebGPU, as a speaker shows it (without, the explanation above the
+// walkthrough leaves the visual less room).
+for (const [width, height] of [[1920, 1080], [1280, 720]]) {
+  test(`walkthrough text is readable and inside the picture at ${width}×${height}`, async () => {
+    const { page, errors } = await site.open('/flash.html?talk&stage=1', { width, height });
+    await page.waitForSelector('#talk[data-ready="true"]', { timeout: 120000 });
+    const least = (18 * height) / 1080;
+    for (let stage = 0; stage < TITLES.length; stage++) {
+      if (stage > 0) await page.keyboard.press('ArrowRight');
+      await page.waitForFunction((s) => {
+        const t = document.getElementById('flash-visual').dataset.texts;
+        return t && JSON.parse(t).stage === s && JSON.parse(t).texts.length >= 5;
+      }, stage, { timeout: 30000 });
+      // A few moments of the stage's animation.
+      for (let n = 0; n < 3; n++) {
+        if (n > 0) await page.waitForTimeout(1500);
+        const r = await page.evaluate(() => {
+          const canvas = document.getElementById('flash-visual');
+          const t = JSON.parse(canvas.dataset.texts);
+          const box = canvas.getBoundingClientRect();
+          const k = Math.min(box.width / t.width, box.height / t.height);
+          return {
+            texts: t.texts.length,
+            size: `${t.width}×${t.height}`,
+            smallest: Math.min(...t.texts.map((b) => b[4])) * k,
+            outside: t.texts.filter(([x, y, w, h]) => x < 0 || y < 0 || x + w > t.width || y + h > t.height),
+          };
+        });
+        if (n === 0) console.log(`${width}×${height} stage ${stage + 1}: ${r.texts} texts, smallest ${r.smallest.toFixed(1)} px, canvas ${r.size}`);
+        assert.ok(r.smallest >= least - 0.01, `stage ${stage + 1}: text ${r.smallest.toFixed(1)} px tall, under ${least}`);
+        assert.deepEqual(r.outside, [], `stage ${stage + 1}: texts cut off at the picture's edge`);
+      }
+    }
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+}

@@ -278,3 +278,57 @@ test('a browser without WebGPU gets the explanation and the merged reports, not 
   assert.ok(await page.isDisabled('#run'));
   await page.close();
 });
+
+// Every walkthrough stage at a projector's 1920×1080 and at 1280×720: each text of the stage's
+// visual (HTML here) is at least 18 px tall at 1920×1080 (12 px at 1280×720), lies inside the
+// visuals' column, is not cut by its box (the fleet's 37538 GFLOP/s, a long device name) and
+// wraps between words only (a device class after a slash).
+for (const [width, height] of [[1920, 1080], [1280, 720]]) {
+  test(`walkthrough text is readable and inside the picture at ${width}×${height}`, async () => {
+    const { page, errors } = await site.open('/fleet.html?talk&stage=1', { width, height });
+    await page.waitForSelector('#talk[data-ready]', { timeout: 60000 });
+    await page.waitForSelector('#device-panel[data-ready]', { timeout: 60000 });
+    await page.waitForFunction(() => Number(document.body.dataset.fleet) > 0, null, { timeout: 60000 });
+    const least = (18 * height) / 1080;
+    for (let stage = 0; stage < 4; stage++) {
+      if (stage > 0) await page.keyboard.press('ArrowRight');
+      await page.waitForTimeout(1500);
+      const r = await page.evaluate(() => {
+        const column = document.getElementById('talk-visuals').getBoundingClientRect();
+        const out = { texts: 0, smallest: Infinity, outside: [], cut: [], split: [] };
+        const walker = document.createTreeWalker(document.getElementById('talk-visuals'), NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          const e = node.parentElement;
+          if (!node.textContent.trim() || !e.getClientRects().length) continue;
+          const range = document.createRange();
+          range.selectNodeContents(node);
+          const rects = [...range.getClientRects()].filter((b) => b.width > 0);
+          if (!rects.length) continue;
+          out.texts++;
+          out.smallest = Math.min(out.smallest, parseFloat(getComputedStyle(e).fontSize));
+          const what = node.textContent.trim().slice(0, 40);
+          if (rects.some((b) => b.left < column.left - 0.5 || b.right > column.right + 0.5
+            || b.top < column.top - 0.5 || b.bottom > column.bottom + 0.5)) out.outside.push(what);
+          if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'visible') out.cut.push(what);
+          // Each word on one line.
+          for (const m of node.textContent.matchAll(/\S+/g)) {
+            const w = document.createRange();
+            w.setStart(node, m.index);
+            w.setEnd(node, m.index + m[0].length);
+            const lines = new Set([...w.getClientRects()].filter((b) => b.width > 0).map((b) => Math.round(b.top)));
+            if (lines.size > 1) out.split.push(m[0]);
+          }
+        }
+        return out;
+      });
+      console.log(`${width}×${height} stage ${stage + 1}: ${r.texts} texts, smallest ${r.smallest.toFixed(1)} px`);
+      assert.ok(r.texts >= 3, `stage ${stage + 1}: ${r.texts} texts`);
+      assert.ok(r.smallest >= least - 0.01, `stage ${stage + 1}: text ${r.smallest.toFixed(1)} px tall, under ${least}`);
+      assert.deepEqual(r.outside, [], `stage ${stage + 1}: texts outside the visuals' column`);
+      assert.deepEqual(r.cut, [], `stage ${stage + 1}: texts cut by their box`);
+      assert.deepEqual(r.split, [], `stage ${stage + 1}: words broken across lines`);
+    }
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+}

@@ -147,3 +147,40 @@ test('a browser without WebGPU gets a clear message and the CPU path drawn, not 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+// Every walkthrough stage at a projector's 1920×1080 and at 1280×720: each text the picture draws
+// (kiln_app's raster::Bitmap records them) is at least 18 px tall on screen at 1920×1080 (12 px at
+// 1280×720) and lies inside the picture. Stage 4 shows the frame itself, without text.
+for (const [width, height] of [[1920, 1080], [1280, 720]]) {
+  test(`walkthrough text is readable and inside the picture at ${width}×${height}`, async () => {
+    const { page, errors } = await site.open('/waves.html?talk&stage=1', { width, height });
+    await page.waitForSelector('#talk[data-ready]', { timeout: 120000 });
+    const least = (18 * height) / 1080;
+    const count = Number((await page.textContent('#talk-counter')).split('/')[1]);
+    for (let stage = 0; stage < count; stage++) {
+      if (stage > 0) await page.keyboard.press('ArrowRight');
+      if (stage === 3) continue;
+      // A picture drawn from the GPU's tensors, not "copying from the GPU...".
+      await page.waitForFunction((s) => {
+        const t = document.getElementById('canvas').dataset.texts;
+        return t && JSON.parse(t).stage === s && JSON.parse(t).texts.length >= 2;
+      }, stage, { timeout: 60000 });
+      const r = await page.evaluate(() => {
+        const canvas = document.getElementById('canvas');
+        const t = JSON.parse(canvas.dataset.texts);
+        const box = canvas.getBoundingClientRect();
+        const k = Math.min(box.width / t.width, box.height / t.height);
+        return {
+          texts: t.texts.length,
+          smallest: Math.min(...t.texts.map((b) => b[4])) * k,
+          outside: t.texts.filter(([x, y, w, h]) => x + w > t.width || y + h > t.height),
+        };
+      });
+      console.log(`${width}×${height} stage ${stage + 1}: ${r.texts} texts, smallest ${r.smallest.toFixed(1)} px`);
+      assert.ok(r.smallest >= least - 0.01, `stage ${stage + 1}: text ${r.smallest.toFixed(1)} px tall, under ${least}`);
+      assert.deepEqual(r.outside, [], `stage ${stage + 1}: texts cut off at the picture's edge`);
+    }
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+}

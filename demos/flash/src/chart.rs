@@ -22,6 +22,13 @@ pub struct Canvas {
     pub pixels: Vec<u32>,
     /// What an empty chart says (the walkthrough puts the sweep's progress there).
     pub empty: String,
+    /// Pixels per font pixel of a chart's small text (labels, legend) and of its title: 1 and 2
+    /// on the native page; the walkthrough sets them from its picture's size.
+    pub label: f64,
+    pub title: f64,
+    /// Every text drawn: its box (x, y, width, height) and its letters' height, in pixels of the
+    /// canvas: the page's tests check that each is readable and inside the picture.
+    pub texts: Vec<[f64; 5]>,
 }
 
 fn pack([r, g, b]: [u8; 3]) -> u32 {
@@ -44,6 +51,9 @@ impl Canvas {
             height,
             pixels: vec![pack(BACKGROUND); width * height],
             empty: "no data yet".into(),
+            label: 1.0,
+            title: 2.0,
+            texts: Vec::new(),
         }
     }
 
@@ -70,6 +80,20 @@ impl Canvas {
 
     /// Text from the 8×8 font at `scale` pixels per font pixel.
     pub fn text(&mut self, x: usize, y: usize, s: &str, colour: [u8; 3], scale: usize) {
+        self.text_at(x as f64, y as f64, s, colour, scale as f64);
+    }
+
+    /// Text from the 8×8 font at `scale` (any size above 0) pixels per font pixel, recorded in
+    /// `texts`.
+    pub fn text_at(&mut self, x: f64, y: f64, s: &str, colour: [u8; 3], scale: f64) {
+        let count = s.chars().count();
+        if count == 0 || scale <= 0.0 {
+            return;
+        }
+        let (x, y) = (x.max(0.0).round(), y.max(0.0).round());
+        self.texts
+            .push([x, y, count as f64 * 8.0 * scale, 8.0 * scale, 8.0 * scale]);
+        let at = |v: f64, n: usize| (v + n as f64 * scale).round() as usize;
         for (k, ch) in s.chars().enumerate() {
             let glyph = font8x8::BASIC_FONTS
                 .get(ch)
@@ -78,12 +102,22 @@ impl Canvas {
             for (gy, bits) in glyph.iter().enumerate() {
                 for gx in 0..8 {
                     if bits >> gx & 1 == 1 {
-                        let (px, py) = (x + (k * 8 + gx) * scale, y + gy * scale);
-                        self.rect(px, py, scale, scale, colour);
+                        let (x0, y0) = (at(x, k * 8 + gx), at(y, gy));
+                        let (x1, y1) = (at(x, k * 8 + gx + 1), at(y, gy + 1));
+                        self.rect(x0, y0, (x1 - x0).max(1), (y1 - y0).max(1), colour);
                     }
                 }
             }
         }
+    }
+
+    /// What the page's tests read: the picture's size and every text's box and letter height
+    /// (`stage`: the walkthrough stage drawn).
+    pub fn texts_json(&self, stage: Option<usize>) -> String {
+        serde_json::json!({
+            "width": self.width, "height": self.height, "stage": stage, "texts": self.texts,
+        })
+        .to_string()
     }
 
     /// Lines over x in the box (x, y, w, h); y on a log scale when `log`.
@@ -97,8 +131,18 @@ impl Canvas {
         series: &[Series<'_>],
         log: bool,
     ) {
-        self.text(x, y, title, TEXT, 2);
-        let (px, py, pw, ph) = (x + 70, y + 30, w.saturating_sub(90), h.saturating_sub(70));
+        let (l, t) = (self.label, self.title);
+        self.text_at(x as f64, y as f64, title, TEXT, t);
+        // Room for six characters of the y axis' labels on the left, the title above, a row of
+        // x labels and one of the legend below.
+        let left = (6.0 * 8.0 + 14.0) * l;
+        let (px, py) = (
+            x + left.round() as usize,
+            y + (8.0 * t + 14.0 * l).round() as usize,
+        );
+        let below = (2.0 * 8.0 + 22.0) * l;
+        let pw = w.saturating_sub(left.round() as usize + (4.0 * l).round() as usize);
+        let ph = (y + h).saturating_sub(py + below.round() as usize);
         self.rect(px, py + ph, pw, 1, DIM);
         self.rect(px, py, 1, ph, DIM);
         let all: Vec<(f64, f64)> = series
@@ -108,7 +152,12 @@ impl Canvas {
             .collect();
         if all.is_empty() {
             let empty = self.empty.clone();
-            self.text(px + 10, py + ph / 2, &empty, DIM, 2);
+            // Wrapped between words inside the box.
+            let cols = ((x + w).saturating_sub(px + 10) as f64 / (8.0 * l)).floor() as usize;
+            for (k, line) in kiln_app::raster::wrap(&empty, cols).iter().enumerate() {
+                let ly = (py + ph / 2) as f64 + k as f64 * 11.0 * l;
+                self.text_at((px + 10) as f64, ly, line, DIM, l);
+            }
             return;
         }
         let f = |v: f64| if log { v.log10() } else { v };
@@ -141,21 +190,25 @@ impl Canvas {
                 format!("{v:.3}")
             }
         };
-        self.text(x, py, &fmt(ymax), DIM, 1);
-        self.text(x, py + ph - 8, &fmt(ymin), DIM, 1);
-        self.text(x, py + ph / 2, y_label, DIM, 1);
-        self.text(px, py + ph + 6, &format!("{xmin}"), DIM, 1);
+        let (xf, pyf, phf) = (x as f64, py as f64, ph as f64);
+        let chars = |s: &str| s.chars().count() as f64 * 8.0 * l;
+        self.text_at(xf, pyf, &fmt(ymax), DIM, l);
+        self.text_at(xf, pyf + phf - 8.0 * l, &fmt(ymin), DIM, l);
+        self.text_at(xf, pyf + phf / 2.0 - 4.0 * l, y_label, DIM, l);
+        let under = pyf + phf + 4.0 * l;
+        let xmin_label = format!("{xmin}");
+        self.text_at(px as f64, under, &xmin_label, DIM, l);
         let right = format!("{xmax}");
-        // Saturating: a chart boxed smaller than its labels still draws (clipped), never panics.
-        let right_x = (px + pw).saturating_sub(8 * right.len());
-        self.text(right_x, py + ph + 6, &right, DIM, 1);
-        self.text(
-            (px + pw / 2).saturating_sub(4 * x_label.len()),
-            py + ph + 6,
-            x_label,
-            DIM,
-            1,
-        );
+        let right_x = ((px + pw) as f64 - chars(&right)).max(0.0);
+        self.text_at(right_x, under, &right, DIM, l);
+        // The axis' name between the two, where it fits.
+        let mid = (px + pw / 2) as f64 - chars(x_label) / 2.0;
+        if mid > px as f64 + chars(&xmin_label) + 8.0 * l && mid + chars(x_label) < right_x {
+            self.text_at(mid, under, x_label, DIM, l);
+        }
+        // The legend after the x labels, left to right.
+        let mut lx = (px + 10) as f64;
+        let mut ly = under + 14.0 * l;
         for (i, s) in series.iter().enumerate() {
             let pts: Vec<(f64, f64)> = s
                 .points
@@ -179,8 +232,22 @@ impl Canvas {
                     s.colour,
                 );
             }
-            self.rect(px + 10 + i * 170, py + ph + 22, 12, 12, s.colour);
-            self.text(px + 28 + i * 170, py + ph + 24, s.label, TEXT, 1);
+            let size = (8.0 * l).round() as usize;
+            // A legend too wide for the box goes on in a row below.
+            let wide = 12.0 * l + chars(s.label);
+            if lx > (px + 10) as f64 && lx + wide > (x + w) as f64 {
+                lx = (px + 10) as f64;
+                ly += 11.0 * l;
+            }
+            self.rect(
+                lx.round() as usize,
+                ly.round() as usize,
+                size,
+                size,
+                s.colour,
+            );
+            self.text_at(lx + 12.0 * l, ly, s.label, TEXT, l);
+            lx += 12.0 * l + chars(s.label) + 16.0 * l;
         }
     }
 

@@ -21,6 +21,12 @@ use crate::sweep::{Bytes, Point, Shape};
 /// The design size: the native presenter window's left column at 1280×720. Other sizes scale
 /// the design and centre it.
 pub const SIZE: (usize, usize) = (564, 720);
+/// Small text's font pixels per design pixel: its letters are 13.2 design pixels tall, 18 pixels
+/// of the picture at 1920×1080 (12 at 1280×720) in presenter mode.
+const SMALL: f64 = 1.65;
+/// Small text's line height and the right margin, in design pixels.
+const LINE: f64 = 17.0;
+const MARGIN: f64 = 14.0;
 /// How many stages have a visual.
 pub const STAGES: usize = 4;
 
@@ -316,15 +322,14 @@ impl Scene {
     fn naive(&self, pen: &mut Pen, t: f64) {
         // Fill for 5 s, hold for 3, again.
         let f = ((t % 8.0) / 5.0).min(1.0);
-        pen.text(20.0, 14.0, "Naive: S = Q·K^T, N × N", chart::TEXT, 2);
-        pen.text(
+        pen.text(20.0, 14.0, "Naive: S = Q·K^T, N × N", chart::TEXT, 2.0);
+        let top = pen.para(
             20.0,
             40.0,
             "every query against every key (one head, N = 48 here)",
             chart::DIM,
-            1,
         );
-        let (x0, y0, cell) = (66.0, 60.0, 9.0);
+        let (x0, y0, cell) = (66.0, top + 6.0, 7.0);
         let filled = (f * (N * N) as f64) as usize;
         let range = self.score_range();
         for (ij, &s) in self.scores.iter().enumerate() {
@@ -354,75 +359,55 @@ impl Scene {
                 cell + 3.0,
             );
         }
-        pen.text(
+        let y = pen.para(
             20.0,
-            498.0,
+            y0 + N as f64 * cell + 8.0,
             "orange: high score, blue: low; faded: masked, written anyway",
             chart::DIM,
-            1,
         );
-        pen.text(
+        let y = pen.para(
             20.0,
-            522.0,
+            y,
             &format!("traffic at B1 H8 d64, N = {BYTES_N} (f32):"),
             chart::DIM,
-            1,
         );
         let bar = 524.0;
         let naive = f * self.pass_mb;
-        pen.text(
+        let label = format!("naive, S: {naive:>7.1} MB");
+        pen.text(20.0, y + 2.0, &label, chart::NAIVE, 2.0);
+        pen.rect(20.0, y + 22.0, bar, 10.0, FUTURE);
+        pen.rect(20.0, y + 22.0, (bar * f).max(1.0), 10.0, chart::NAIVE);
+        let y = pen.para(
             20.0,
-            540.0,
-            &format!("naive, S: {naive:>7.1} MB"),
-            chart::NAIVE,
-            2,
-        );
-        pen.rect(20.0, 562.0, bar, 12.0, FUTURE);
-        pen.rect(20.0, 562.0, (bar * f).max(1.0), 12.0, chart::NAIVE);
-        pen.text(
-            20.0,
-            582.0,
+            y + 38.0,
             &format!(
-                "one N×N pass = 4·B·H·N^2 bytes = {:.0} MB; the forward",
+                "one N×N pass = 4·B·H·N^2 bytes = {:.0} MB; the forward makes 4: S written, \
+                 read by softmax; P written, read",
                 self.pass_mb
             ),
             chart::DIM,
-            1,
-        );
-        pen.text(
-            20.0,
-            594.0,
-            "makes 4: S written, read by softmax; P written, read",
-            chart::DIM,
-            1,
         );
         let flash = f * self.flash_fwd_mb;
-        pen.text(
-            20.0,
-            614.0,
-            &format!("flash, all: {flash:>6.1} MB"),
-            chart::GPU,
-            2,
-        );
-        pen.rect(20.0, 636.0, bar, 12.0, FUTURE);
+        let label = format!("flash, all: {flash:>6.1} MB");
+        pen.text(20.0, y + 2.0, &label, chart::GPU, 2.0);
+        pen.rect(20.0, y + 22.0, bar, 10.0, FUTURE);
         pen.rect(
             20.0,
-            636.0,
+            y + 22.0,
             (bar * flash / self.pass_mb).max(1.0),
-            12.0,
+            10.0,
             chart::GPU,
         );
-        pen.text(
+        let y = pen.para(
             20.0,
-            656.0,
+            y + 38.0,
             "the whole flash forward: Q, K, V read, O and LSE written",
             chart::DIM,
-            1,
         );
         let b = &self.totals;
-        pen.text(
+        pen.para(
             20.0,
-            680.0,
+            y + 4.0,
             &format!(
                 "forward + backward: naive {:.0} MB, flash {:.0} MB ({:.0}x less)",
                 b.naive_mb,
@@ -430,7 +415,6 @@ impl Scene {
                 b.naive_mb / b.flash_mb
             ),
             chart::TEXT,
-            1,
         );
     }
 
@@ -448,8 +432,8 @@ impl Scene {
             (b + 1).min(TILES)
         };
         let first = TILE * BLOCK;
-        pen.text(20.0, 14.0, "Online softmax, one tile", chart::TEXT, 2);
-        pen.text(
+        pen.text(20.0, 14.0, "Online softmax, one tile", chart::TEXT, 2.0);
+        let top = pen.para(
             20.0,
             40.0,
             &format!(
@@ -457,19 +441,22 @@ impl Scene {
                 first + BLOCK - 1
             ),
             chart::DIM,
-            1,
         );
-        let (x0, y0, cell) = (42.0, 72.0, 10.0);
+        let (x0, y0, cell) = (48.0, top + 20.0, 10.0);
         let range = self.score_range();
         for kb in 0..TILES {
             let x = x0 + (kb * BLOCK) as f64 * cell + 24.0;
             let colour = if kb == b { chart::TEXT } else { chart::DIM };
-            pen.text(x, 58.0, &format!("k{}", kb + 1), colour, 1);
+            pen.text(x, top + 2.0, &format!("k{}", kb + 1), colour, SMALL);
         }
         for r in 0..BLOCK {
             let i = first + r;
             let y = y0 + r as f64 * cell;
-            pen.text(18.0, y + 1.0, &format!("{i}"), chart::DIM, 1);
+            // The first and last rows' numbers: every row's would not fit at this size.
+            if r == 0 || r == BLOCK - 1 {
+                let ly = if r == 0 { y } else { y + cell - 8.0 * SMALL };
+                pen.text(14.0, ly, &format!("{i}"), chart::DIM, SMALL);
+            }
             for j in 0..N {
                 let kb = j / BLOCK;
                 let arrived = kb < b
@@ -494,11 +481,11 @@ impl Scene {
                 BLOCK as f64 * cell + 3.0,
             );
         }
-
         let states = &self.walk[seen];
+        let first_y = y0 + BLOCK as f64 * cell + 14.0;
         for (n, &r) in SHOWN_ROWS.iter().enumerate() {
             let st = &states[r];
-            let y = 168.0 + n as f64 * 108.0;
+            let y = first_y + n as f64 * 92.0;
             let m = if st.m == f32::NEG_INFINITY {
                 "  -inf".to_string()
             } else {
@@ -509,78 +496,71 @@ impl Scene {
                 y,
                 &format!("row {}  m {m}  l {:6.3}", first + r, st.l),
                 chart::TEXT,
-                2,
+                2.0,
             );
             let note = if seen == 0 {
                 "no key block yet".to_string()
             } else if st.alpha < 1.0 && seen > 1 {
-                format!(
-                    "block {seen}: new max, l and acc scaled by exp(m_old - m_new) = {:.3}",
-                    st.alpha
-                )
+                format!("block {seen}: new max; l, acc × {:.3}", st.alpha)
             } else if seen == 1 {
                 "block 1: the first max".to_string()
             } else {
-                format!("block {seen}: max unchanged, nothing to rescale")
+                format!("block {seen}: max unchanged")
             };
             let colour = if st.alpha < 1.0 && seen > 1 {
                 WARM
             } else {
                 chart::DIM
             };
-            pen.text(20.0, y + 22.0, &note, colour, 1);
+            pen.text(20.0, y + 22.0, &note, colour, SMALL);
             // The output so far (acc / l) as bars about a baseline, the final value as a tick.
-            let base = y + 66.0;
+            let base = y + 68.0;
             let out = st.out();
             for (c, (&o, &fin)) in out.iter().zip(&self.walk_final[r]).enumerate() {
-                let x = 20.0 + c as f64 * 40.0;
+                let x = 20.0 + c as f64 * 36.0;
                 let v = f64::from(if seen == 0 { 0.0 } else { o }).clamp(-1.0, 1.0);
-                let len = (v.abs() * 28.0).max(1.0);
+                let len = (v.abs() * 22.0).max(1.0);
                 let top = if v >= 0.0 { base - len } else { base };
                 let colour = if v >= 0.0 { WARM } else { COOL };
-                pen.rect(x, top, 30.0, len, colour);
+                pen.rect(x, top, 28.0, len, colour);
                 let fin = f64::from(fin).clamp(-1.0, 1.0);
-                pen.rect(x - 2.0, base - fin * 28.0 - 1.0, 34.0, 2.0, HIGHLIGHT);
+                pen.rect(x - 2.0, base - fin * 22.0 - 1.0, 32.0, 2.0, HIGHLIGHT);
             }
-            pen.rect(16.0, base, 8.0 * 40.0, 1.0, chart::DIM);
-            pen.text(352.0, base - 12.0, "output so far,", chart::DIM, 1);
-            pen.text(352.0, base, "acc / l (bars);", chart::DIM, 1);
-            pen.text(352.0, base + 12.0, "final (ticks)", chart::DIM, 1);
+            pen.rect(16.0, base, 8.0 * 36.0, 1.0, chart::DIM);
+            // What the bars are, once, beside the first row's.
+            if n == 0 {
+                for (k, line) in ["output so far:", "acc / l (bars)", "final (ticks)"]
+                    .iter()
+                    .enumerate()
+                {
+                    let ly = base - 24.0 + k as f64 * LINE;
+                    pen.text(320.0, ly, line, chart::DIM, SMALL);
+                }
+            }
         }
-        if seen == TILES {
-            pen.text(20.0, 604.0, "O = acc / l,  LSE = m + ln l", WARM, 2);
-            pen.text(
+        let y = first_y + SHOWN_ROWS.len() as f64 * 92.0;
+        let y = if seen == TILES {
+            pen.text(20.0, y, "O = acc / l,  LSE = m + ln l", WARM, 2.0);
+            pen.para(
                 20.0,
-                630.0,
+                y + 22.0,
                 &format!(
                     "max |O - softmax(S)·V| = {:.1e} (kiln's standard CPU attention)",
                     self.walk_error
                 ),
                 chart::TEXT,
-                1,
-            );
+            )
         } else {
-            pen.text(
-                20.0,
-                610.0,
-                &format!("key blocks seen: {seen} of {TILES}"),
-                chart::TEXT,
-                2,
-            );
-        }
-        pen.text(
+            let label = format!("key blocks seen: {seen} of {TILES}");
+            pen.text(20.0, y, &label, chart::TEXT, 2.0);
+            y + 22.0 + 2.0 * LINE
+        };
+        pen.para(
             20.0,
-            660.0,
-            "S and P of this tile stay in workgroup memory:",
+            y + 6.0,
+            "S and P of this tile stay in workgroup memory: only O and one LSE per row are \
+             ever written",
             chart::DIM,
-            1,
-        );
-        pen.text(
-            20.0,
-            672.0,
-            "only O and one LSE per row are ever written",
-            chart::DIM,
-            1,
         );
     }
 
@@ -594,15 +574,14 @@ impl Scene {
         let cur = ((tc / step) as usize).min(last);
         let done = tc >= self.steps.len() as f64 * step;
         let now = &self.steps[cur];
-        pen.text(20.0, 14.0, "Backward: recompute P", chart::TEXT, 2);
-        pen.text(
+        pen.text(20.0, 14.0, "Backward: recompute P", chart::TEXT, 2.0);
+        let top = pen.para(
             20.0,
             40.0,
             "P = exp(S - LSE) from Q, K and the saved LSE, tile by tile",
             chart::DIM,
-            1,
         );
-        let (x0, y0, cell, gap) = (40.0, 64.0, 7.0, 2.0);
+        let (x0, y0, cell, gap) = (40.0, top + 6.0, 7.0, 2.0);
         let tile_px = BLOCK as f64 * cell + gap;
         let lit: Vec<(usize, usize)> = self.steps[..=cur]
             .iter()
@@ -638,7 +617,6 @@ impl Scene {
         }
         let grid = TILES as f64 * tile_px;
         // dQ per query tile, to the right; dK and dV per key tile, below.
-        pen.text(396.0, 52.0, "dQ per query tile", chart::GPU, 1);
         for qt in 0..TILES {
             let len = 140.0 * f64::from(now.dq[qt] / self.grad_max[0]);
             let y = y0 + qt as f64 * tile_px + 14.0;
@@ -646,6 +624,8 @@ impl Scene {
             pen.rect(396.0, y, len.max(1.0), 28.0, chart::GPU);
         }
         let by = y0 + grid + 8.0;
+        pen.text(396.0, by, "dQ per", chart::GPU, SMALL);
+        pen.text(396.0, by + LINE, "query tile", chart::GPU, SMALL);
         for kt in 0..TILES {
             let x = x0 + kt as f64 * tile_px + 6.0;
             for (n, (v, max, colour)) in [
@@ -660,11 +640,10 @@ impl Scene {
                 pen.rect(xx, by, 20.0, (56.0 * f64::from(v / max)).max(1.0), colour);
             }
         }
-        pen.text(x0, by + 62.0, "dK", chart::NAIVE, 1);
-        pen.text(x0 + 24.0, by + 62.0, "dV", chart::CPU, 1);
-        pen.text(x0 + 48.0, by + 62.0, "per key tile", chart::DIM, 1);
-
-        let y = 508.0;
+        pen.text(x0, by + 62.0, "dK", chart::NAIVE, SMALL);
+        pen.text(x0 + 36.0, by + 62.0, "dV", chart::CPU, SMALL);
+        pen.text(x0 + 72.0, by + 62.0, "per key tile", chart::DIM, SMALL);
+        let y = by + 86.0;
         let (title, what, sum) = if now.pass == 1 {
             (
                 "pass 1: dK and dV".to_string(),
@@ -687,32 +666,28 @@ impl Scene {
                 "dQ += scale·dS·K,  dS = P * (dP - D)",
             )
         };
-        pen.text(20.0, y, &title, WARM, 2);
-        pen.text(20.0, y + 26.0, &what, chart::TEXT, 1);
-        pen.text(20.0, y + 40.0, sum, chart::TEXT, 1);
-        pen.text(
+        pen.text(20.0, y, &title, WARM, 2.0);
+        let y = pen.para(20.0, y + 24.0, &what, chart::TEXT);
+        let y = pen.para(20.0, y, sum, chart::TEXT);
+        let y = pen.para(
             20.0,
-            y + 62.0,
-            "each gradient has one writer: no atomics, and the",
+            y + 4.0,
+            "each gradient has one writer: no atomics, and the same sums on every run",
             chart::DIM,
-            1,
         );
-        pen.text(20.0, y + 74.0, "same sums on every run", chart::DIM, 1);
         if done {
             let [q, k, v] = self.grad_error;
-            pen.text(
+            let y = pen.para(
                 20.0,
-                y + 100.0,
+                y + 6.0,
                 "checked against the standard backward:",
                 WARM,
-                1,
             );
-            pen.text(
+            pen.para(
                 20.0,
-                y + 114.0,
+                y,
                 &format!("relative error dQ {q:.0e}, dK {k:.0e}, dV {v:.0e}"),
                 chart::TEXT,
-                1,
             );
         }
     }
@@ -775,12 +750,14 @@ fn charts(pen: &mut Pen, m: &Measured<'_>) {
     if let Some(p) = m.pending {
         pen.c.empty = p.to_string();
     }
+    pen.c.label = SMALL * u;
+    pen.c.title = 2.0 * u;
     pen.c.lines(
         (
             px(x0 + 12.0 * u),
             px(y0 + 12.0 * u),
             px(w - 12.0 * u),
-            px(320.0 * u),
+            px(300.0 * u),
         ),
         &format!(
             "Time (ms), fwd+bwd, B{} H{} d{}",
@@ -790,17 +767,17 @@ fn charts(pen: &mut Pen, m: &Measured<'_>) {
         "ms",
         &[
             Series {
-                label: "flash (GPU)",
+                label: "flash GPU",
                 colour: chart::GPU,
                 points: timed(&|p| p.flash_ms),
             },
             Series {
-                label: "naive (GPU)",
+                label: "naive GPU",
                 colour: chart::NAIVE,
                 points: timed(&|p| p.naive_ms),
             },
             Series {
-                label: "CPU path",
+                label: "CPU",
                 colour: chart::CPU,
                 points: timed(&|p| p.cpu_ms),
             },
@@ -817,9 +794,9 @@ fn charts(pen: &mut Pen, m: &Measured<'_>) {
     pen.c.lines(
         (
             px(x0 + 12.0 * u),
-            px(y0 + 350.0 * u),
+            px(y0 + 320.0 * u),
             px(w - 12.0 * u),
-            px(270.0 * u),
+            px(260.0 * u),
         ),
         "MB moved (byte model)",
         "sequence length N",
@@ -850,11 +827,20 @@ fn charts(pen: &mut Pen, m: &Measured<'_>) {
                 b.naive_mb / b.flash_mb
             ))
         });
+    let mut y = 588.0;
     if let Some(text) = summary {
-        pen.text(20.0, 636.0, &text, chart::TEXT, 1);
+        y = pen.para(20.0, y, &text, chart::TEXT);
     }
-    for (n, line) in wrap(m.note, 64).iter().take(3).enumerate() {
-        pen.text(20.0, 656.0 + 14.0 * n as f64, line, chart::DIM, 1);
+    // The sweep's note, as many lines as fit.
+    let cols = ((SIZE.0 as f64 - MARGIN - 20.0) / (8.0 * SMALL))
+        .floor()
+        .max(1.0) as usize;
+    for line in wrap(m.note, cols) {
+        if y + 8.0 * SMALL > SIZE.1 as f64 - 4.0 {
+            break;
+        }
+        pen.text(20.0, y + 4.0, &line, chart::DIM, SMALL);
+        y += LINE;
     }
 }
 
@@ -899,11 +885,24 @@ impl Pen {
         self.rect(x + w - 2.0, y, 2.0, h, HIGHLIGHT);
     }
 
-    /// Text at `size` font pixels per design pixel (1 or 2), scaled to whole screen pixels.
-    fn text(&mut self, x: f64, y: f64, s: &str, colour: [u8; 3], size: usize) {
-        let (x, y) = self.at(x, y);
-        let scale = ((size as f64 * self.u).round() as usize).max(1);
-        self.c.text(x, y, s, colour, scale);
+    /// Text at `size` font pixels per design pixel (SMALL or 2).
+    fn text(&mut self, x: f64, y: f64, s: &str, colour: [u8; 3], size: f64) {
+        let (x, y) = (self.ox + x * self.u, self.oy + y * self.u);
+        self.c.text_at(x, y, s, colour, size * self.u);
+    }
+
+    /// Small text from (x, y), wrapped between words to the design's right margin; returns the
+    /// y under its last line.
+    fn para(&mut self, x: f64, y: f64, s: &str, colour: [u8; 3]) -> f64 {
+        let cols = ((SIZE.0 as f64 - MARGIN - x) / (8.0 * SMALL))
+            .floor()
+            .max(1.0) as usize;
+        let mut y = y;
+        for line in wrap(s, cols) {
+            self.text(x, y, &line, colour, SMALL);
+            y += LINE;
+        }
+        y
     }
 }
 
@@ -958,6 +957,60 @@ mod tests {
         assert_eq!(scene.steps.len(), 2 * causal);
         assert!(scene.steps[..causal].iter().all(|s| s.pass == 1));
         assert!(scene.steps[causal..].iter().all(|s| s.pass == 2));
+    }
+
+    /// In presenter mode at 1920×1080 the visual's canvas is 813×1032 pixels, at 1280×720
+    /// 532×672: every text of every stage, at any moment of its animation and with a long
+    /// progress line or note, is at least 18 (12) pixels tall and inside the picture, and no two
+    /// overlap.
+    #[test]
+    fn every_text_is_readable_and_inside() {
+        let scene = Scene::new(SHAPE).unwrap();
+        let points = [Timed {
+            seq: 4096,
+            flash_ms: Some(1234.5),
+            naive_ms: Some(23456.7),
+            cpu_ms: None,
+        }];
+        let note = "GPU path on a software adapter: 6 lengths, 3 runs each, the median \
+                    of each; the CPU column stops at N = 512";
+        let full = Measured {
+            shape: SHAPE,
+            lengths: &[128, 256, 512, 1024, 2048, 4096],
+            pending: None,
+            points: &points,
+            note,
+        };
+        let pending = Measured {
+            points: &[],
+            pending: Some("measuring N = 1024 (4 of 6): 128 s"),
+            ..full
+        };
+        for ((w, h), least) in [((813, 1032), 18.0), ((532, 672), 12.0)] {
+            for stage in 0..STAGES {
+                for t in [0.5, 2.0, 7.0, 11.0, 30.0] {
+                    for m in [&full, &pending] {
+                        let c = scene.draw(stage, t, (w, h), m);
+                        assert!(c.texts.len() >= 5, "stage {stage}: {} texts", c.texts.len());
+                        for (n, &[x, y, tw, th, letter]) in c.texts.iter().enumerate() {
+                            assert!(letter >= least, "stage {stage} t {t}: {letter} px");
+                            assert!(
+                                x + tw <= w as f64 && y + th <= h as f64,
+                                "stage {stage} t {t}: text {n} at {x},{y} {tw}×{th} outside"
+                            );
+                            for &[x2, y2, w2, h2, _] in &c.texts[n + 1..] {
+                                let apart =
+                                    x + tw <= x2 || x2 + w2 <= x || y + th <= y2 || y2 + h2 <= y;
+                                assert!(
+                                    apart,
+                                    "stage {stage} t {t}: texts overlap at {x},{y} and {x2},{y2}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

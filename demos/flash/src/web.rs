@@ -35,6 +35,8 @@ thread_local! {
     static CHOICES: RefCell<Option<FlashChoices>> = const { RefCell::new(None) };
     static SCENE: RefCell<Option<Scene>> = const { RefCell::new(None) };
     static SWEEPING: RefCell<Sweeping> = RefCell::default();
+    /// The last visual's texts, as JSON (chart::Canvas::texts_json).
+    static TEXTS: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// The lengths the page sweeps without WebGPU (the CPU path alone): a software adapter's.
@@ -266,7 +268,15 @@ pub fn talk_frame(
             )
         }))
     })?;
+    TEXTS.with(|t| *t.borrow_mut() = canvas.texts_json(Some(stage)));
     Ok(canvas.rgba_bytes())
+}
+
+/// The texts of the visual `talk_frame` drew last, as JSON: the picture's size, the stage, and
+/// each text's box and letter height in the picture's pixels, for the page's tests.
+#[wasm_bindgen]
+pub fn talk_texts() -> String {
+    TEXTS.with(|t| t.borrow().clone())
 }
 
 /// Without WebGPU: the sweep's CPU column alone (kiln's standard attention forward + backward in

@@ -410,6 +410,8 @@ impl Waves {
                     .unwrap_or_else(waiting)
             }
         };
+        // Each text's box and letter height, for the page's tests (waves.test.mjs).
+        kiln_app::publish("texts", &picture.texts_json(Some(stage)));
         self.picture.write_u32(&picture.packed())?;
         Ok(self.picture.clone())
     }

@@ -173,17 +173,11 @@ pub fn rates(model: &Model, frame: &[u32], rates: Option<&Rates>) -> Bitmap {
         (format!("    ({})", r.gpu_clock), MUTED),
         (format!("CPU {:.2} frames/s", r.cpu_fps), COOL),
         ("    (wall clock, one thread)".to_string(), MUTED),
-        (
-            format!(
-                "GPU/CPU {} at {res}x{res}, {} waves",
-                ratio(r.gpu_fps / r.cpu_fps),
-                model.count()
-            ),
-            TEXT,
-        ),
+        (format!("GPU/CPU {}", ratio(r.gpu_fps / r.cpu_fps)), TEXT),
+        (format!("at {res}x{res}, {} waves", model.count()), TEXT),
     ];
     for (i, (text, colour)) in lines.iter().enumerate() {
-        b.text(16, 400 + i * 34, text, 2, *colour);
+        b.text(16, 400 + i * 28, text, 2, *colour);
     }
     b
 }
@@ -214,8 +208,11 @@ pub fn bars(b: &mut Bitmap, list: &[(f64, Rgba, &str)]) {
     let mut decade = bottom;
     while decade <= top {
         let y = by + bh - height(10f64.powf(decade));
-        b.rect(bx + 40, y, 176, 1, GRID);
-        b.text(bx, y.saturating_sub(4), &decade_label(decade), 1, MUTED);
+        b.rect(bx + 52, y, 164, 1, GRID);
+        // Right-aligned against the grid, 16 pixels tall like every text of the pictures.
+        let label = decade_label(decade);
+        let lx = (bx + 48).saturating_sub(16 * label.chars().count());
+        b.text(lx, y.saturating_sub(8), &label, 2, MUTED);
         decade += 1.0;
     }
     for (i, (fps, colour, name)) in list.iter().enumerate() {
@@ -379,6 +376,37 @@ mod tests {
             changed(&unmeasured, &now[3]) > 1000,
             "bars drawn without measured rates"
         );
+    }
+
+    /// In presenter mode the picture is shown 813 pixels wide at 1920×1080 (532 at 1280×720):
+    /// every text of every stage, with long figures, has letters of 16 pixels of the picture
+    /// (22.6 on screen; 14.8 at 1280×720) and lies inside it.
+    #[test]
+    fn every_text_is_readable_and_inside() {
+        let m = Model::new(512, 256, 3);
+        let r = Rates {
+            gpu_fps: 12345.6,
+            cpu_fps: 0.12,
+            gpu_clock: Clock::GpuTimestamps,
+        };
+        let left = cpu::Array::new(&[4 * m.res, 2 * m.count()], m.left()).unwrap();
+        let frame = crate::cpu_frame(&m, &left, 0.3).unwrap();
+        let mut all = pictures(&m, 0.3, Some(&r));
+        all.push(rates(&m, &frame, None));
+        all.push(waiting("copying from the GPU..."));
+        for (i, b) in all.iter().enumerate() {
+            assert!(!b.texts.is_empty(), "picture {i}: no text");
+            for &[x, y, w, h, letter] in &b.texts {
+                assert!(
+                    letter >= 16,
+                    "picture {i}: a text {letter} pixels tall at {x},{y}"
+                );
+                assert!(
+                    x + w <= SIZE && y + h <= SIZE,
+                    "picture {i}: a text at {x},{y}, {w}×{h}, outside"
+                );
+            }
+        }
     }
 
     #[test]

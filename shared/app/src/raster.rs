@@ -21,6 +21,9 @@ pub struct Bitmap {
     pub w: usize,
     pub h: usize,
     pub rgba: Vec<u8>,
+    /// Every text drawn: its box (x, y, width, height) and its letters' height, in pixels of the
+    /// bitmap: the tests check that each is readable and inside the picture.
+    pub texts: Vec<[usize; 5]>,
 }
 
 impl Bitmap {
@@ -29,7 +32,21 @@ impl Bitmap {
         for px in rgba.chunks_exact_mut(4) {
             px.copy_from_slice(&fill);
         }
-        Bitmap { w, h, rgba }
+        Bitmap {
+            w,
+            h,
+            rgba,
+            texts: Vec::new(),
+        }
+    }
+
+    /// What a page's tests read: the picture's size and every text's box and letter height
+    /// (`stage`: the walkthrough stage drawn, if it is one).
+    pub fn texts_json(&self, stage: Option<usize>) -> String {
+        serde_json::json!({
+            "width": self.w, "height": self.h, "stage": stage, "texts": self.texts,
+        })
+        .to_string()
     }
 
     /// The pixels packed as u32, red in the low byte: what a kiln_app frame tensor holds.
@@ -70,6 +87,11 @@ impl Bitmap {
 
     /// Draws a line of text; returns the x after its last character.
     pub fn text(&mut self, x: usize, y: usize, text: &str, scale: usize, colour: Rgba) -> usize {
+        let count = text.chars().count();
+        if count > 0 {
+            self.texts
+                .push([x, y, count * 8 * scale, 8 * scale, 8 * scale]);
+        }
         let mut at = x;
         for ch in text.chars() {
             self.glyph(at, y, ch, scale, colour);
