@@ -850,7 +850,7 @@ fn token_stage(img: &mut Image, scene: &Scene<'_>) {
     img.text(
         16,
         514,
-        &format!("id {id}: row {id} of the embedding table"),
+        &format!("id {id}: row {id} of the table"),
         TEXT,
         2,
         false,
@@ -858,10 +858,7 @@ fn token_stage(img: &mut Image, scene: &Scene<'_>) {
     img.text(
         16,
         542,
-        &format!(
-            "(the table: {} rows of {} numbers)",
-            scene.vocab, scene.hidden
-        ),
+        &format!("(the embedding table: {} rows)", scene.vocab),
         DIM,
         2,
         false,
@@ -888,6 +885,49 @@ mod tests {
         // [2 heads, 2 tokens, 1]: token 0 has (h0, h1) = (1, 3), token 1 has (2, 4).
         let a = Array::new(&[2, 2, 1], vec![1.0, 2.0, 3.0, 4.0]).unwrap();
         assert_eq!(merge_heads(&a), vec![1.0, 3.0, 2.0, 4.0]);
+    }
+
+    /// The stages drawn before the forward pass ends, with a real vocabulary's five-digit ids and
+    /// long words: every text inside the picture (the browser test runs the synthetic weights,
+    /// whose ids are short), whichever token is lit.
+    #[test]
+    fn texts_with_five_digit_ids_stay_inside() {
+        let tokens: Vec<String> = [
+            "[CLS]",
+            "extraordinarily",
+            "##able",
+            "tokenisation",
+            "[SEP]",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        let ids = [101, 30521, 29999, 12345, 102];
+        for stage in 0..2 {
+            for lit in 0..tokens.len() {
+                let scene = Scene {
+                    text: "extraordinarily able tokenisation",
+                    tokens: &tokens,
+                    ids: &ids,
+                    trace: None,
+                    layers: 6,
+                    head: 0,
+                    vocab: 30522,
+                    hidden: 384,
+                    path: "GPU",
+                    synthetic: false,
+                    time: lit as f32 * ROW_PERIOD + 0.01,
+                };
+                let img = draw(stage, &scene);
+                for &[x, y, w, h, _] in &img.texts {
+                    assert!(
+                        x + w <= img.width && y + h <= img.height,
+                        "stage {}, token {lit} lit: a text at ({x}, {y}) {w} x {h} is cut off",
+                        stage + 1
+                    );
+                }
+            }
+        }
     }
 
     #[test]
