@@ -200,3 +200,28 @@ export async function walkStages(page, decoder, visual, titles,
   }
   return previous;
 }
+
+// What a walkthrough's picture says it drew (the canvas's data-texts, written by the demo: the
+// picture's size and each text's box and letter height, in the picture's pixels), as the page
+// shows it: how many texts, the smallest letter height in CSS pixels, and the boxes that are not
+// wholly inside the picture.
+export async function pictureTexts(page, canvasId) {
+  return page.evaluate((id) => {
+    const canvas = document.getElementById(id);
+    const t = JSON.parse(canvas.dataset.texts);
+    const box = canvas.getBoundingClientRect();
+    const k = Math.min(box.width / t.width, box.height / t.height);
+    return {
+      texts: t.texts.length,
+      size: `${t.width}×${t.height}`,
+      smallest: Math.min(...t.texts.map((b) => b[4])) * k,
+      outside: t.texts.filter(([x, y, w, h]) => x < 0 || y < 0 || x + w > t.width || y + h > t.height),
+    };
+  }, canvasId);
+}
+
+// Fails unless every text of `r` (pictureTexts) is at least `least` CSS pixels tall and inside.
+export function assertLegible(r, least, stage) {
+  assert.ok(r.smallest >= least - 0.01, `stage ${stage + 1}: text ${r.smallest.toFixed(1)} px tall, under ${least}`);
+  assert.deepEqual(r.outside, [], `stage ${stage + 1}: texts cut off at the picture's edge`);
+}

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { useSite } from './browser.mjs';
+import { assertLegible, pictureTexts, useSite } from './browser.mjs';
 
 const site = useSite('flash/flash_bg.wasm');
 
@@ -295,21 +295,9 @@ for (const [width, height] of [[1920, 1080], [1280, 720]]) {
       // A few moments of the stage's animation.
       for (let n = 0; n < 3; n++) {
         if (n > 0) await page.waitForTimeout(1500);
-        const r = await page.evaluate(() => {
-          const canvas = document.getElementById('flash-visual');
-          const t = JSON.parse(canvas.dataset.texts);
-          const box = canvas.getBoundingClientRect();
-          const k = Math.min(box.width / t.width, box.height / t.height);
-          return {
-            texts: t.texts.length,
-            size: `${t.width}×${t.height}`,
-            smallest: Math.min(...t.texts.map((b) => b[4])) * k,
-            outside: t.texts.filter(([x, y, w, h]) => x < 0 || y < 0 || x + w > t.width || y + h > t.height),
-          };
-        });
+        const r = await pictureTexts(page, 'flash-visual');
         if (n === 0) console.log(`${width}×${height} stage ${stage + 1}: ${r.texts} texts, smallest ${r.smallest.toFixed(1)} px, canvas ${r.size}`);
-        assert.ok(r.smallest >= least - 0.01, `stage ${stage + 1}: text ${r.smallest.toFixed(1)} px tall, under ${least}`);
-        assert.deepEqual(r.outside, [], `stage ${stage + 1}: texts cut off at the picture's edge`);
+        assertLegible(r, least, stage);
       }
     }
     assert.deepEqual(errors, []);

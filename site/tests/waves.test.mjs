@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { changedShare, pixelStats, useSite, walkStages } from './browser.mjs';
+import { assertLegible, changedShare, pictureTexts, pixelStats, useSite, walkStages } from './browser.mjs';
 
 const site = useSite('waves/waves_bg.wasm');
 
@@ -165,20 +165,9 @@ for (const [width, height] of [[1920, 1080], [1280, 720]]) {
         const t = document.getElementById('canvas').dataset.texts;
         return t && JSON.parse(t).stage === s && JSON.parse(t).texts.length >= 2;
       }, stage, { timeout: 60000 });
-      const r = await page.evaluate(() => {
-        const canvas = document.getElementById('canvas');
-        const t = JSON.parse(canvas.dataset.texts);
-        const box = canvas.getBoundingClientRect();
-        const k = Math.min(box.width / t.width, box.height / t.height);
-        return {
-          texts: t.texts.length,
-          smallest: Math.min(...t.texts.map((b) => b[4])) * k,
-          outside: t.texts.filter(([x, y, w, h]) => x + w > t.width || y + h > t.height),
-        };
-      });
+      const r = await pictureTexts(page, 'canvas');
       console.log(`${width}×${height} stage ${stage + 1}: ${r.texts} texts, smallest ${r.smallest.toFixed(1)} px`);
-      assert.ok(r.smallest >= least - 0.01, `stage ${stage + 1}: text ${r.smallest.toFixed(1)} px tall, under ${least}`);
-      assert.deepEqual(r.outside, [], `stage ${stage + 1}: texts cut off at the picture's edge`);
+      assertLegible(r, least, stage);
     }
     assert.deepEqual(errors, []);
     await page.close();

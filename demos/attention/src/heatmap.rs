@@ -36,6 +36,15 @@ pub struct Image {
     pub texts: Vec<[usize; 5]>,
 }
 
+/// The 8×8 bitmap of `ch` (blank for a character the fonts lack).
+fn glyph(ch: char) -> [u8; 8] {
+    font8x8::BASIC_FONTS
+        .get(ch)
+        .or_else(|| font8x8::LATIN_FONTS.get(ch))
+        .or_else(|| font8x8::GREEK_FONTS.get(ch))
+        .unwrap_or([0; 8])
+}
+
 fn pack([r, g, b]: [u8; 3]) -> u32 {
     u32::from_le_bytes([r, g, b, 255])
 }
@@ -80,11 +89,7 @@ impl Image {
             self.texts.push([x, y, w, h, 8 * scale]);
         }
         for (k, ch) in s.chars().enumerate() {
-            let glyph = font8x8::BASIC_FONTS
-                .get(ch)
-                .or_else(|| font8x8::LATIN_FONTS.get(ch))
-                .or_else(|| font8x8::GREEK_FONTS.get(ch))
-                .unwrap_or([0; 8]);
+            let glyph = glyph(ch);
             let (ox, oy) = if vertical {
                 (x, y + k * 9 * scale)
             } else {
@@ -119,11 +124,7 @@ impl Image {
             self.texts.push([x, top, 8 * scale, long, 8 * scale]);
         }
         for (k, ch) in s.chars().enumerate() {
-            let glyph = font8x8::BASIC_FONTS
-                .get(ch)
-                .or_else(|| font8x8::LATIN_FONTS.get(ch))
-                .or_else(|| font8x8::GREEK_FONTS.get(ch))
-                .unwrap_or([0; 8]);
+            let glyph = glyph(ch);
             for (gy, bits) in glyph.iter().enumerate() {
                 for gx in 0..8 {
                     if bits >> gx & 1 == 0 {
