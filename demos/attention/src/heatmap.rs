@@ -2,8 +2,6 @@
 //! panel, and the grid of every layer and head for the PNG. Pixels are RGBA8 packed in u32
 //! (red in the low byte), as the display pass reads them.
 
-use font8x8::UnicodeFonts;
-
 /// The view's size and layout: the heatmap fills the right of the view, its key labels above
 /// it and its query labels to its left; the left column holds the title, the colour scale, the
 /// weight under the pointer and the head's strongest links (natively the HUD covers its top).
@@ -38,11 +36,7 @@ pub struct Image {
 
 /// The 8×8 bitmap of `ch` (blank for a character the fonts lack).
 fn glyph(ch: char) -> [u8; 8] {
-    font8x8::BASIC_FONTS
-        .get(ch)
-        .or_else(|| font8x8::LATIN_FONTS.get(ch))
-        .or_else(|| font8x8::GREEK_FONTS.get(ch))
-        .unwrap_or([0; 8])
+    kiln_app::raster::font_glyph(ch).unwrap_or([0; 8])
 }
 
 fn pack([r, g, b]: [u8; 3]) -> u32 {
@@ -151,10 +145,7 @@ impl Image {
     /// What the page's tests read: the picture's size and every text's box and letter height
     /// (`stage`: the walkthrough stage drawn, if it is one).
     pub fn texts_json(&self, stage: Option<usize>) -> String {
-        serde_json::json!({
-            "width": self.width, "height": self.height, "stage": stage, "texts": self.texts,
-        })
-        .to_string()
+        kiln_app::raster::texts_json(self.width, self.height, stage, &self.texts)
     }
 
     /// Bytes for a PNG.

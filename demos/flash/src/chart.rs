@@ -2,8 +2,6 @@
 //! lines, 8×8-font text, and the two chart kinds the page draws (log-scale lines over x, and
 //! labelled bars).
 
-use font8x8::UnicodeFonts;
-
 pub const BACKGROUND: [u8; 3] = [16, 18, 24];
 pub const TEXT: [u8; 3] = [230, 232, 238];
 pub const DIM: [u8; 3] = [140, 146, 160];
@@ -95,10 +93,7 @@ impl Canvas {
             .push([x, y, count as f64 * 8.0 * scale, 8.0 * scale, 8.0 * scale]);
         let at = |v: f64, n: usize| (v + n as f64 * scale).round() as usize;
         for (k, ch) in s.chars().enumerate() {
-            let glyph = font8x8::BASIC_FONTS
-                .get(ch)
-                .or_else(|| font8x8::LATIN_FONTS.get(ch))
-                .unwrap_or([0; 8]);
+            let glyph = kiln_app::raster::font_glyph(ch).unwrap_or([0; 8]);
             for (gy, bits) in glyph.iter().enumerate() {
                 for gx in 0..8 {
                     if bits >> gx & 1 == 1 {
@@ -114,10 +109,7 @@ impl Canvas {
     /// What the page's tests read: the picture's size and every text's box and letter height
     /// (`stage`: the walkthrough stage drawn).
     pub fn texts_json(&self, stage: Option<usize>) -> String {
-        serde_json::json!({
-            "width": self.width, "height": self.height, "stage": stage, "texts": self.texts,
-        })
-        .to_string()
+        kiln_app::raster::texts_json(self.width, self.height, stage, &self.texts)
     }
 
     /// Lines over x in the box (x, y, w, h); y on a log scale when `log`.

@@ -40,13 +40,9 @@ impl Bitmap {
         }
     }
 
-    /// What a page's tests read: the picture's size and every text's box and letter height
-    /// (`stage`: the walkthrough stage drawn, if it is one).
+    /// What a page's tests read (see [`texts_json`]).
     pub fn texts_json(&self, stage: Option<usize>) -> String {
-        serde_json::json!({
-            "width": self.w, "height": self.h, "stage": stage, "texts": self.texts,
-        })
-        .to_string()
+        texts_json(self.w, self.h, stage, &self.texts)
     }
 
     /// The pixels packed as u32, red in the low byte: what a kiln_app frame tensor holds.
@@ -69,11 +65,7 @@ impl Bitmap {
 
     /// Draws one character cell (8 × 8 font pixels, `scale` screen pixels each) at (x, y).
     pub fn glyph(&mut self, x: usize, y: usize, ch: char, scale: usize, colour: Rgba) {
-        let glyph = extra_glyph(ch)
-            .or_else(|| font8x8::BASIC_FONTS.get(ch))
-            .or_else(|| font8x8::LATIN_FONTS.get(ch))
-            .or_else(|| font8x8::BOX_FONTS.get(ch))
-            .or_else(|| font8x8::GREEK_FONTS.get(ch))
+        let glyph = font_glyph(ch)
             .or_else(|| font8x8::BASIC_FONTS.get('?'))
             .unwrap_or([0; 8]);
         for (gy, bits) in glyph.iter().enumerate() {
@@ -99,6 +91,30 @@ impl Bitmap {
         }
         at
     }
+}
+
+/// The 8×8 bitmap of `ch` (bit x of row y is pixel x): font8x8's, or one of the few that the
+/// panels and pictures use and it lacks; `None` for a character neither has. Every picture of
+/// the demos draws its letters from here.
+pub fn font_glyph(ch: char) -> Option<[u8; 8]> {
+    extra_glyph(ch)
+        .or_else(|| font8x8::BASIC_FONTS.get(ch))
+        .or_else(|| font8x8::LATIN_FONTS.get(ch))
+        .or_else(|| font8x8::BOX_FONTS.get(ch))
+        .or_else(|| font8x8::GREEK_FONTS.get(ch))
+}
+
+/// What a page's tests read of a picture (`width` × `height` pixels): its size and every text's
+/// box and letter height, `[x, y, width, height, letter]` in the picture's pixels (`stage`: the
+/// walkthrough stage drawn, if it is one).
+pub fn texts_json<T: serde::Serialize>(
+    width: usize,
+    height: usize,
+    stage: Option<usize>,
+    texts: &[T],
+) -> String {
+    serde_json::json!({ "width": width, "height": height, "stage": stage, "texts": texts })
+        .to_string()
 }
 
 /// Characters the panels use that font8x8 lacks (bit x of row y is pixel x).
