@@ -37,15 +37,14 @@ ensure_lavapipe() {
   export WGPU_BACKEND="${WGPU_BACKEND:-vulkan}"
 }
 
-# Debian's Chromium (WebGPU on SwiftShader) and the site's npm packages (package.json: installed
-# again when one is missing, as after a pull that added one).
+# Debian's Chromium (WebGPU on SwiftShader) and the site's npm packages: installed again when
+# any package that site/package.json names is missing (as after a pull that added one).
 ensure_browser() {
   ensure_apt chromium
-  local p missing=no
-  for p in playwright-core binaryen qrcode-generator jsqr; do
-    [ -d "site/node_modules/$p" ] || missing=yes
-  done
-  if [ "$missing" = yes ]; then
+  if ! node -e '
+    const p = require("./site/package.json");
+    const names = Object.keys({ ...p.dependencies, ...p.devDependencies });
+    process.exit(names.every((n) => require("fs").existsSync(`site/node_modules/${n}`)) ? 0 : 1);'; then
     echo "== installing the site's npm packages"
     (cd site && npm ci --no-audit --no-fund --loglevel=error)
   fi
