@@ -39,6 +39,10 @@ struct Cli {
     /// Do not request this device feature even if the adapter has it (repeatable).
     #[arg(long, global = true, value_enum)]
     without: Vec<Feature>,
+    /// Build the kernels with wgpu's runtime checks (index clamping, loop bounding, workgroup
+    /// memory zeroed): off by default, on to compare or debug.
+    #[arg(long, global = true)]
+    runtime_checks: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -154,7 +158,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<()> {
-    let mut options = GpuOptions::default();
+    let mut options = GpuOptions {
+        runtime_checks: cli.runtime_checks,
+        ..GpuOptions::default()
+    };
     for f in &cli.without {
         options.without |= match f {
             Feature::F16 => wgpu::Features::SHADER_F16,

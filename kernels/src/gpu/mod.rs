@@ -39,6 +39,14 @@ pub struct GpuOptions {
     pub backends: Option<wgpu::Backends>,
     /// Features not to request even if the adapter has them (to test or compare the fallbacks).
     pub without: wgpu::Features,
+    /// Build every kernel with wgpu's runtime checks: array indices clamped, loops bounded,
+    /// workgroup memory zeroed at each workgroup's start. Off by default: Kiln's templates
+    /// index within bounds, end their loops and write the workgroup memory they read (every
+    /// variant is proven against the CPU reference), and on the H200 the checks cost up to 17 %
+    /// (kernels/PERF.md, 2026-12-02). On to debug a kernel or to compare. Buffers stay
+    /// guarded either way where the platform does it (Vulkan's robust buffer access, the
+    /// browser's WebGPU, which ignores this option).
+    pub runtime_checks: bool,
 }
 
 impl GpuOptions {
@@ -56,8 +64,21 @@ const WANTED: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
     .union(wgpu::Features::SHADER_FLOAT32_ATOMIC);
 
+/// A shader module without wgpu's runtime checks (`GpuOptions::runtime_checks` off).
+#[allow(unsafe_code)]
+fn unchecked_module(
+    device: &wgpu::Device,
+    desc: wgpu::ShaderModuleDescriptor<'_>,
+) -> wgpu::ShaderModule {
+    // SAFETY: Kiln's templates index their arrays within bounds and end every loop (indices
+    // past a tile's edge are guarded or clamped in the template itself, `min` where a band
+    // repeats); every variant is proven against the CPU reference on shapes that are not tile
+    // multiples (kernels/tests/every_variant.rs).
+    unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+}
+
 /// The opt-in wgpu asks for before it enables an `EXPERIMENTAL_*` feature.
-#[allow(unsafe_code)] // the crate's one unsafe block: wgpu's token, no memory is touched here
+#[allow(unsafe_code)] // wgpu's token, no memory is touched here
 fn experimental(features: wgpu::Features) -> wgpu::ExperimentalFeatures {
     if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
         // SAFETY: wgpu marks cooperative matrices experimental because its implementation is
@@ -99,6 +120,8 @@ struct Inner {
     busy_until: Mutex<Option<web_time::Instant>>,
     /// Errors wgpu reported outside an error scope, and device loss; taken by `check`.
     errors: Arc<Mutex<Vec<Error>>>,
+    /// `GpuOptions::runtime_checks`.
+    runtime_checks: bool,
 }
 
 impl Gpu {
@@ -172,6 +195,7 @@ impl Gpu {
                 counters: Live::default(),
                 busy_until: Mutex::default(),
                 errors,
+                runtime_checks: options.runtime_checks,
             }),
         })
     }
@@ -309,17 +333,25 @@ impl Gpu {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        let desc = wgpu::ShaderModuleDescriptor {
             label: Some(&label),
             source: wgpu::ShaderSource::Wgsl(source.into()),
-        });
+        };
+        let shader = if self.inner.runtime_checks {
+            device.create_shader_module(desc)
+        } else {
+            unchecked_module(device, desc)
+        };
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(&label),
             layout: Some(&pipeline_layout),
             module: &shader,
             // Every template's entry point is `main` (templates.rs checks it with naga).
             entry_point: Some("main"),
-            compilation_options: Default::default(),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                zero_initialize_workgroup_memory: self.inner.runtime_checks,
+                ..Default::default()
+            },
             cache: None,
         });
         let sink = self.inner.errors.clone();
