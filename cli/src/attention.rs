@@ -213,6 +213,7 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
         "op": "attention", "pass": if args.backward { "forward+backward" } else { "forward" },
         "shape": {"b": args.b, "h": args.h, "n": args.n, "d": args.d}, "causal": args.causal,
         "dtype": args.dtype, "adapter": gpu.profile().name, "backend": gpu.profile().backend,
+        "runtime_checks": gpu.runtime_checks(),
         "gflop": flops / 1e9, "score_matrix_mb": traffic::score_matrix_bytes(&dims, dtype) as f64 / 1e6,
         "tolerance": tol, "paths": paths, "sweep": sweep,
     });

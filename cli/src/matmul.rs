@@ -230,6 +230,7 @@ fn report(
             "dtype": args.dtype,
             "adapter": gpu.profile().name,
             "backend": gpu.profile().backend,
+            "runtime_checks": gpu.runtime_checks(),
             "variant": chosen.variant,
             "reason": chosen.reason,
             "gpu": run_json(chosen),

@@ -213,6 +213,11 @@ impl Gpu {
         &self.inner.queue
     }
 
+    /// Whether the kernels are built with wgpu's runtime checks (`GpuOptions::runtime_checks`).
+    pub fn runtime_checks(&self) -> bool {
+        self.inner.runtime_checks
+    }
+
     /// What the kernels are rendered for.
     pub fn profile(&self) -> &DeviceProfile {
         &self.inner.profile
