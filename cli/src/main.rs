@@ -39,8 +39,8 @@ struct Cli {
     /// Do not request this device feature even if the adapter has it (repeatable).
     #[arg(long, global = true, value_enum)]
     without: Vec<Feature>,
-    /// Build the kernels with wgpu's runtime checks (index clamping, loop bounding, workgroup
-    /// memory zeroed): off by default, on to compare or debug.
+    /// Build the kernels with wgpu's runtime checks (index clamping, loop bounding, integer
+    /// division guards, workgroup memory zeroed): off by default, on to compare or debug.
     #[arg(long, global = true)]
     runtime_checks: bool,
     #[command(subcommand)]

@@ -15,8 +15,8 @@ not a format.
 
 For each container: OUT_DIR/pipeline-N.sass (when nvdisasm is given or on PATH: it comes with
 the CUDA toolkit, and with Triton's wheel) and one summary line: registers, instruction count,
-tensor-core ops, shared-memory and global loads and stores, barriers, spills.
-Needs the `zstd` command.
+tensor-core ops, shared-memory and global loads and stores, barriers, spills. Exits non-zero
+when it finds no pipeline. Needs the `zstd` command.
 """
 import collections
 import os
@@ -31,12 +31,17 @@ COUNTED = ["HMMA", "LDSM", "LDS", "STS", "LDG", "STG", "BAR", "MUFU", "STL", "LD
 
 
 def frames(blob):
-    """The zstd frames of one cache file, decompressed (trailing bytes ignored)."""
-    starts = [m.start() for m in re.finditer(re.escape(ZSTD_MAGIC), blob)] + [len(blob)]
-    for a, b in zip(starts, starts[1:]):
-        r = subprocess.run(["zstd", "-d", "-c", "-q"], input=blob[a:b], capture_output=True)
-        if r.stdout:
-            yield r.stdout
+    """The zstd frames of one cache file, decompressed. A frame ends at the next magic number
+    that starts a frame zstd can read (the magic may also occur inside compressed data), or at
+    the end; bytes between frames are ignored."""
+    starts = [m.start() for m in re.finditer(re.escape(ZSTD_MAGIC), blob)]
+    ends = starts[1:] + [len(blob)]
+    for i, a in enumerate(starts):
+        for b in ends[i:]:
+            r = subprocess.run(["zstd", "-d", "-c", "-q"], input=blob[a:b], capture_output=True)
+            if r.stdout:
+                yield r.stdout
+                break
 
 
 def summary(sass):
@@ -62,25 +67,34 @@ def main():
         for name in sorted(files):
             if not name.endswith(".bin"):
                 continue
-            for d in frames(open(os.path.join(root, name), "rb").read()):
-                if not d.startswith(b"NVDA") or len(d) < 0x170:
+            with open(os.path.join(root, name), "rb") as fh:
+                blob = fh.read()
+            for d in frames(blob):
+                if not d.startswith(b"NVDA") or len(d) < 0x54:
+                    continue
+                _, size, off = struct.unpack_from("<III", d, 0x48)
+                if not 8 <= off <= len(d) - 8 or size < 8:
+                    print(f"pipeline {n + 1}: container not understood (code at {off}, {size} bytes)")
                     continue
                 n += 1
-                _, size, off = struct.unpack_from("<III", d, 0x48)
-                regs = struct.unpack_from("<I", d, off - 8)[0] if off >= 8 else 0
-                code = d[off + 8 : off + 8 + (size - 8) // 16 * 16]
+                regs = struct.unpack_from("<I", d, off - 8)[0]
+                code = d[off + 8 : min(len(d), off + 8 + (size - 8) // 16 * 16)]
                 line = f"pipeline {n}: {regs} registers, {len(code)} bytes of code"
                 if nvdisasm and code:
                     raw = os.path.join(out, f"pipeline-{n}.bin")
-                    open(raw, "wb").write(code)
+                    with open(raw, "wb") as fh:
+                        fh.write(code)
                     r = subprocess.run([nvdisasm, "-b", "SM90", raw], capture_output=True, text=True)
                     if r.returncode == 0:
-                        open(os.path.join(out, f"pipeline-{n}.sass"), "w").write(r.stdout)
+                        with open(os.path.join(out, f"pipeline-{n}.sass"), "w") as fh:
+                            fh.write(r.stdout)
                         line += "; " + summary(r.stdout)
                     else:
                         line += f"; nvdisasm failed: {r.stderr.strip()[:200]}"
                 print(line)
     print(f"{n} pipelines in {cache}")
+    if n == 0:
+        sys.exit("nv_pipeline_sass: no pipelines found (is the cache path one the driver wrote?)")
 
 
 if __name__ == "__main__":

@@ -40,12 +40,12 @@ pub struct GpuOptions {
     /// Features not to request even if the adapter has them (to test or compare the fallbacks).
     pub without: wgpu::Features,
     /// Build every kernel with wgpu's runtime checks: array indices clamped, loops bounded,
-    /// workgroup memory zeroed at each workgroup's start. Off by default: Kiln's templates
-    /// index within bounds, end their loops and write the workgroup memory they read (every
-    /// variant is proven against the CPU reference), and on the H200 the checks cost up to 17 %
-    /// (kernels/PERF.md, 2026-12-02). On to debug a kernel or to compare. Buffers stay
-    /// guarded either way where the platform does it (Vulkan's robust buffer access, the
-    /// browser's WebGPU, which ignores this option).
+    /// integer division by zero guarded, workgroup memory zeroed at each workgroup's start. Off
+    /// by default: Kiln's templates index within bounds, end their loops, divide only by
+    /// parameters the host checked, and write the workgroup memory they read; on the H200 the
+    /// checks cost 8–17 % (kernels/PERF.md, 2026-12-02). On to debug a kernel or to compare.
+    /// Buffers stay guarded either way where the platform does it (Vulkan's robust buffer
+    /// access, the browser's WebGPU, which ignores this option).
     pub runtime_checks: bool,
 }
 
@@ -70,10 +70,11 @@ fn unchecked_module(
     device: &wgpu::Device,
     desc: wgpu::ShaderModuleDescriptor<'_>,
 ) -> wgpu::ShaderModule {
-    // SAFETY: Kiln's templates index their arrays within bounds and end every loop (indices
-    // past a tile's edge are guarded or clamped in the template itself, `min` where a band
-    // repeats); every variant is proven against the CPU reference on shapes that are not tile
-    // multiples (kernels/tests/every_variant.rs).
+    // SAFETY: Kiln's templates index their arrays within bounds, end every loop and divide
+    // only by parameters the host checked (indices past a tile's edge are guarded or clamped in
+    // the template itself, `min` where a band repeats). Every variant is proven against the
+    // CPU reference on shapes that are not tile multiples (kernels/tests/every_variant.rs), on
+    // lavapipe with these checks off; on the H200 last with them on (kernels/PERF.md).
     unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
 }
 
