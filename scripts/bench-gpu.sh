@@ -10,9 +10,10 @@
 # backward; f32 and f16), each checked against the CPU reference on one slice; PyTorch's cuBLAS
 # and SDPA in the same command; then one table (scripts/lib/gpu_table.py) in OUT_DIR/table.md.
 # STAGES="check matmul attention models sass" (the default) picks the parts (check: compile
-# and tests; sass: the driver's code for the picks, registers and instruction mix). The models stage times whole models beside PyTorch in the same command: the attention
-# demo's forward pass on MiniLM-L6 (MODEL_DIR, f16 safetensors; scripts/model-f16.py) at about
-# 17 and 212 tokens and on the built-in weights, next to Hugging Face transformers eager
+# and tests; sass: the driver's code for the picks, registers and instruction mix). The models
+# stage times whole models beside PyTorch in the same command: the attention demo's forward
+# pass on MiniLM-L6 (MODEL_DIR, f16 safetensors; scripts/model-f16.py) at about 17 and 212
+# tokens and on the built-in weights, next to Hugging Face transformers eager
 # (scripts/hf-encoder-time.py); the flash demo's Medium training step next to the same model
 # in PyTorch eager (scripts/flash-torch-step.py); the waves frame. BIN_DIR holds the attention,
 # flash and waves binaries (default: KILN_BIN's folder).

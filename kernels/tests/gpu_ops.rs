@@ -42,6 +42,39 @@ fn poisoned_output_fails_when_nothing_writes_it() {
 }
 
 #[test]
+fn kernels_built_with_wgpu_runtime_checks_match_the_cpu() {
+    // The default build drops wgpu's runtime checks (GpuOptions::runtime_checks); the checked
+    // build is the way to debug a kernel, so it has to work too: a second device with the
+    // checks on, the selector's matmul and flash forward on shapes that are not tile multiples.
+    let checked = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions {
+        runtime_checks: true,
+        ..Default::default()
+    }))
+    .unwrap();
+    assert!(checked.runtime_checks() && !gpu().runtime_checks());
+    let on = |seed, shape: &[usize]| {
+        let data = random(seed, shape.iter().product());
+        let t = Tensor::from_slice(&checked, shape, &data, DType::F32).unwrap();
+        (t, Array::new(shape, data).unwrap())
+    };
+    // Measured on lavapipe: matmul 0 (the CPU's summation order), flash forward 1.4e-7.
+    let tol = 1e-6;
+    let (m, k, n) = (37, 70, 19);
+    let ((a, a_cpu), (b, b_cpu)) = (on(21, &[m, k]), on(22, &[k, n]));
+    let c = Tensor::full(&checked, &[m, n], f32::NAN, DType::F32).unwrap();
+    ops::matmul_into(&a, &b, &c, None).unwrap();
+    let want = cpu::matmul(&a_cpu, &b_cpu).unwrap();
+    assert_close("checked matmul", &read(&c), &want.data, tol);
+
+    let shape = [1, 2, 45, 32];
+    let ((q, q_cpu), (kk, k_cpu), (v, v_cpu)) = (on(23, &shape), on(24, &shape), on(25, &shape));
+    let scale = 1.0 / (32f32).sqrt();
+    let (o, _) = ops::attention::flash_attention(&q, &kk, &v, true, scale).unwrap();
+    let want = cpu::attention(&q_cpu, &k_cpu, &v_cpu, true, scale).unwrap();
+    assert_close("checked flash forward", &read(&o), &want.out.data, tol);
+}
+
+#[test]
 fn matmul_every_variant_on_an_odd_shape() {
     let (m, k, n) = (33, 130, 7);
     for dtype in dtypes() {
