@@ -44,7 +44,8 @@ fi
 candidates() {
   "$kiln" kernels --family matmul --json | python3 -c "
 import json, sys
-vs = [v for v in json.load(sys.stdin)['variants'] if v['valid'] and v['variant'].startswith('$1')]
+vs = [v for v in json.load(sys.stdin)['variants'] if v['valid'] and v['variant'].startswith('$1')
+      and v['values']['epilogue'] == 'none']
 keep = [v['variant'] for v in vs if '_vec4' in v['variant'] or '_coop' in v['variant']
         or '_r4_' in v['variant'] or '_r8_' in v['variant']]
 print(','.join(keep))"

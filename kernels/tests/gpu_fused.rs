@@ -135,23 +135,27 @@ fn matmul_at_every_variant_reads_a_transposed() {
         }
         println!("matmul_at: {} {} variants checked", vs.len(), dtype.wgsl());
     }
-    // Whole-fragment routes on multiples of 16 (the H200's coop_global), A transposed.
-    let (a, a_cpu) = input(33, &[64, 48], DType::F16);
-    let (b, b_cpu) = input(34, &[64, 80], DType::F16);
-    let want = cpu::matmul(&cpu::transpose(&a_cpu).unwrap(), &b_cpu).unwrap();
-    let whole: Vec<_> = variants("matmul", DType::F16)
-        .into_iter()
-        .filter(|v| v.int("multiple").unwrap() > 1 && v.text("epilogue").unwrap() == "none")
-        .collect();
-    for v in &whole {
-        let c = poisoned(&[48, 80], DType::F16);
-        let layout = Layout {
-            a_trans: true,
-            b_trans: false,
-        };
-        let (d, _) = ops::matmul::plan_with(&a, &b, &c, layout, None, Some(&v.name)).unwrap();
-        gpu().submit(&[&d]).unwrap();
-        assert_close(&v.name, &read(&c), &want.data, tolerance(DType::F16));
+    // Routes that need multiples (16: the H200's cooperative ones; 4: the wide vec4 reads) on
+    // multiples of 16, A transposed.
+    for dtype in [DType::F32, DType::F16] {
+        let (a, a_cpu) = input(33, &[64, 48], dtype);
+        let (b, b_cpu) = input(34, &[64, 80], dtype);
+        let want = cpu::matmul(&cpu::transpose(&a_cpu).unwrap(), &b_cpu).unwrap();
+        let whole: Vec<_> = variants("matmul", dtype)
+            .into_iter()
+            .filter(|v| v.int("multiple").unwrap() > 1 && v.text("epilogue").unwrap() == "none")
+            .collect();
+        assert!(!whole.is_empty());
+        for v in &whole {
+            let c = poisoned(&[48, 80], dtype);
+            let layout = Layout {
+                a_trans: true,
+                b_trans: false,
+            };
+            let (d, _) = ops::matmul::plan_with(&a, &b, &c, layout, None, Some(&v.name)).unwrap();
+            gpu().submit(&[&d]).unwrap();
+            assert_close(&v.name, &read(&c), &want.data, tolerance(dtype));
+        }
     }
     let c = ops::matmul_at(
         &input(35, &[6, 4], DType::F32).0,
@@ -252,19 +256,19 @@ fn split_qkv_matches_three_projections() {
 #[test]
 fn split_k_every_route_sums_its_slices() {
     // K cut into slices on every staged f32 route (tiled and vec4), plain and with both
-    // epilogues, B plain and transposed, batched: the slices' sum is the product.
-    let (batch, m, k, n) = (2, 9, 300, 21);
-    let (a, a_cpu) = input(71, &[batch, m, k], DType::F32);
-    let (b, b_cpu) = input(72, &[batch, k, n], DType::F32);
-    let (bt, bt_cpu) = input(73, &[batch, n, k], DType::F32);
-    let (bias, bias_cpu) = input(74, &[n], DType::F32);
-    let plain = cpu::matmul(&a_cpu, &b_cpu).unwrap();
-    let plain_bt = cpu::matmul(&a_cpu, &cpu::transpose(&bt_cpu).unwrap()).unwrap();
-    let with = |c: &cpu::Array, e: Epilogue| match e {
-        Epilogue::None => c.clone(),
-        Epilogue::Bias => cpu::add(c, &bias_cpu).unwrap(),
-        Epilogue::BiasGelu => cpu::gelu(&cpu::add(c, &bias_cpu).unwrap()).unwrap(),
+    // epilogues, B plain and transposed, batched: the slices' sum is the product. Sizes no
+    // tile divides; for the wide reads, multiples of 4.
+    let (batch, k) = (2, 300);
+    let shape = |m: usize, n: usize, seed: u64| {
+        let (a, a_cpu) = input(seed, &[batch, m, k], DType::F32);
+        let (b, b_cpu) = input(seed + 1, &[batch, k, n], DType::F32);
+        let (bt, bt_cpu) = input(seed + 2, &[batch, n, k], DType::F32);
+        let (bias, bias_cpu) = input(seed + 3, &[n], DType::F32);
+        let plain = cpu::matmul(&a_cpu, &b_cpu).unwrap();
+        let plain_bt = cpu::matmul(&a_cpu, &cpu::transpose(&bt_cpu).unwrap()).unwrap();
+        (m, n, a, b, bt, bias, bias_cpu, plain, plain_bt)
     };
+    let (odd, wide) = (shape(9, 21, 71), shape(12, 20, 75));
     let routes: Vec<_> = variants("matmul", DType::F32)
         .into_iter()
         .filter(|v| {
@@ -277,6 +281,14 @@ fn split_k_every_route_sums_its_slices() {
     assert!(!routes.is_empty());
     let mut checked = 0;
     for v in &routes {
+        let (m, n, a, b, bt, bias, bias_cpu, plain, plain_bt) =
+            if v.flag("wide").unwrap() { &wide } else { &odd };
+        let (m, n) = (*m, *n);
+        let with = |c: &cpu::Array, e: Epilogue| match e {
+            Epilogue::None => c.clone(),
+            Epilogue::Bias => cpu::add(c, bias_cpu).unwrap(),
+            Epilogue::BiasGelu => cpu::gelu(&cpu::add(c, bias_cpu).unwrap()).unwrap(),
+        };
         for (e, name) in [
             (Epilogue::None, "none"),
             (Epilogue::Bias, "bias"),
@@ -287,15 +299,15 @@ fn split_k_every_route_sums_its_slices() {
             } else {
                 format!("{}_{name}", v.name)
             };
-            for (b_in, want, b_trans) in [(&b, &plain, false), (&bt, &plain_bt, true)] {
+            for (b_in, want, b_trans) in [(b, plain, false), (bt, plain_bt, true)] {
                 let c = poisoned(&[batch, m, n], DType::F32);
                 let layout = Layout {
                     a_trans: false,
                     b_trans,
                 };
-                let epi = (e != Epilogue::None).then_some((&bias, e));
+                let epi = (e != Epilogue::None).then_some((bias, e));
                 let plan =
-                    ops::matmul::plan_split_named(&a, b_in, &c, layout, epi, Some(4), Some(&named))
+                    ops::matmul::plan_split_named(a, b_in, &c, layout, epi, Some(4), Some(&named))
                         .unwrap();
                 assert_eq!(plan.split.splits, 4, "{named}: {:?}", plan.split);
                 assert_eq!(plan.dispatches.len(), 2);
@@ -312,8 +324,9 @@ fn split_k_every_route_sums_its_slices() {
         }
     }
     // A slice count K cannot take is clamped: 300 elements make at most 10 slices of 32.
+    let (m, n, a, b) = (odd.0, odd.1, &odd.2, &odd.3);
     let c = poisoned(&[batch, m, n], DType::F32);
-    let plan = ops::matmul::plan_split(&a, &b, &c, Layout::default(), None, Some(99)).unwrap();
+    let plan = ops::matmul::plan_split(a, b, &c, Layout::default(), None, Some(99)).unwrap();
     assert!(plan.split.splits <= 10 && plan.split.splits * plan.split.k_split >= k);
     println!("split K: {checked} cases over {} routes", routes.len());
 }

@@ -100,53 +100,58 @@ fn matmul_every_variant_on_an_odd_shape() {
 }
 
 #[test]
-fn matmul_whole_fragment_variants_on_tiles_that_overhang() {
-    // Variants that need multiples of 16 (none on lavapipe; the cooperative-matrix routes on
-    // GPUs that have them): M, N, K multiples of 16 but not of the 64 or 128 tiles, batched,
-    // with B plain and transposed. Every other variant is covered by the odd shapes above.
+fn matmul_whole_vector_variants_on_tiles_that_overhang() {
+    // Variants that need sizes to be multiples (16: the cooperative-matrix routes, on GPUs that
+    // have them; 4: the vec4 route's wide reads, everywhere): M, N, K multiples of 16 but not
+    // of the 64 or 128 tiles, batched, with B plain and transposed. Every other variant is
+    // covered by the odd shapes above.
     let (batch, m, k, n) = (2, 80, 48, 144);
-    let (a, a_cpu) = input(11, &[batch, m, k], DType::F16);
-    let (b, b_cpu) = input(12, &[batch, k, n], DType::F16);
-    let (bt, bt_cpu) = input(13, &[batch, n, k], DType::F16);
-    let want = cpu::matmul(&a_cpu, &b_cpu).unwrap();
-    let want_bt = cpu::matmul(&a_cpu, &cpu::transpose(&bt_cpu).unwrap()).unwrap();
-    let whole: Vec<_> = plain("matmul", DType::F16)
-        .into_iter()
-        .filter(|v| v.int("multiple").unwrap() > 1)
-        .collect();
-    for v in &whole {
-        let c = poisoned(&[batch, m, n], DType::F16);
-        ops::matmul_into(&a, &b, &c, Some(&v.name)).unwrap();
-        assert_close(
-            &format!("matmul {}", v.name),
-            &read(&c),
-            &want.data,
-            tolerance(DType::F16),
+    let mut coop = 0;
+    for dtype in dtypes() {
+        let (a, a_cpu) = input(11, &[batch, m, k], dtype);
+        let (b, b_cpu) = input(12, &[batch, k, n], dtype);
+        let (bt, bt_cpu) = input(13, &[batch, n, k], dtype);
+        let want = cpu::matmul(&a_cpu, &b_cpu).unwrap();
+        let want_bt = cpu::matmul(&a_cpu, &cpu::transpose(&bt_cpu).unwrap()).unwrap();
+        let whole: Vec<_> = plain("matmul", dtype)
+            .into_iter()
+            .filter(|v| v.int("multiple").unwrap() > 1)
+            .collect();
+        assert!(!whole.is_empty(), "{} wide variants", dtype.wgsl());
+        for v in &whole {
+            let c = poisoned(&[batch, m, n], dtype);
+            ops::matmul_into(&a, &b, &c, Some(&v.name)).unwrap();
+            assert_close(
+                &format!("matmul {}", v.name),
+                &read(&c),
+                &want.data,
+                tolerance(dtype),
+            );
+            let c = poisoned(&[batch, m, n], dtype);
+            let (dispatch, _) = ops::matmul::plan_bt(&a, &bt, &c, Some(&v.name)).unwrap();
+            gpu().submit(&[&dispatch]).unwrap();
+            assert_close(
+                &format!("matmul_bt {}", v.name),
+                &read(&c),
+                &want_bt.data,
+                tolerance(dtype),
+            );
+            // A shape they cannot take is refused, not computed wrongly.
+            let odd = poisoned(&[batch, m, n - 1], dtype);
+            let (b_odd, _) = input(14, &[batch, k, n - 1], dtype);
+            assert!(ops::matmul_into(&a, &b_odd, &odd, Some(&v.name)).is_err());
+            coop += usize::from(v.int("multiple").unwrap() == 16);
+        }
+        println!(
+            "matmul: {} {} whole-vector variants checked",
+            whole.len(),
+            dtype.wgsl()
         );
-        let c = poisoned(&[batch, m, n], DType::F16);
-        let (dispatch, _) = ops::matmul::plan_bt(&a, &bt, &c, Some(&v.name)).unwrap();
-        gpu().submit(&[&dispatch]).unwrap();
-        assert_close(
-            &format!("matmul_bt {}", v.name),
-            &read(&c),
-            &want_bt.data,
-            tolerance(DType::F16),
-        );
-        // A shape they cannot take is refused, not computed wrongly.
-        let odd = poisoned(&[batch, m, n - 1], DType::F16);
-        let (b_odd, _) = input(14, &[batch, k, n - 1], DType::F16);
-        assert!(ops::matmul_into(&a, &b_odd, &odd, Some(&v.name)).is_err());
     }
-    // Offered exactly where the adapter has cooperative matrices: on lavapipe this checks that
-    // the route is withheld, on the H200 that every one of its variants ran above.
-    let coop = gpu().profile().features.cooperative_matrix;
-    assert_eq!(
-        !whole.is_empty(),
-        coop,
-        "{} whole-fragment variants",
-        whole.len()
-    );
-    println!("matmul: {} whole-fragment variants checked", whole.len());
+    // The cooperative routes are offered exactly where the adapter has cooperative matrices: on
+    // lavapipe this checks that they are withheld, on the H200 that every one of them ran above.
+    let has_coop = gpu().profile().features.cooperative_matrix;
+    assert_eq!(coop > 0, has_coop, "{coop} cooperative-matrix variants");
 }
 
 #[test]

@@ -15,8 +15,8 @@ not a format.
 
 For each container: OUT_DIR/pipeline-N.sass (when nvdisasm is given or on PATH: it comes with
 the CUDA toolkit, and with Triton's wheel) and one summary line: registers, instruction count,
-tensor-core ops, shared-memory and global loads and stores, barriers, spills. Exits non-zero
-when it finds no pipeline. Needs the `zstd` command.
+tensor-core ops and f32 fused multiply-adds, shared-memory and global loads and stores,
+barriers, spills. Exits non-zero when it finds no pipeline. Needs the `zstd` command.
 """
 import collections
 import os
@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-COUNTED = ["HMMA", "LDSM", "LDS", "STS", "LDG", "STG", "BAR", "MUFU", "STL", "LDL"]
+COUNTED = ["HMMA", "FFMA", "LDSM", "LDS", "STS", "LDG", "STG", "BAR", "MUFU", "STL", "LDL"]
 
 
 def frames(blob):

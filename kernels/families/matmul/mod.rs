@@ -43,6 +43,8 @@ pub struct Design {
     pub tk: u32,
     pub epilogue: Epilogue,
     pub unroll: bool,
+    /// vec4 route: A and B read from the buffers as vec4s (M, N, K multiples of 4).
+    pub wide: bool,
     /// Side of the C tile a workgroup computes.
     pub tile: u32,
 }
@@ -65,6 +67,7 @@ impl Design {
             tk: v.count("tk")?,
             epilogue: Epilogue::parse(v)?,
             unroll: v.flag("unroll")?,
+            wide: v.flag("wide")?,
             tile: v.count("tile")?,
         })
     }
@@ -173,7 +176,8 @@ impl select::Call for Call {
     }
 
     /// On a GPU the cooperative-matrix route that loads straight from the buffers when it
-    /// takes the shape (f16, multiples of 16), else the vec4 route unrolled; on a software
+    /// takes the shape (f16, multiples of 16), else the vec4 route unrolled, with wide reads
+    /// where the sizes are multiples of 4; on a software
     /// adapter the plain tiled route (measured on the H200 and lavapipe, PERF.md). Then the C
     /// tile nearest the largest that still gives enough workgroups to fill the device (128 on a
     /// GPU, 8 on a software adapter with a few cores) — for coop_global 2 × 2 fragments per
@@ -194,10 +198,10 @@ impl select::Call for Call {
                 (true, Route::Tiled, _) => 0,
                 (true, _, _) => 1,
                 (false, Route::CoopGlobal, _) => 0,
-                (false, Route::Vec4, true) => 1,
-                (false, Route::Vec4, false) => 2,
-                (false, Route::Tiled, _) => 3,
-                (false, Route::Coop, _) => 4,
+                (false, Route::Vec4, true) => 2 - i64::from(design.wide),
+                (false, Route::Vec4, false) => 3,
+                (false, Route::Tiled, _) => 4,
+                (false, Route::Coop, _) => 5,
             })
         };
         Request {
@@ -213,7 +217,7 @@ impl select::Call for Call {
             )],
             order: vec![
                 prefer(
-                    "GPU: coop_global, vec4 unrolled, vec4, tiled; software adapter: tiled",
+                    "GPU: coop_global, vec4 unrolled (wide reads first), vec4, tiled; software adapter: tiled",
                     move |v| Ok(-route_rank(v)?),
                 ),
                 prefer(
