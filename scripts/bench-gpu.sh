@@ -10,7 +10,8 @@
 # backward; f32 and f16), each checked against the CPU reference on one slice; PyTorch's cuBLAS
 # and SDPA in the same command; then one table (scripts/lib/gpu_table.py) in OUT_DIR/table.md.
 # STAGES="check matmul attention models sass" (the default) picks the parts (check: compile
-# and tests; sass: the driver's code for the picks, registers and instruction mix). The models
+# and tests, which may also be asked for alone: on the H200 the two took more than one 600 s
+# command, PERF.md; sass: the driver's code for the picks, registers and instruction mix). The models
 # stage times whole models beside PyTorch in the same command: the attention demo's forward
 # pass on MiniLM-L6 (MODEL_DIR, f16 safetensors; scripts/model-f16.py) at about 17 and 212
 # tokens and on the built-in weights, next to Hugging Face transformers eager
@@ -30,12 +31,18 @@ mkdir -p "$out"
 
 "$kiln" info | tee "$out/info.txt"
 "$kiln" info --json > "$out/profile.json"
-if [[ " $stages " == *" check "* ]]; then
+stage() { [[ " $stages " == *" $1 "* ]]; }
+if stage check || stage compile; then
+  SECONDS=0
   "$kiln" kernels --compile > "$out/kernels.txt" 2>&1 || failed=1
-  tail -n 1 "$out/kernels.txt"
+  echo "$(tail -n 1 "$out/kernels.txt") ($SECONDS s)"
+fi
+if stage check || stage tests; then
   for t in "$@"; do
+    SECONDS=0
     "$t" > "$out/tests-$(basename "$t").txt" 2>&1 || { failed=1; echo "FAILED: $t"; }
     grep -E "^test result|FAILED|panicked|offered variants of .* proven on" "$out/tests-$(basename "$t").txt" | head -n 12
+    echo "$(basename "$t"): $SECONDS s"
   done
 fi
 
@@ -51,7 +58,7 @@ keep = [v['variant'] for v in vs if '_vec4' in v['variant'] or '_coop' in v['var
 print(','.join(keep))"
 }
 
-if [[ " $stages " == *" matmul "* ]]; then
+if stage matmul; then
   mm() { "$kiln" bench matmul --json --cpu-budget 2 "$@" || failed=1; }
   {
     for dtype in f32 f16; do
@@ -67,7 +74,7 @@ if [[ " $stages " == *" matmul "* ]]; then
   } > "$out/matmul.jsonl"
 fi
 
-if [[ " $stages " == *" attention "* ]]; then
+if stage attention; then
   at() { "$kiln" bench attention --json --cpu-slices 1 --cpu-budget 1 --repeats 10 "$@" || failed=1; }
   {
     for dtype in f32 f16; do
@@ -83,7 +90,7 @@ if [[ " $stages " == *" attention "* ]]; then
   } > "$out/attention.jsonl"
 fi
 
-if [[ " $stages " == *" models "* ]]; then
+if stage models; then
   bin=${BIN_DIR:-$(dirname "$kiln")}
   model=${MODEL_DIR:-models/all-minilm-l6-v2-f16}
   short="The quick brown fox jumps over the lazy dog near the river bank today."
@@ -107,7 +114,7 @@ fi
 # flash passes and the matmul picks: their pipelines built once into fresh driver caches, then
 # read back (scripts/lib/nv_pipeline_sass.py; needs zstd, and nvdisasm for the instruction mix).
 # Skipped, with a line saying so, where there is no NVIDIA driver or no zstd.
-if [[ " $stages " == *" sass "* ]]; then
+if stage sass; then
   if ! command -v nvidia-smi > /dev/null || ! command -v zstd > /dev/null; then
     echo "sass stage skipped: it needs an NVIDIA driver (nvidia-smi) and zstd" | tee "$out/sass.txt"
   else

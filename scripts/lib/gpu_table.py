@@ -116,7 +116,7 @@ def models(out):
                          f"{per.get('dispatches', '?')} / {per.get('submissions', '?')} / {per.get('buffers_created', '?')} / {per.get('bind_groups_created', '?')}",
                          f"HF transformers {ref['tokens']} tokens: {ref['wall_ms']:.3f}" if ref else "—",
                          f"{ref['wall_ms'] / r['gpu']['median_ms']:.2f}×" if ref else "—",
-                         f"{r['cpu']['median_ms']:.2f} ({r["cpu"]["median_ms"] / r["gpu"]["median_ms"]:.3g}×)"
+                         f"{r['cpu']['median_ms']:.2f} ({r['cpu']['median_ms'] / r['gpu']['median_ms']:.3g}×)"
                          + (f"; HF CPU {cpu_ref['threads']} threads {cpu_ref['wall_ms']:.2f}" if cpu_ref else "")])
         elif "comparison" in r:
             cmp_ = r["comparison"]
