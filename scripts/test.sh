@@ -38,6 +38,11 @@ ensure_wasm_bindgen
 stage "cargo fmt --check"
 cargo fmt --all -- --check
 
+# The scripts that run elsewhere (bench-gpu.sh and its helpers on the GPU machine) parse here.
+stage "scripts parse (bash -n, Python's ast)"
+for f in scripts/*.sh scripts/lib/*.sh .ci/run; do bash -n "$f"; done
+python3 -c 'import ast, sys; [ast.parse(open(f).read(), f) for f in sys.argv[1:]]' scripts/*.py scripts/lib/*.py
+
 # Clippy runs inside the builds below, as the compiler of the workspace's crates (what `cargo
 # clippy` does, without its second, check-only build of every dependency): the native build of
 # every target that `cargo test` runs and the site's wasm32 build both fail on any clippy or
