@@ -11,8 +11,8 @@
 # and SDPA in the same command; then one table (scripts/lib/gpu_table.py) in OUT_DIR/table.md.
 # STAGES="check matmul attention models sass" (the default) picks the parts (check: compile
 # and tests, which may also be asked for alone: on the H200 the two took more than one 600 s
-# command, PERF.md; sass: the driver's code for the picks, registers and instruction mix). The models
-# stage times whole models beside PyTorch in the same command: the attention demo's forward
+# command, PERF.md; sass: the driver's code for the picks, registers and instruction mix). The
+# models stage times whole models beside PyTorch in the same command: the attention demo's forward
 # pass on MiniLM-L6 (MODEL_DIR, f16 safetensors; scripts/model-f16.py) at about 17 and 212
 # tokens and on the built-in weights, next to Hugging Face transformers eager
 # (scripts/hf-encoder-time.py); the flash demo's Medium training step next to the same model
@@ -120,16 +120,21 @@ if stage sass; then
   else
     cache="$out/driver-cache"
     rm -rf "$cache"
+    # Runs a kiln command with the driver's disk cache in a fresh folder $cache/$1 (the driver
+    # writes its cache only into a folder that exists).
+    cached() {
+      local dir="$cache/$1"
+      shift
+      mkdir -p "$dir"
+      __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH="$dir" \
+        __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 "$kiln" "$@" > /dev/null || failed=1
+    }
     {
       for dtype in f16 f32; do
-        # The driver writes its cache only into a folder that exists.
-        mkdir -p "$cache/attention-$dtype" "$cache/matmul-$dtype"
-        __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH="$cache/attention-$dtype" \
-          __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 "$kiln" bench attention --b 1 --h 2 --n 256 \
-          --d 64 --dtype "$dtype" --backward --no-naive --cpu-slices 1 --repeats 2 > /dev/null || failed=1
-        __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH="$cache/matmul-$dtype" \
-          __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 "$kiln" bench matmul --m 4096 --n 4096 --k 4096 \
-          --dtype "$dtype" --cpu-rows 1 --repeats 2 > /dev/null || failed=1
+        cached "attention-$dtype" bench attention --b 1 --h 2 --n 256 --d 64 --dtype "$dtype" \
+          --backward --no-naive --cpu-slices 1 --repeats 2
+        cached "matmul-$dtype" bench matmul --m 4096 --n 4096 --k 4096 --dtype "$dtype" \
+          --cpu-rows 1 --repeats 2
         for what in attention matmul; do
           echo "== $what $dtype (the selector's picks, in the cache's file order)"
           python3 "$here/lib/nv_pipeline_sass.py" "$cache/$what-$dtype" "$out/sass-$what-$dtype" || failed=1

@@ -8,7 +8,7 @@ mod common;
 use common::{assert_close, gpu, input, poisoned, random, read, tolerance, variants};
 use kiln::contract::Param;
 use kiln::cpu::{self, Array};
-use kiln::ops::matmul::fits;
+use kiln::ops::matmul::{Layout, fits};
 use kiln::tensor::round_to_f16;
 use kiln::{DType, Tensor, ops};
 
@@ -119,23 +119,18 @@ fn matmul_whole_vector_variants_on_tiles_that_overhang() {
             .collect();
         assert!(!whole.is_empty(), "{} wide variants", dtype.wgsl());
         for v in &whole {
-            let c = poisoned(&[batch, m, n], dtype);
-            ops::matmul_into(&a, &b, &c, Some(&v.name)).unwrap();
-            assert_close(
-                &format!("matmul {}", v.name),
-                &read(&c),
-                &want.data,
-                tolerance(dtype),
-            );
-            let c = poisoned(&[batch, m, n], dtype);
-            let (dispatch, _) = ops::matmul::plan_bt(&a, &bt, &c, Some(&v.name)).unwrap();
-            gpu().submit(&[&dispatch]).unwrap();
-            assert_close(
-                &format!("matmul_bt {}", v.name),
-                &read(&c),
-                &want_bt.data,
-                tolerance(dtype),
-            );
+            for (b_in, want, b_trans) in [(&b, &want, false), (&bt, &want_bt, true)] {
+                let c = poisoned(&[batch, m, n], dtype);
+                let layout = Layout {
+                    a_trans: false,
+                    b_trans,
+                };
+                let (d, _) =
+                    ops::matmul::plan_with(&a, b_in, &c, layout, None, Some(&v.name)).unwrap();
+                gpu().submit(&[&d]).unwrap();
+                let what = format!("matmul {} b_trans={b_trans}", v.name);
+                assert_close(&what, &read(&c), &want.data, tolerance(dtype));
+            }
             // A shape they cannot take is refused, not computed wrongly.
             let odd = poisoned(&[batch, m, n - 1], dtype);
             let (b_odd, _) = input(14, &[batch, k, n - 1], dtype);
