@@ -17,9 +17,10 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::case_models::CaseModels;
+use crate::merge::{self, Key};
 use crate::report::{Outcome, Report, VariantResult};
 
-/// Devices that must agree before the crowd decides a (class, family, bucket).
+/// Devices that must agree before the crowd decides a (class, family, bucket, scope).
 pub const DEFAULT_QUORUM: usize = 3;
 /// How far past the device's own ceilings a time may go before it is impossible: caches can
 /// beat the copy kernel's DRAM bandwidth, and matrix units (f16 cooperative matrices) run at up
@@ -73,7 +74,7 @@ pub struct Vote {
     pub senders: usize,
 }
 
-/// What the crowd decided for one (class, family, bucket), and the evidence.
+/// What the crowd decided for one (class, family, bucket, scope), and the evidence.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CrowdPick {
     pub class: String,
@@ -92,12 +93,14 @@ pub struct CrowdPick {
     pub disputed: Vec<(String, usize)>,
 }
 
-/// A (class, family, bucket) the crowd measured but cannot decide yet.
+/// A (class, family, bucket, scope) the crowd measured but cannot decide yet.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Unmet {
     pub class: String,
     pub family: String,
     pub bucket: String,
+    /// `merge::scope_of`: the dtype, and whether causal.
+    pub scope: String,
     /// The most devices that timed any one eligible variant.
     pub devices: usize,
 }
@@ -131,8 +134,6 @@ enum Obs {
     /// Wrong or failed on some case of the bucket.
     Wrong,
 }
-
-type Key = (String, String, String);
 
 /// What the merge needs to know of a stored report before reading it: its id, sender, class,
 /// device fingerprint and device name (the collector keeps these in columns).
@@ -183,7 +184,8 @@ pub struct Tally<'a> {
     models: &'a CaseModels,
     registry: &'a Registry,
     rules: Rules,
-    /// (class, family, bucket) → variant → device fingerprint → one observation per sender.
+    /// (class, family, bucket, scope) → variant → device fingerprint → one observation per
+    /// sender.
     seen: BTreeMap<Key, BTreeMap<String, BTreeMap<String, Vec<Obs>>>>,
     names: HashMap<String, String>,
     out: CrowdMerge,
@@ -281,7 +283,7 @@ impl<'a> Tally<'a> {
     /// The picks, and what the crowd cannot decide yet.
     pub fn finish(mut self) -> CrowdMerge {
         let rules = self.rules;
-        for ((class, family, bucket), variants) in std::mem::take(&mut self.seen) {
+        for ((class, family, bucket, scope), variants) in std::mem::take(&mut self.seen) {
             let mut candidates: Vec<(String, f64, Vec<Vote>)> = Vec::new();
             let (mut excluded, mut disputed, mut most) = (Vec::new(), Vec::new(), 0);
             for (variant, devices) in variants {
@@ -339,6 +341,7 @@ impl<'a> Tally<'a> {
                     class,
                     family,
                     bucket,
+                    scope,
                     devices: most,
                 }),
             }
@@ -375,7 +378,10 @@ fn observations(
                 why,
             }),
             Ok((bucket, obs)) => {
-                let key = ((class.clone(), x.family.clone(), bucket), x.variant.clone());
+                let key = (
+                    merge::key_of(&class, &x.family, &bucket, &x.variant),
+                    x.variant.clone(),
+                );
                 let slot = out.entry(key).or_insert(obs);
                 *slot = match (*slot, obs) {
                     (Obs::Time(a), Obs::Time(b)) => Obs::Time(a.max(b)),

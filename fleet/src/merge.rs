@@ -1,6 +1,7 @@
 //! Curated reports (the project's own, checked in under `fleet/reports/`) in, tuned table out:
-//! for each device class, op family and shape bucket, the fastest variant that was correct on
-//! every device of the class that ran it. Crowd reports go through `crate::crowd` instead.
+//! for each device class, op family, shape bucket and scope (dtype, causal), the fastest variant that was
+//! correct on every device of the class that ran it. Crowd reports go through `crate::crowd`
+//! instead.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,7 +10,34 @@ use serde::Serialize;
 
 use crate::report::{Outcome, Report};
 
-/// What the merge decided for one (class, family, bucket).
+/// What one tuned entry decides: device class, family, shape bucket and the variant's scope
+/// (`scope_of`). Variants of one bucket that differ in scope serve different calls (the selector
+/// takes only an entry whose variant takes the call), so each scope gets its own pick.
+pub type Key = (String, String, String, String);
+
+/// The values of a variant that a call fixes and a tuned entry cannot leave open: its dtype and
+/// whether it is causal, as `f32` or `f16 causal`. The registry names every variant after them
+/// (`f32_wg256`, `f16_d64_…_causal`; fleet/tests/fleet.rs holds it to that).
+pub fn scope_of(variant: &str) -> String {
+    let dtype = variant.split('_').next().unwrap_or(variant);
+    if variant.ends_with("_causal") {
+        format!("{dtype} causal")
+    } else {
+        dtype.to_string()
+    }
+}
+
+/// The key of a result or pick of `variant` in (class, family, bucket).
+pub fn key_of(class: &str, family: &str, bucket: &str, variant: &str) -> Key {
+    (
+        class.to_string(),
+        family.to_string(),
+        bucket.to_string(),
+        scope_of(variant),
+    )
+}
+
+/// What the merge decided for one (class, family, bucket, scope).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Pick {
     pub class: String,
@@ -25,10 +53,10 @@ pub struct Pick {
     pub excluded: Vec<String>,
 }
 
-/// The picks for a set of reports, in class, family, bucket order.
+/// The picks for a set of reports, in class, family, bucket, scope order.
 pub fn picks(reports: &[Report]) -> Vec<Pick> {
-    // (class, family, bucket) → variant → per-device median times, and variants ever wrong.
-    type Key = (String, String, String);
+    // (class, family, bucket, scope) → variant → per-device median times, and variants ever
+    // wrong.
     let mut times: BTreeMap<Key, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
     let mut bad: BTreeMap<Key, BTreeSet<String>> = BTreeMap::new();
     for report in reports {
@@ -36,7 +64,7 @@ pub fn picks(reports: &[Report]) -> Vec<Pick> {
         // A variant timed on several cases of one bucket counts with its slowest.
         let mut per_device: BTreeMap<(Key, String), f64> = BTreeMap::new();
         for r in &report.results {
-            let key = (class.clone(), r.family.clone(), r.bucket.clone());
+            let key = key_of(&class, &r.family, &r.bucket, &r.variant);
             match (r.outcome, &r.timing) {
                 (Outcome::Ok, Some(t)) => {
                     let slot = per_device
@@ -67,7 +95,7 @@ pub fn picks(reports: &[Report]) -> Vec<Pick> {
             .map(|(v, ms)| (v, ms.iter().copied().fold(0.0f64, f64::max), ms.len()))
             .min_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0)));
         if let Some((variant, worst_ms, devices)) = best {
-            let (class, family, bucket) = key;
+            let (class, family, bucket, _) = key;
             out.push(Pick {
                 class,
                 family,
@@ -82,7 +110,7 @@ pub fn picks(reports: &[Report]) -> Vec<Pick> {
     out
 }
 
-/// The tuned table for a merge's `picks`. Entries of `keep` for a (class, family, bucket) the
+/// The tuned table for a merge's `picks`. Entries of `keep` for a (class, family, bucket, scope) the
 /// picks do not cover stay: a merge replaces what it measured and nothing else (entries from a
 /// benchmark sweep at other shapes, other device classes).
 pub fn tuned_table(picks: &[Pick], keep: &TunedTable, source: &str) -> TunedTable {
@@ -103,11 +131,11 @@ pub fn entry(p: &Pick, source: &str) -> TunedEntry {
     }
 }
 
-/// `keep` with every entry of a (class, family, bucket) that `entries` decide replaced by them,
-/// in place (where the first of the old ones stood), and the entries of a new (class, family,
-/// bucket) after the rest: a merge moves nothing it did not decide.
+/// `keep` with every entry of a (class, family, bucket, scope) that `entries` decide replaced by
+/// them, in place (where the first of the old ones stood), and the entries of a new key after
+/// the rest: a merge moves nothing it did not decide.
 pub fn replace(keep: &TunedTable, entries: Vec<TunedEntry>) -> TunedTable {
-    let mut pending: BTreeMap<(String, String, String), Vec<TunedEntry>> = BTreeMap::new();
+    let mut pending: BTreeMap<Key, Vec<TunedEntry>> = BTreeMap::new();
     let mut order = Vec::new();
     for e in entries {
         let k = key(&e);
@@ -116,7 +144,7 @@ pub fn replace(keep: &TunedTable, entries: Vec<TunedEntry>) -> TunedTable {
         }
         pending.entry(k).or_default().push(e);
     }
-    let decided: BTreeSet<(String, String, String)> = pending.keys().cloned().collect();
+    let decided: BTreeSet<Key> = pending.keys().cloned().collect();
     let mut out = Vec::new();
     for e in &keep.entries {
         let k = key(e);
@@ -137,7 +165,7 @@ pub fn replace(keep: &TunedTable, entries: Vec<TunedEntry>) -> TunedTable {
     }
 }
 
-/// An entry's (class, family, bucket).
-pub fn key(e: &TunedEntry) -> (String, String, String) {
-    (e.class.clone(), e.family.clone(), e.bucket.clone())
+/// An entry's (class, family, bucket, scope).
+pub fn key(e: &TunedEntry) -> Key {
+    key_of(&e.class, &e.family, &e.bucket, &e.variant)
 }

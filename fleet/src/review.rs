@@ -2,8 +2,8 @@
 //! crowd reports would write, and what it would change and why, for a person to read before
 //! anything is written (`fleet merge --from`, which writes only with `--write`).
 //!
-//! Curated picks decide their (class, family, bucket) as `fleet merge` always has; a crowd pick
-//! fills only a (class, family, bucket) no curated report measured.
+//! Curated picks decide their (class, family, bucket, scope) as `fleet merge` always has; a crowd
+//! pick fills only a (class, family, bucket, scope) no curated report measured.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -11,12 +11,11 @@ use std::fmt::Write;
 use kiln::{TunedEntry, TunedTable};
 
 use crate::crowd::{CrowdMerge, CrowdPick};
-use crate::merge::{self, Pick};
+use crate::merge::{self, Key, Pick};
 use crate::text::one_line;
 
-type Key = (String, String, String);
-
-/// One entry the merge writes, against what the table held for its (class, family, bucket).
+/// One entry the merge writes, against what the table held for its (class, family, bucket,
+/// dtype).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
     pub class: String,
@@ -39,7 +38,7 @@ pub struct Review {
     pub changes: Vec<Change>,
     /// Entries written as they were.
     pub unchanged: Vec<Change>,
-    /// Crowd picks for a (class, family, bucket) a curated report decides: not written.
+    /// Crowd picks for a (class, family, bucket, scope) a curated report decides: not written.
     pub overruled: Vec<CrowdPick>,
     pub crowd: CrowdMerge,
     pub quorum: usize,
@@ -56,7 +55,7 @@ pub fn review(
 ) -> Review {
     let curated_keys: BTreeSet<Key> = curated
         .iter()
-        .map(|p| (p.class.clone(), p.family.clone(), p.bucket.clone()))
+        .map(|p| merge::key_of(&p.class, &p.family, &p.bucket, &p.variant))
         .collect();
     let mut decided: Vec<(TunedEntry, String, bool)> = curated
         .iter()
@@ -70,7 +69,7 @@ pub fn review(
         .collect();
     let mut overruled = Vec::new();
     for p in &crowd.picks {
-        let key = (p.class.clone(), p.family.clone(), p.bucket.clone());
+        let key = merge::key_of(&p.class, &p.family, &p.bucket, &p.variant);
         if curated_keys.contains(&key) {
             overruled.push(p.clone());
             continue;
@@ -221,10 +220,11 @@ impl Review {
         for u in &c.unmet {
             let _ = writeln!(
                 s,
-                "  undecided {} {} {}: {} of the {} devices a pick needs",
+                "  undecided {} {} {} {}: {} of the {} devices a pick needs",
                 u.class,
                 u.family,
                 display_bucket(&u.bucket),
+                u.scope,
                 u.devices,
                 self.quorum
             );

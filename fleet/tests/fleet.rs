@@ -343,6 +343,63 @@ fn merge_picks_the_fastest_variant_correct_on_every_device_of_a_class() {
 }
 
 #[test]
+fn each_dtype_and_causal_form_of_a_bucket_gets_its_own_pick() {
+    // One bucket timed in f32, f16 and causal f32: three calls the selector tells apart, so
+    // three picks, each the fastest of its own scope, however fast the others are.
+    let one = device_report(
+        "one",
+        0x1234,
+        vec![
+            result("f32_a", Outcome::Ok, 2.0),
+            result("f32_b", Outcome::Ok, 3.0),
+            result("f16_a", Outcome::Ok, 0.5),
+            result("f16_b", Outcome::Ok, 0.7),
+            result("f32_a_causal", Outcome::Ok, 0.3),
+        ],
+    );
+    let picks = merge::picks(std::slice::from_ref(&one));
+    let chosen: Vec<&str> = picks.iter().map(|p| p.variant.as_str()).collect();
+    assert_eq!(chosen, ["f16_a", "f32_a", "f32_a_causal"], "{picks:?}");
+
+    // A merge of f32 results alone keeps the table's f16 entry for the bucket.
+    let f32_only = device_report("one", 0x1234, vec![result("f32_b", Outcome::Ok, 1.0)]);
+    let keep = TunedTable {
+        version: 1,
+        entries: vec![TunedEntry {
+            class: one.device.class(),
+            family: "matmul".into(),
+            bucket: "m256_n256_k256".into(),
+            variant: "f16_old".into(),
+            source: "before".into(),
+        }],
+    };
+    let table = merge::tuned_table(&merge::picks(&[f32_only]), &keep, "test");
+    let names: Vec<&str> = table.entries.iter().map(|e| e.variant.as_str()).collect();
+    assert_eq!(names, ["f16_old", "f32_b"]);
+}
+
+#[test]
+fn every_variants_name_carries_its_scope() {
+    // The merge reads a variant's scope from its name: hold every variant of the registry to it.
+    let registry = kiln::Registry::builtin().unwrap();
+    let mut checked = 0;
+    for contract in registry.contracts() {
+        for v in registry.variants(&contract.family).unwrap() {
+            let dtype = v.dtype().unwrap().wgsl();
+            let causal = v.get("causal").is_some_and(|c| c.to_string() == "true");
+            let want = if causal {
+                format!("{dtype} causal")
+            } else {
+                dtype.to_string()
+            };
+            assert_eq!(merge::scope_of(&v.name), want, "{}", v.name);
+            checked += 1;
+        }
+    }
+    assert!(checked > 1000, "{checked} variants");
+}
+
+#[test]
 fn the_selector_uses_the_merged_table() {
     let report = campaign_report();
     let picks = merge::picks(std::slice::from_ref(report));
