@@ -1,7 +1,7 @@
 //! Curated reports (the project's own, checked in under `fleet/reports/`) in, tuned table out:
-//! for each device class, op family, shape bucket and scope (dtype, causal), the fastest variant that was
-//! correct on every device of the class that ran it. Crowd reports go through `crate::crowd`
-//! instead.
+//! for each device class, op family, shape bucket and scope (dtype, causal), the fastest
+//! variant that was correct on every device of the class that ran it. Crowd reports go through
+//! `crate::crowd` instead.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -110,9 +110,9 @@ pub fn picks(reports: &[Report]) -> Vec<Pick> {
     out
 }
 
-/// The tuned table for a merge's `picks`. Entries of `keep` for a (class, family, bucket, scope) the
-/// picks do not cover stay: a merge replaces what it measured and nothing else (entries from a
-/// benchmark sweep at other shapes, other device classes).
+/// The tuned table for a merge's `picks`. Entries of `keep` for a (class, family, bucket, scope)
+/// the picks do not cover stay: a merge replaces what it measured and nothing else (entries from
+/// a benchmark sweep at other shapes, other device classes).
 pub fn tuned_table(picks: &[Pick], keep: &TunedTable, source: &str) -> TunedTable {
     replace(keep, picks.iter().map(|p| entry(p, source)).collect())
 }
