@@ -15,7 +15,7 @@ use crate::merge::{self, Key, Pick};
 use crate::text::one_line;
 
 /// One entry the merge writes, against what the table held for its (class, family, bucket,
-/// dtype).
+/// scope).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
     pub class: String,

@@ -386,7 +386,7 @@ fn every_variants_name_carries_its_scope() {
     for contract in registry.contracts() {
         for v in registry.variants(&contract.family).unwrap() {
             let dtype = v.dtype().unwrap().wgsl();
-            let causal = v.get("causal").is_some_and(|c| c.to_string() == "true");
+            let causal = v.get("causal").is_some() && v.flag("causal").unwrap();
             let want = if causal {
                 format!("{dtype} causal")
             } else {
