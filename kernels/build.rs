@@ -4,8 +4,9 @@
 //! folder is also a Rust module (`mod.rs`: the launcher and the typed `Design` of its variants,
 //! with `cpu.rs`, the CPU reference, and `cases.rs`, the case table, beside it), and its
 //! `workgroup_storage.txt` is the bytes of workgroup memory each variant's WGSL declares. Writes
-//! `$OUT_DIR/families.rs` (the sources, for the registry) and `$OUT_DIR/family_modules.rs` (the
-//! modules, their case tables and designs, for `kiln::families`).
+//! `$OUT_DIR/families.rs` (the sources, for the registry), `$OUT_DIR/family_modules.rs` (the
+//! modules, their case tables and designs, for `kiln::families`), the re-exports of `kiln::ops`
+//! and `kiln::cpu`, and the per-family tests of `tests/every_variant.rs`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -181,6 +182,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         PathBuf::from(env::var("OUT_DIR")?).join("family_modules.rs"),
         modules,
     )?;
+    write_exports(&families)?;
+    Ok(())
+}
+
+/// Writes what `kiln::ops` and `kiln::cpu` re-export of the families (`ops_exports.rs`,
+/// `cpu_exports.rs`) and one proof test per family for `tests/every_variant.rs`
+/// (`every_variant_tests.rs`), so a new family is named nowhere outside its folder.
+fn write_exports(
+    families: &[(String, PathBuf, PathBuf)],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let out = PathBuf::from(env::var("OUT_DIR")?);
+    let names: Vec<&str> = families.iter().map(|(n, _, _)| n.as_str()).collect();
+    let mut ops = format!("pub use crate::families::{{{}}};\n", names.join(", "));
+    let mut cpu = String::new();
+    let mut tests = String::new();
+    for (name, template, _) in families {
+        let folder = template.parent().ok_or("a template without a folder")?;
+        // A family offers calls to models through `pub mod api` in its mod.rs.
+        if fs::read_to_string(folder.join("mod.rs"))?.contains("\npub mod api {") {
+            writeln!(ops, "pub use crate::families::{name}::api::*;")?;
+        }
+        if folder.join("cpu.rs").is_file() {
+            writeln!(cpu, "pub use crate::families::{name}::cpu::*;")?;
+        }
+        writeln!(
+            tests,
+            "#[test]\nfn every_offered_{name}_variant_matches_the_cpu() {{\n    prove(\"{name}\");\n}}"
+        )?;
+    }
+    fs::write(out.join("ops_exports.rs"), ops)?;
+    fs::write(out.join("cpu_exports.rs"), cpu)?;
+    fs::write(out.join("every_variant_tests.rs"), tests)?;
     Ok(())
 }
 

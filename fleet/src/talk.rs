@@ -718,7 +718,7 @@ pub fn ceiling_choices(target: Target<'_>) -> Result<Vec<Choice>> {
     ["copy", "fma_chain"]
         .into_iter()
         .map(|family| {
-            let call = ops::Widest {
+            let call = ops::Elementwise {
                 family,
                 dtype: DType::F32,
                 count: None,

@@ -12,10 +12,11 @@ use std::future::Future;
 
 use crate::Gpu;
 use crate::cpu::{self, Array};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops;
 use crate::optim::AdamW;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 /// The ops of a model's forward and backward passes and its optimiser step, on one path.
 pub trait Backend {
@@ -410,10 +411,7 @@ impl CpuBackend {
         }
         let (rows, k) = crate::shape::rows_cols("linear", &x.shape)?;
         let y = self.matmul_rows(&Array::new(&[rows, k], x.data.clone())?, w)?;
-        let mut shape = x.shape.clone();
-        if let (Some(last), [_, n]) = (shape.last_mut(), y.shape.as_slice()) {
-            *last = *n;
-        }
+        let shape = crate::shape::with_last(&x.shape, &y.shape);
         then(cpu::add(&Array::new(&shape, y.data)?, b)?)
     }
 

@@ -8,8 +8,8 @@ use serde::Serialize;
 use web_time::Instant;
 
 use crate::error::{Error, Result};
+use crate::gpu::readback::read_raw;
 use crate::gpu::{Counters, Dispatch, Gpu, PassTiming};
-use crate::tensor::read_raw;
 
 /// The most repeats one timing takes (two timestamps each; wgpu allows 4096 per query set).
 pub const MAX_REPEATS: usize = 2048;
@@ -178,8 +178,8 @@ pub async fn heat(gpu: &Gpu, ms: f64) -> Result<()> {
         return Ok(());
     }
     let n = 1 << 22;
-    let x = crate::tensor::Tensor::full(gpu, &[n], 0.5, crate::tensor::DType::F32)?;
-    let y = crate::tensor::Tensor::uninit(gpu, &[n], crate::tensor::DType::F32)?;
+    let x = crate::tensor::Tensor::full(gpu, &[n], 0.5, crate::dtype::DType::F32)?;
+    let y = crate::tensor::Tensor::uninit(gpu, &[n], crate::dtype::DType::F32)?;
     let (fma, _) = crate::ops::fma_chain::plan(&x, &y, 256, 0.999, 0.001, None)?;
     let start = Instant::now();
     while start.elapsed().as_secs_f64() * 1e3 < ms {

@@ -1,4 +1,4 @@
-//! The contract of a kernel family (`templates/<family>.toml`): its bindings, the variables a
+//! The contract of a kernel family (`families/<family>/<family>.toml`): its bindings, the variables a
 //! variant assigns with their allowed values, what each value requires of the device, values
 //! derived from the variables, and the rules a variant must satisfy.
 
@@ -75,6 +75,71 @@ pub struct Contract {
     /// not the rule's candidates nor the campaign's default set on the tiers where `when` holds.
     #[serde(default)]
     pub experimental: Vec<ExperimentalSet>,
+}
+
+/// What a variant needs of the device and of a call beyond features and limits: the derived
+/// values of these names, each optional, that the registry and the launchers read themselves.
+/// They are declared here, not by convention: a contract that derives one with another type is
+/// refused when the registry loads, and [`Needs::NAMES`] lists them for the contract's reader.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Needs {
+    /// `min_subgroup_size`: the fewest lanes the kernel's shuffles span (0: no need).
+    pub min_subgroup_size: u32,
+    /// `subgroup_size`: the one subgroup size the kernel's layout assumes (0: any).
+    pub subgroup_size: u32,
+    /// `hardware_only`: bodies unrolled for hardware GPUs, which a software adapter's compiler
+    /// takes minutes on.
+    pub hardware_only: bool,
+    /// `coop_config`: the cooperative-matrix configuration the kernel multiplies with, as
+    /// `kiln::device::CoopConfig::name` writes it ("": none).
+    pub coop_config: String,
+    /// `multiple`: every size a call fixes must be a multiple of this (whole cooperative
+    /// fragments, vec4 reads); 1 for any size.
+    pub multiple: u32,
+}
+
+impl Needs {
+    /// The derived names the registry reads, with their types.
+    pub const NAMES: [(&'static str, &'static str); 5] = [
+        ("min_subgroup_size", "integer"),
+        ("subgroup_size", "integer"),
+        ("hardware_only", "boolean"),
+        ("coop_config", "string"),
+        ("multiple", "integer"),
+    ];
+
+    /// Reads a variant's needs from its derived values; a need it does not derive takes the
+    /// default, one of another type is an error naming it.
+    pub fn read(derived: &[(String, Param)]) -> std::result::Result<Needs, String> {
+        let get = |name: &str| derived.iter().find(|(n, _)| n == name).map(|(_, v)| v);
+        let wrong = |name: &str, v: &Param| {
+            let want = Self::NAMES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or("?", |(_, t)| *t);
+            format!("derived `{name}` is {v}, not {want}")
+        };
+        let count = |name: &str, default: u32| match get(name) {
+            None => Ok(default),
+            Some(Param::Int(i)) => u32::try_from(*i).map_err(|_| wrong(name, &Param::Int(*i))),
+            Some(v) => Err(wrong(name, v)),
+        };
+        Ok(Needs {
+            min_subgroup_size: count("min_subgroup_size", 0)?,
+            subgroup_size: count("subgroup_size", 0)?,
+            hardware_only: match get("hardware_only") {
+                None => false,
+                Some(Param::Bool(b)) => *b,
+                Some(v) => return Err(wrong("hardware_only", v)),
+            },
+            coop_config: match get("coop_config") {
+                None => String::new(),
+                Some(Param::Str(s)) => s.clone(),
+                Some(v) => return Err(wrong("coop_config", v)),
+            },
+            multiple: count("multiple", 1)?.max(1),
+        })
+    }
 }
 
 /// A named set of experimental designs.

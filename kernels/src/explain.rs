@@ -4,13 +4,13 @@
 
 use serde::Serialize;
 
+use crate::dtype::DType;
 use crate::error::Result;
+use crate::families::matmul::{self, Epilogue};
 use crate::ops::attention::FlashCall;
-use crate::ops::matmul::{self, Epilogue};
-use crate::ops::{self, Widest};
+use crate::ops::{self, Elementwise};
 use crate::select::{Call, Reason, Selector};
 use crate::shape::AttentionDims;
-use crate::tensor::DType;
 
 /// One sample call and what the selector made of it.
 #[derive(Clone, Debug, Serialize)]
@@ -168,7 +168,7 @@ pub fn sample_picks(sel: &Selector<'_>) -> Vec<Pick> {
             "copy",
             "fma_chain",
         ] {
-            let c = Widest {
+            let c = Elementwise {
                 family,
                 dtype,
                 count: None,

@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::contract::Param;
 use crate::device::DeviceProfile;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::memory::lock;
 use crate::registry::{Registry, Variant, unsupported_reason};
-use crate::tensor::DType;
 
 /// The tuned table format version this build reads.
 pub const TUNED_VERSION: u32 = 1;
@@ -159,7 +159,7 @@ pub struct Request<'a> {
     /// Variables fixed by the call that tuned entries leave open (a matmul's epilogue, a
     /// layernorm's residual): an entry naming the plain variant picks the one with the call's
     /// value of these and all else equal.
-    pub ride: &'static [&'static str],
+    pub left_open: &'static [&'static str],
 }
 
 impl Request<'_> {
@@ -380,10 +380,10 @@ pub fn choose_tuned(
     let candidates = candidates(registry, profile, req, Offer::All)?;
     let matches = |v: &Variant, entry: &str| {
         v.name == entry
-            || (!req.ride.is_empty()
+            || (!req.left_open.is_empty()
                 && registry.variant(req.op, entry).is_ok_and(|e| {
                     e.values.iter().all(|(name, value)| {
-                        req.ride.contains(&name.as_str()) || v.get(name) == Some(value)
+                        req.left_open.contains(&name.as_str()) || v.get(name) == Some(value)
                     })
                 }))
     };

@@ -254,6 +254,16 @@ impl Broadcast {
     }
 }
 
+/// `shape` with its last extent taken from `from`'s last (a linear layer's output: x's leading
+/// extents, the product's columns); unchanged where either is empty.
+pub fn with_last(shape: &[usize], from: &[usize]) -> Vec<usize> {
+    let mut out = shape.to_vec();
+    if let (Some(l), Some(&last)) = (out.last_mut(), from.last()) {
+        *l = last;
+    }
+    out
+}
+
 /// A tensor seen as rows of its last axis: `(rows, cols)`.
 pub fn rows_cols(op: &'static str, shape: &[usize]) -> Result<(usize, usize)> {
     non_empty(op, shape)?;

@@ -1,51 +1,12 @@
 //! `Tensor`: a GPU buffer with a shape and a dtype. Ops read and write tensors on the GPU;
 //! only `read` copies back to the CPU.
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
 use crate::gpu::memory::{Kind, Slice};
-use crate::platform;
+use crate::gpu::readback::read_slice;
+use crate::gpu::{Bindable, Gpu};
 use crate::shape;
-
-/// Element type of a tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DType {
-    F32,
-    F16,
-    /// Packed data such as RGBA8 pixels; read with `read_u32`.
-    U32,
-}
-
-impl DType {
-    /// The WGSL type name, also the `dtype` value in template contracts.
-    pub fn wgsl(self) -> &'static str {
-        match self {
-            DType::F32 => "f32",
-            DType::F16 => "f16",
-            DType::U32 => "u32",
-        }
-    }
-
-    pub fn size(self) -> u64 {
-        match self {
-            DType::F32 | DType::U32 => 4,
-            DType::F16 => 2,
-        }
-    }
-
-    /// Parses `f32` or `f16`.
-    pub fn parse(s: &str) -> Result<DType> {
-        match s {
-            "f32" => Ok(DType::F32),
-            "f16" => Ok(DType::F16),
-            "u32" => Ok(DType::U32),
-            other => Err(Error::Parse {
-                what: "dtype".into(),
-                detail: format!("`{other}` is not a dtype (f32, f16, u32)"),
-            }),
-        }
-    }
-}
 
 /// A tensor on the GPU: a byte range of a pooled buffer. Clones and views share the buffer,
 /// which goes back to the device's pool when the last of them (and of the launches recorded
@@ -84,7 +45,7 @@ impl Tensor {
         }
         let bytes = byte_len(shape::numel(shape), dtype);
         let what = || format!("a {} tensor of shape {shape:?}", dtype.wgsl());
-        let block = gpu.block("tensor", what, bytes, Kind::Storage)?;
+        let block = gpu.pooled_block("tensor", what, bytes, Kind::Storage)?;
         Ok(Tensor {
             gpu: gpu.clone(),
             slice: Slice {
@@ -111,11 +72,6 @@ impl Tensor {
 
     pub fn numel(&self) -> usize {
         shape::numel(&self.shape)
-    }
-
-    /// The bytes this tensor is.
-    pub(crate) fn slice(&self) -> &Slice {
-        &self.slice
     }
 
     /// Whether two tensors share bytes (views of one buffer may not).
@@ -328,64 +284,19 @@ impl Tensor {
     }
 }
 
+/// A tensor binds the bytes it is.
+impl Bindable for Tensor {
+    fn slice(&self) -> &Slice {
+        &self.slice
+    }
+}
+
 /// Bytes of `n` elements, rounded up to whole 4-byte words (an odd count of f16 values).
 fn byte_len(n: usize, dtype: DType) -> u64 {
     (n as u64)
         .saturating_mul(dtype.size())
         .checked_next_multiple_of(4)
         .unwrap_or(u64::MAX)
-}
-
-/// Copies a slice back to the CPU: the copy is recorded behind the work that writes it, the
-/// recording submitted, and the staging buffer (from the pool) mapped; then any error wgpu
-/// raised on the way is reported.
-pub(crate) async fn read_slice(gpu: &Gpu, slice: &Slice) -> Result<Vec<u8>> {
-    let staging = staging(gpu, slice.size)?;
-    gpu.record_copy(slice, &staging)?;
-    map_staging(gpu, staging).await
-}
-
-/// Copies the first `bytes` of a buffer outside the pool (timestamp results) back to the CPU.
-pub(crate) async fn read_raw(gpu: &Gpu, buffer: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
-    let staging = staging(gpu, bytes)?;
-    gpu.record_copy_from(buffer, &staging)?;
-    map_staging(gpu, staging).await
-}
-
-fn staging(gpu: &Gpu, bytes: u64) -> Result<Slice> {
-    let block = gpu.block(
-        "readback",
-        || "a staging buffer".into(),
-        bytes,
-        Kind::Readback,
-    )?;
-    Ok(Slice {
-        block,
-        offset: 0,
-        size: bytes,
-    })
-}
-
-async fn map_staging(gpu: &Gpu, staging: Slice) -> Result<Vec<u8>> {
-    gpu.flush()?;
-    gpu.count_readback();
-    let (tx, rx) = futures_channel::oneshot::channel();
-    let raw = staging.block.raw.clone();
-    raw.map_async(wgpu::MapMode::Read, ..staging.size, move |result| {
-        // The receiver only disappears if the caller gave up on the read.
-        let _ = tx.send(result);
-    });
-    platform::drive(gpu.device())?;
-    gpu.check()?;
-    rx.await
-        .map_err(|_| Error::Readback("the device dropped the map request".into()))?
-        .map_err(|e| Error::Readback(e.to_string()))?;
-    let bytes = raw
-        .get_mapped_range(..staging.size)
-        .map_err(|e| Error::Readback(e.to_string()))?
-        .to_vec();
-    raw.unmap();
-    Ok(bytes)
 }
 
 fn encode(data: &[f32], dtype: DType) -> Vec<u8> {

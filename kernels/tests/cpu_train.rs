@@ -25,15 +25,6 @@ fn assert_close(case: &str, got: &[f32], want: &[f32], tol: f64) {
     );
 }
 
-/// Σ a ∘ w in f64: the scalar loss whose gradient with respect to `a` is `w`.
-fn dot(a: &Array, w: &Array) -> f64 {
-    a.data
-        .iter()
-        .zip(&w.data)
-        .map(|(a, b)| f64::from(*a) * f64::from(*b))
-        .sum()
-}
-
 /// Central differences of `loss` at `x`, one element at a time, step `h`.
 fn numeric(x: &Array, h: f32, loss: impl Fn(&Array) -> f64) -> Vec<f32> {
     let mut x = x.clone();
@@ -56,7 +47,7 @@ fn gelu_backward_matches_finite_differences() {
     let x = arr(1, &[3, 7], 4.0);
     let w = arr(2, &[3, 7], 1.0);
     let dx = cpu::gelu_backward(&x, &w).unwrap();
-    let num = numeric(&x, 1e-2, |x| dot(&cpu::gelu(x).unwrap(), &w));
+    let num = numeric(&x, 1e-2, |x| cpu::gelu(x).unwrap().dot(&w));
     assert_close("gelu_backward", &dx.data, &num, 2e-4);
     // gelu'(0) = Φ(0) = 1/2.
     let one = |v: f32| Array::new(&[1], vec![v]).unwrap();
@@ -79,15 +70,15 @@ fn layernorm_backward_matches_finite_differences() {
     );
     let h = 1e-2;
     let num_x = numeric(&x, h, |x| {
-        dot(&cpu::layernorm(x, &gamma, &beta, eps).unwrap(), &w)
+        cpu::layernorm(x, &gamma, &beta, eps).unwrap().dot(&w)
     });
     assert_close("layernorm dx", &dx.data, &num_x, 2e-4);
     let num_g = numeric(&gamma, h, |g| {
-        dot(&cpu::layernorm(&x, g, &beta, eps).unwrap(), &w)
+        cpu::layernorm(&x, g, &beta, eps).unwrap().dot(&w)
     });
     assert_close("layernorm dgamma", &dgamma.data, &num_g, 1e-4);
     let num_b = numeric(&beta, h, |b| {
-        dot(&cpu::layernorm(&x, &gamma, b, eps).unwrap(), &w)
+        cpu::layernorm(&x, &gamma, b, eps).unwrap().dot(&w)
     });
     assert_close("layernorm dbeta", &dbeta.data, &num_b, 1e-4);
     // dx sums to zero over each row: layer norm ignores a shift of its input.
@@ -146,7 +137,7 @@ fn embedding_backward_matches_finite_differences() {
     let d = cpu::embedding_backward(&g, &tokens, vocab).unwrap();
     assert_eq!(d.shape, vec![vocab, 3]);
     let num = numeric(&table, 1e-2, |t| {
-        dot(&cpu::embedding(t, &tokens).unwrap(), &g)
+        cpu::embedding(t, &tokens).unwrap().dot(&g)
     });
     assert_close("embedding_backward", &d.data, &num, 1e-5);
     // Id 3 never occurs: its row is zeros.

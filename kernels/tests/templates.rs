@@ -414,6 +414,36 @@ fn contracts_without_limit_values_are_refused() {
 }
 
 #[test]
+fn needs_of_another_type_are_refused_and_read_typed_otherwise() {
+    // `hardware_only` is one of the names the registry reads (`contract::Needs`): a number
+    // there would otherwise be read as "no need" and offer the variant where it cannot run.
+    let template = "@compute @workgroup_size({{ width }})\nfn main() {}\n";
+    let with = |derived: &str| {
+        CONTRACT.replace(
+            r#"derived = [["workgroup_size", "[width]"]]"#,
+            &format!(r#"derived = [["workgroup_size", "[width]"], {derived}]"#),
+        )
+    };
+    let broken = with(r#"["hardware_only", "1"]"#);
+    let err = Registry::from_sources(
+        &[("probe", template, Box::leak(broken.into_boxed_str()))],
+        &[],
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("hardware_only"), "{err}");
+    let typed = with(r#"["hardware_only", "width > 32"], ["multiple", "16"]"#);
+    let registry = Registry::from_sources(
+        &[("probe", template, Box::leak(typed.into_boxed_str()))],
+        &[],
+    )
+    .unwrap();
+    let needs = &registry.variant("probe", "v64").unwrap().needs;
+    assert!(needs.hardware_only);
+    assert_eq!(needs.multiple, 16);
+    assert_eq!(needs.subgroup_size, 0);
+}
+
+#[test]
 fn a_variant_the_storage_table_does_not_list_is_measured_by_naga() {
     // The probe has no table: its variant's workgroup memory is laid out by naga at load.
     let template = "var<workgroup> tile: array<vec4<f32>, {{ width }}>;\n@compute @workgroup_size({{ width }})\nfn main() { tile[0] = vec4<f32>(0.0); }\n";

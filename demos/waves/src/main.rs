@@ -130,7 +130,7 @@ fn frame_choices(target: Target<'_>, m: &Model) -> kiln::Result<Vec<Choice>> {
     let dtype = frame_dtype(target.profile());
     let sel = target.selector();
     let widest = |family, count| {
-        let call = ops::Widest {
+        let call = ops::Elementwise {
             family,
             dtype,
             count: Some(count),

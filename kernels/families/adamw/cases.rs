@@ -7,7 +7,7 @@ use crate::cases::prelude::*;
 pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
 
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
-    use crate::ops::copy::plan as plan_copy;
+    use crate::families::copy::plan as plan_copy;
     let mut inputs = Inputs::for_family("adamw");
     // Whole vec4s: the resets are copies.
     let n = z.elementwise.next_multiple_of(4);
@@ -38,7 +38,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         bytes: 7.0 * n as f64 * 4.0,
         outputs: vec![o_p, o_m, o_v],
         plan: Box::new(move |name| {
-            let (step, choice) = crate::ops::adamw::plan(&p, &g, &m, &v, &h, name)?;
+            let (step, choice) = crate::families::adamw::plan(&p, &g, &m, &v, &h, name)?;
             Ok(Planned {
                 all: vec![
                     plan_copy(&p0, &p, None)?.0,

@@ -9,12 +9,12 @@ use crate::optim::AdamW;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::ops::{check_input_shape, check_no_alias, check_operands, choose_widest};
+use crate::launch::{check_input_shape, check_no_alias, check_operands, plan_elementwise, record};
 
 const OP: &str = "adamw";
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
-pub type Design = crate::ops::ElementDesign;
+pub type Design = crate::launch::ElementDesign;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -47,9 +47,7 @@ pub fn adamw_into(
     h: &AdamW,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let (dispatch, choice) = plan(p, g, m, v, h, named)?;
-    p.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(p.gpu(), plan(p, g, m, v, h, named)?)
 }
 
 /// Checks the call and prepares its launch. The step and learning rate are baked into the
@@ -72,10 +70,6 @@ pub fn plan(
     check_no_alias(OP, v, &[g])?;
     h.check(OP)?;
     let (bc1, bc2) = h.bias_corrections();
-    let choice = choose_widest(OP, p, None, named)?;
-    let gpu = p.gpu();
-    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
-    let groups = gpu.groups(OP, (p.numel() as u64).div_ceil(wg))?;
     let params = Params {
         n: p.numel() as u32,
         lr: h.lr,
@@ -86,6 +80,10 @@ pub fn plan(
         bc1,
         bc2,
     };
-    let dispatch = Dispatch::new(gpu, &choice.variant, &[p, g, m, v], &params, groups)?;
-    Ok((dispatch, choice))
+    plan_elementwise(OP, p, None, p.numel(), named, &[p, g, m, v], &params)
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{adamw, adamw_into};
 }

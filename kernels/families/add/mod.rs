@@ -9,9 +9,10 @@ use crate::gpu::Dispatch;
 use crate::registry::Variant;
 use crate::select::{self, Choice, Key, Request, filter, prefer};
 use crate::shape::Broadcast;
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
-use crate::ops::{check_no_alias, check_operands, check_out_shape, dtype_value};
+use crate::launch::{check_no_alias, check_operands, check_out_shape, dtype_value, record};
 
 const OP: &str = "add";
 
@@ -71,9 +72,7 @@ pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// Writes A + B into `c`, with the named variant or the selector's choice.
 pub fn add_into(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<Choice> {
-    let (dispatch, choice) = plan(a, b, c, named)?;
-    a.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(a.gpu(), plan(a, b, c, named)?)
 }
 
 /// An add call as the selector sees it.
@@ -121,7 +120,7 @@ impl select::Call for Call {
                     Ok(i64::from(Design::parse(v)?.wg))
                 }),
             ],
-            ride: &[],
+            left_open: &[],
         }
     }
 }
@@ -162,4 +161,9 @@ pub fn plan(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<(
     };
     let dispatch = Dispatch::new(gpu, &choice.variant, &[a, b, c], &params, groups)?;
     Ok((dispatch, choice))
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{add, add_into};
 }

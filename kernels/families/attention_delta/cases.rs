@@ -107,7 +107,7 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Cas
                 let choice = plan.choices[index].clone();
                 let mut all = plan.dispatches;
                 if pass == Pass::Delta {
-                    let (add, _) = crate::ops::add::plan(&plan.delta, &zeros, &delta_out, None)?;
+                    let (add, _) = crate::families::add::plan(&plan.delta, &zeros, &delta_out, None)?;
                     all.push(add);
                 }
                 Ok(Planned {

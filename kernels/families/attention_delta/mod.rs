@@ -14,7 +14,7 @@ use crate::tensor::Tensor;
 const OP: &str = "attention_delta";
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
-pub type Design = crate::ops::ElementDesign;
+pub type Design = crate::launch::ElementDesign;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -34,7 +34,7 @@ pub(crate) fn plan(
 ) -> Result<(Dispatch, Choice)> {
     let gpu = o.gpu();
     let rows = d.batch_heads * d.q_len;
-    let choice = crate::ops::choose_widest(OP, o, None, named)?;
+    let choice = crate::launch::choose_elementwise(OP, o, None, named)?;
     let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
     let params = Params {
         rows: rows as u32,

@@ -7,24 +7,17 @@ pub(crate) mod cases;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::select::Choice;
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
-use crate::ops::{check_no_alias, check_operands, check_out_shape, choose_widest};
+use crate::launch::{CountParams, check_no_alias, check_operands, check_out_shape, plan_elementwise};
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
-pub type Design = crate::ops::ElementDesign;
-
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    vecs: u32,
-    _pad: [u32; 3],
-}
+pub type Design = crate::launch::ElementDesign;
 
 /// Prepares Y = X as a vec4 copy.
 pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
-    let vecs = (x.numel() / 4) as u32;
-    let params = Params { vecs, _pad: [0; 3] };
+    let params = CountParams::new(x.numel() / 4);
     plan_flat("copy", x, y, 4, &params, named)
 }
 
@@ -51,10 +44,5 @@ pub(crate) fn plan_flat(
             ),
         ));
     }
-    let choice = choose_widest(op, x, None, named)?;
-    let gpu = x.gpu();
-    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
-    let groups = gpu.groups(op, ((x.numel() / per_invocation) as u64).div_ceil(wg))?;
-    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], params, groups)?;
-    Ok((dispatch, choice))
+    plan_elementwise(op, x, None, x.numel() / per_invocation, named, &[x, y], params)
 }

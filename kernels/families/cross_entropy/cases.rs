@@ -25,7 +25,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         bytes: 2.0 * rc * 4.0,
         outputs: vec![o_loss, o_d],
         plan: Box::new(move |v| {
-            Ok(single(crate::ops::cross_entropy::plan(
+            Ok(single(crate::families::cross_entropy::plan(
                 &logits,
                 &t,
                 &loss,

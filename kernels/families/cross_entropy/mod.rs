@@ -9,12 +9,12 @@ use crate::select::Choice;
 use crate::shape::cross_entropy_rows;
 use crate::tensor::Tensor;
 
-use crate::ops::{check_ids, check_no_alias, check_operands, check_out_shape, choose_rowwise};
+use crate::launch::{check_ids, check_no_alias, check_operands, check_out_shape, choose_rowwise, record};
 
 const OP: &str = "cross_entropy";
 
 /// What the launcher reads of a variant: dtype, threads per row, how a row is reduced.
-pub type Design = crate::ops::RowDesign;
+pub type Design = crate::launch::RowDesign;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -53,9 +53,7 @@ pub fn cross_entropy_into(
     grad_scale: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let (dispatch, choice) = plan(logits, targets, loss, dlogits, grad_scale, named)?;
-    logits.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(logits.gpu(), plan(logits, targets, loss, dlogits, grad_scale, named)?)
 }
 
 /// Checks the call and prepares its launch.
@@ -104,4 +102,9 @@ pub fn plan(
         groups,
     )?;
     Ok((dispatch, choice))
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{cross_entropy, cross_entropy_into};
 }

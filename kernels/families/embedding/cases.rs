@@ -23,7 +23,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         bytes: 2.0 * (rows * width) as f64 * 4.0,
         outputs: vec![o],
         plan: Box::new(move |v| {
-            Ok(single(crate::ops::embedding::plan(&table, &t, &y, v)?))
+            Ok(single(crate::families::embedding::plan(&table, &t, &y, v)?))
         }),
     }])
 }

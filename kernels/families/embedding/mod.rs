@@ -9,12 +9,12 @@ use crate::select::Choice;
 use crate::shape::embedding_table;
 use crate::tensor::Tensor;
 
-use crate::ops::{check_ids, check_no_alias, check_operands, check_out_shape, choose_widest};
+use crate::launch::{check_ids, check_no_alias, check_operands, check_out_shape, plan_elementwise, record};
 
 const OP: &str = "embedding";
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
-pub type Design = crate::ops::ElementDesign;
+pub type Design = crate::launch::ElementDesign;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -43,9 +43,7 @@ pub fn embedding_into(
     y: &Tensor,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let (dispatch, choice) = plan(table, tokens, y, named)?;
-    table.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(table.gpu(), plan(table, tokens, y, named)?)
 }
 
 /// Checks the call and prepares its launch.
@@ -61,16 +59,16 @@ pub fn plan(
     let n = tokens.numel();
     check_out_shape(OP, y, &[n, cols])?;
     check_no_alias(OP, y, &[table, tokens])?;
-    let choice = choose_widest(OP, table, None, named)?;
-    let gpu = table.gpu();
-    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
-    let groups = gpu.groups(OP, (y.numel() as u64).div_ceil(wg))?;
     let params = Params {
         n: n as u32,
         cols: cols as u32,
         vocab: vocab as u32,
         nan_bits: f32::NAN.to_bits(),
     };
-    let dispatch = Dispatch::new(gpu, &choice.variant, &[table, tokens, y], &params, groups)?;
-    Ok((dispatch, choice))
+    plan_elementwise(OP, table, None, y.numel(), named, &[table, tokens, y], &params)
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{embedding, embedding_into};
 }

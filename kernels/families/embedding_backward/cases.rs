@@ -22,7 +22,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         bytes: ((rows + vocab) * width) as f64 * 4.0,
         outputs: vec![o],
         plan: Box::new(move |v| {
-            Ok(single(crate::ops::embedding_backward::plan(
+            Ok(single(crate::families::embedding_backward::plan(
                 &dy,
                 &t,
                 &d,

@@ -8,12 +8,12 @@ use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::ops::{check_ids, check_no_alias, check_operands, check_out_shape, choose_widest};
+use crate::launch::{check_ids, check_no_alias, check_operands, check_out_shape, plan_elementwise, record};
 
 const OP: &str = "embedding_backward";
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
-pub type Design = crate::ops::ElementDesign;
+pub type Design = crate::launch::ElementDesign;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -50,9 +50,7 @@ pub fn embedding_backward_into(
     d_table: &Tensor,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let (dispatch, choice) = plan(dy, tokens, d_table, named)?;
-    dy.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(dy.gpu(), plan(dy, tokens, d_table, named)?)
 }
 
 /// Checks the call and prepares its launch.
@@ -69,24 +67,13 @@ pub fn plan(
     let vocab = d_table.shape().first().copied().unwrap_or(0);
     check_out_shape(OP, d_table, &[vocab, cols])?;
     check_no_alias(OP, d_table, &[dy, tokens])?;
-    let choice = choose_widest(OP, dy, None, named)?;
-    let gpu = dy.gpu();
-    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
-    let groups = gpu.groups(OP, (d_table.numel() as u64).div_ceil(wg))?;
     let params = Params {
         n: n as u32,
         cols: cols as u32,
         vocab: vocab as u32,
         _pad: 0,
     };
-    let dispatch = Dispatch::new(
-        gpu,
-        &choice.variant,
-        &[dy, tokens, d_table],
-        &params,
-        groups,
-    )?;
-    Ok((dispatch, choice))
+    plan_elementwise(OP, dy, None, d_table.numel(), named, &[dy, tokens, d_table], &params)
 }
 
 /// The columns of `dy`, which must be [n, cols] for n tokens.
@@ -102,4 +89,9 @@ fn dy_cols(dy: &Tensor, tokens: &Tensor) -> Result<usize> {
             ),
         )),
     }
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{embedding_backward, embedding_backward_into};
 }

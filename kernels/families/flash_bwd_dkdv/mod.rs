@@ -8,7 +8,7 @@ pub(crate) mod cases;
 
 use crate::error::Result;
 use crate::gpu::Dispatch;
-use crate::ops::attention::{Bound, FlashDesign, Grads, Owns, choose_flash, launch_backward};
+use crate::launch::flash::{Bound, FlashDesign, Grads, Owns, choose_flash, launch_backward};
 use crate::select::Choice;
 
 const OP: &str = "flash_bwd_dkdv";

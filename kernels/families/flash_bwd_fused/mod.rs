@@ -7,9 +7,10 @@ pub(crate) mod cases;
 
 use crate::error::Result;
 use crate::gpu::Dispatch;
-use crate::ops::attention::{Bound, FlashDesign, Grads, Owns, launch_backward};
+use crate::launch::flash::{Bound, FlashDesign, Grads, Owns, launch_backward};
 use crate::select::Choice;
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
 /// What the launcher and the rule read of a variant.
 pub type Design = FlashDesign;
@@ -28,7 +29,7 @@ pub(crate) struct Planned {
 pub(crate) fn plan(bound: &Bound<'_>, grads: &Grads, choice: Choice) -> Result<Planned> {
     // dQ is added to by every key block: it starts from zeros copied in on the GPU.
     let zeros = Tensor::full(bound.q.gpu(), grads.dq.shape(), 0.0, DType::F32)?;
-    let (clear, clear_choice) = crate::ops::copy::plan(&zeros, &grads.dq, None)?;
+    let (clear, clear_choice) = crate::families::copy::plan(&zeros, &grads.dq, None)?;
     let outputs = [&grads.dk, &grads.dv, &grads.dq];
     let dispatch = launch_backward(bound, &choice, Owns::Keys, &outputs)?;
     Ok(Planned {

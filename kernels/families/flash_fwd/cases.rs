@@ -21,7 +21,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             bytes: 4.0 * p.tensor_bytes,
             outputs: vec![o, lse],
             plan: Box::new(move |name| {
-                Ok(single(crate::ops::attention::plan_forward(
+                Ok(single(super::plan_forward(
                     &q,
                     &k,
                     &v,

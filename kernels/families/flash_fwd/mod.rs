@@ -8,10 +8,11 @@ pub(crate) mod cases;
 
 use crate::error::Result;
 use crate::gpu::Dispatch;
-use crate::ops::attention::{FlashDesign, check_lse, choose_flash, flash_dims, lse_shape, params};
-use crate::ops::{check_no_alias, check_operands, check_out_shape, grid};
+use crate::launch::flash::{FlashDesign, check_lse, choose_flash, flash_dims, lse_shape, params};
+use crate::launch::{check_no_alias, check_operands, check_out_shape, grid, record};
 use crate::select::Choice;
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
 const OP: &str = "attention";
 
@@ -44,9 +45,7 @@ pub fn flash_attention_into(
     scale: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let (dispatch, choice) = plan_forward(q, k, v, o, lse, causal, scale, named)?;
-    q.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(q.gpu(), plan_forward(q, k, v, o, lse, causal, scale, named)?)
 }
 
 /// Checks a flash forward call and prepares its launch.
@@ -79,4 +78,9 @@ pub fn plan_forward(
         groups,
     )?;
     Ok((dispatch, choice))
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{flash_attention};
 }

@@ -20,7 +20,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         bytes: 2.0 * n as f64 * 4.0,
         outputs: vec![o],
         plan: Box::new(move |v| {
-            Ok(single(crate::ops::fma_chain::plan(
+            Ok(single(crate::families::fma_chain::plan(
                 &x,
                 &y,
                 iters,

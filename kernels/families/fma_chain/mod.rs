@@ -11,7 +11,7 @@ use crate::select::Choice;
 use crate::tensor::Tensor;
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
-pub type Design = crate::ops::ElementDesign;
+pub type Design = crate::launch::ElementDesign;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

@@ -20,7 +20,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: 20.0 * n as f64,
             bytes: 2.0 * n as f64 * dtype.size() as f64,
             outputs: vec![o],
-            plan: Box::new(move |v| Ok(single(crate::ops::gelu::plan(&x, &y, v)?))),
+            plan: Box::new(move |v| Ok(single(crate::families::gelu::plan(&x, &y, v)?))),
         });
     }
     Ok(cases)

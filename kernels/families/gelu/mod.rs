@@ -8,19 +8,12 @@ use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::ops::{check_no_alias, check_operands, check_out_shape, choose_widest};
+use crate::launch::{CountParams, check_no_alias, check_operands, check_out_shape, plan_elementwise, record};
 
 const OP: &str = "gelu";
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
-pub type Design = crate::ops::ElementDesign;
-
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    n: u32,
-    _pad: [u32; 3],
-}
+pub type Design = crate::launch::ElementDesign;
 
 /// gelu(x) = x/2 · (1 + erf(x/√2)), elementwise.
 pub fn gelu(x: &Tensor) -> Result<Tensor> {
@@ -31,9 +24,7 @@ pub fn gelu(x: &Tensor) -> Result<Tensor> {
 
 /// Writes gelu(x) into `y`, with the named variant or the selector's choice.
 pub fn gelu_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
-    let (dispatch, choice) = plan(x, y, named)?;
-    x.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(x.gpu(), plan(x, y, named)?)
 }
 
 /// Checks the call and prepares its launch.
@@ -41,14 +32,11 @@ pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Ch
     check_operands(OP, &[x, y])?;
     check_out_shape(OP, y, x.shape())?;
     check_no_alias(OP, y, &[x])?;
-    let choice = choose_widest(OP, x, None, named)?;
-    let gpu = x.gpu();
-    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
-    let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
-    let params = Params {
-        n: x.numel() as u32,
-        _pad: [0; 3],
-    };
-    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], &params, groups)?;
-    Ok((dispatch, choice))
+    let params = CountParams::new(x.numel());
+    plan_elementwise(OP, x, None, x.numel(), named, &[x, y], &params)
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{gelu, gelu_into};
 }

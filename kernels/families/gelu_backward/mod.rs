@@ -8,19 +8,12 @@ use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::ops::{check_input_shape, check_no_alias, check_operands, check_out_shape, choose_widest};
+use crate::launch::{CountParams, check_input_shape, check_no_alias, check_operands, check_out_shape, plan_elementwise, record};
 
 const OP: &str = "gelu_backward";
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
-pub type Design = crate::ops::ElementDesign;
-
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    n: u32,
-    _pad: [u32; 3],
-}
+pub type Design = crate::launch::ElementDesign;
 
 /// dx = dy · (Φ(x) + x · φ(x)), the gradient of the exact gelu (see [`super::gelu()`]).
 pub fn gelu_backward(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
@@ -36,9 +29,7 @@ pub fn gelu_backward_into(
     dx: &Tensor,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let (dispatch, choice) = plan(x, dy, dx, named)?;
-    x.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(x.gpu(), plan(x, dy, dx, named)?)
 }
 
 /// Checks the call and prepares its launch.
@@ -52,14 +43,11 @@ pub fn plan(
     check_input_shape(OP, "dy", dy, x.shape())?;
     check_out_shape(OP, dx, x.shape())?;
     check_no_alias(OP, dx, &[x, dy])?;
-    let choice = choose_widest(OP, x, None, named)?;
-    let gpu = x.gpu();
-    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
-    let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
-    let params = Params {
-        n: x.numel() as u32,
-        _pad: [0; 3],
-    };
-    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, dy, dx], &params, groups)?;
-    Ok((dispatch, choice))
+    let params = CountParams::new(x.numel());
+    plan_elementwise(OP, x, None, x.numel(), named, &[x, dy, dx], &params)
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{gelu_backward, gelu_backward_into};
 }

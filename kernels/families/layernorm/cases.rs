@@ -42,7 +42,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 outputs,
                 plan: Box::new(move |v| {
                     let residual = sum.as_ref().map(|sum| (&r, sum));
-                    Ok(single(crate::ops::layernorm::plan_with(
+                    Ok(single(crate::families::layernorm::plan_with(
                         &x,
                         residual,
                         &g,

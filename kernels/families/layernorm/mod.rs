@@ -8,23 +8,15 @@ use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::shape::rows_cols;
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
-use crate::ops::{Rowwise, check_no_alias, check_operands, check_out_shape, choose_rowwise};
+use crate::launch::{RowParams, Rowwise, check_eps, check_no_alias, check_operands, check_out_shape, choose_rowwise, record};
 
 const OP: &str = "layernorm";
 
 /// What the launcher reads of a variant: dtype, threads per row, how a row is reduced.
-pub type Design = crate::ops::RowDesign;
-
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    rows: u32,
-    cols: u32,
-    eps: f32,
-    _pad: u32,
-}
+pub type Design = crate::launch::RowDesign;
 
 /// (x − mean) / sqrt(var + eps) · gamma + beta over the last axis; gamma and beta are [cols].
 pub fn layernorm(x: &Tensor, gamma: &Tensor, beta: &Tensor, eps: f32) -> Result<Tensor> {
@@ -42,9 +34,7 @@ pub fn layernorm_into(
     eps: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let (dispatch, choice) = plan(x, gamma, beta, y, eps, named)?;
-    x.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(x.gpu(), plan(x, gamma, beta, y, eps, named)?)
 }
 
 /// The selector's call for a layer norm over rows of `cols` (of x + r with `residual`).
@@ -99,7 +89,7 @@ pub fn plan_with(
     check_no_alias(OP, y, &[x, gamma, beta])?;
     if let Some((r, sum)) = residual {
         check_operands(OP, &[x, r, sum])?;
-        crate::ops::check_input_shape(OP, "r", r, x.shape())?;
+        crate::launch::check_input_shape(OP, "r", r, x.shape())?;
         check_out_shape(OP, sum, x.shape())?;
         check_no_alias(OP, sum, &[x, r, gamma, beta, y])?;
         check_no_alias(OP, y, &[r])?;
@@ -113,26 +103,21 @@ pub fn plan_with(
             ));
         }
     }
-    if !(eps.is_finite() && eps >= 0.0) {
-        return Err(Error::InvalidArgument {
-            op: OP,
-            detail: format!("eps must be finite and ≥ 0, got {eps}"),
-        });
-    }
+    check_eps(OP, eps)?;
     let flag = Some(("residual", residual.is_some()));
     let choice = choose_rowwise(OP, x, flag, named)?;
     let gpu = x.gpu();
     let groups = gpu.groups(OP, rows as u64)?;
-    let params = Params {
-        rows: rows as u32,
-        cols: cols as u32,
-        eps,
-        _pad: 0,
-    };
+    let params = RowParams::new(rows, cols, eps);
     let mut tensors = vec![x, gamma, beta, y];
     if let Some((r, sum)) = residual {
         tensors.extend([r, sum]);
     }
     let dispatch = Dispatch::new(gpu, &choice.variant, &tensors, &params, groups)?;
     Ok((dispatch, choice))
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{add_layernorm, layernorm, layernorm_into};
 }

@@ -47,7 +47,7 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, index: usize) -> Result<Vec<C
         bytes,
         outputs,
         plan: Box::new(move |v| {
-            use crate::ops::layernorm_backward::{BackwardVariants, plan};
+            use crate::families::layernorm_backward::{BackwardVariants, plan};
             let named = if index == 0 {
                 BackwardVariants {
                     rows: v,

@@ -2,7 +2,7 @@
 //! multiples (the last with sides multiples of 16, for whole cooperative fragments), in every
 //! dtype and with every epilogue.
 use crate::cases::prelude::*;
-use crate::ops::matmul::{Epilogue, Layout};
+use crate::families::matmul::{Epilogue, Layout};
 
 /// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
 /// by `kiln::cases::campaign_tolerance`.
@@ -56,7 +56,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 outputs: vec![o],
                 plan: Box::new(move |v| {
                     let e = (epilogue != Epilogue::None).then_some((&bias, epilogue));
-                    Ok(single(crate::ops::matmul::plan_with(
+                    Ok(single(crate::families::matmul::plan_with(
                         &a,
                         &b,
                         &c,

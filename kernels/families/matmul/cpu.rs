@@ -28,10 +28,7 @@ pub fn matmul(a: &Array, b: &Array) -> Result<Array> {
 pub fn linear(x: &Array, w: &Array, bias: &Array) -> Result<Array> {
     let (rows, k) = crate::shape::rows_cols("linear", &x.shape)?;
     let y = matmul(&Array::new(&[rows, k], x.data.clone())?, w)?;
-    let mut shape = x.shape.clone();
-    if let (Some(last), [_, n]) = (shape.last_mut(), y.shape.as_slice()) {
-        *last = *n;
-    }
+    let shape = crate::shape::with_last(&x.shape, &y.shape);
     crate::cpu::add(&Array::new(&shape, y.data)?, bias)
 }
 

@@ -11,9 +11,10 @@ use crate::gpu::Dispatch;
 use crate::registry::Variant;
 use crate::select::{self, Choice, Key, Request, filter, prefer};
 use crate::shape::MatmulDims;
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
-use crate::ops::{check_no_alias, check_operands, check_out_shape, dtype_value, software};
+use crate::launch::{check_no_alias, check_operands, check_out_shape, dtype_value, record, software};
 
 const OP: &str = "matmul";
 
@@ -240,7 +241,7 @@ impl select::Call for Call {
                     Ok(-(16 - i64::from(Design::parse(v)?.wg)).abs())
                 }),
             ],
-            ride: &["epilogue"],
+            left_open: &["epilogue"],
         }
     }
 }
@@ -287,11 +288,7 @@ fn linear_with(x: &Tensor, w: &Tensor, bias: &Tensor, epilogue: Epilogue) -> Res
         Layout::default(),
         Some((bias, epilogue)),
     )?;
-    let mut shape = x.shape().to_vec();
-    if let (Some(last), [_, n]) = (shape.last_mut(), y.shape()) {
-        *last = *n;
-    }
-    y.reshape(&shape)
+    y.reshape(&crate::shape::with_last(x.shape(), y.shape()))
 }
 
 fn product(
@@ -322,7 +319,7 @@ impl Split {
     };
 
     /// `splits` slices of K (clamped to 1..=K/32), as equal as multiples of 32 allow.
-    pub fn into(k: usize, splits: usize) -> Split {
+    pub fn of_k(k: usize, splits: usize) -> Split {
         let splits = splits.clamp(1, k.div_ceil(32).max(1));
         if splits == 1 {
             return Split::NONE;
@@ -353,7 +350,7 @@ pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Res
     if splits < 2 {
         return Ok(Split::NONE);
     }
-    Ok(Split::into(d.k, splits))
+    Ok(Split::of_k(d.k, splits))
 }
 
 /// A product's launches: the matmul alone, or its K slices into a workspace and their sum.
@@ -393,7 +390,7 @@ pub fn plan_split_named(
     let gpu = a.gpu();
     let choice = choose(&gpu.selector(), &call, named)?;
     let split = match force {
-        Some(n) => Split::into(call.dims.k, n),
+        Some(n) => Split::of_k(call.dims.k, n),
         None => split_for(gpu.profile(), &choice.variant, &call)?,
     };
     if split.splits == 1 {
@@ -422,7 +419,7 @@ pub fn plan_split_named(
     let workspace = Tensor::uninit(gpu, &[split.splits, count], DType::F32)?;
     let slices = launch(a, b, &workspace, None, &call, &plain, split)?;
     let epilogue = bias.map(|b| (b, call.epilogue));
-    let (sum, _) = crate::ops::matmul_reduce::plan(&workspace, c, d.n, epilogue, None)?;
+    let (sum, _) = crate::families::matmul_reduce::plan(&workspace, c, d.n, epilogue, None)?;
     Ok(SplitPlan {
         dispatches: vec![slices, sum],
         choice,
@@ -451,9 +448,7 @@ fn plain_of(registry: &crate::registry::Registry, v: &Variant) -> Result<Variant
 
 /// Writes A · B into `c`, with the named variant or the selector's choice.
 pub fn matmul_into(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<Choice> {
-    let (dispatch, choice) = plan(a, b, c, named)?;
-    a.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(a.gpu(), plan(a, b, c, named)?)
 }
 
 /// The variant the selector picks for a call. An epilogue rides on the tuned entries of the
@@ -465,7 +460,7 @@ pub fn choose(sel: &select::Selector<'_>, call: &Call, named: Option<&str>) -> R
 /// Whether `variant` takes a call of these dimensions: routes that load whole cooperative
 /// fragments from the buffers need M, N and K to be multiples of 16.
 pub fn fits(variant: &Variant, d: &MatmulDims) -> Result<bool> {
-    crate::ops::sizes_fit(variant, &[d.m, d.n, d.k])
+    crate::launch::sizes_fit(variant, &[d.m, d.n, d.k])
 }
 
 /// The tuned-table bucket of a call: each size rounded up to a power of two.
@@ -528,7 +523,7 @@ fn checked_call<'a>(
     let (bias, kind) = match epilogue {
         Some((bias, kind)) if kind != Epilogue::None => {
             check_operands(OP, &[a, bias])?;
-            crate::ops::check_input_shape(OP, "bias", bias, &[d.n])?;
+            crate::launch::check_input_shape(OP, "bias", bias, &[d.n])?;
             check_no_alias(OP, c, &[bias])?;
             (Some(bias), kind)
         }
@@ -556,7 +551,7 @@ fn launch(
     let (d, layout) = (&call.dims, call.layout);
     let gpu = a.gpu();
     let tile = Design::parse(&choice.variant)?.tile.max(1) as usize;
-    let groups = crate::ops::grid(
+    let groups = crate::launch::grid(
         OP,
         gpu,
         [
@@ -587,4 +582,9 @@ fn launch(
     let mut tensors = vec![a, b, out];
     tensors.extend(bias);
     Dispatch::new(gpu, &choice.variant, &tensors, &params, groups)
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{linear, linear_gelu, matmul, matmul_at, matmul_bt, matmul_into};
 }

@@ -1,6 +1,6 @@
 //! matmul_reduce's cases: the second pass of a split-K product, with each epilogue.
 use crate::cases::prelude::*;
-use crate::ops::matmul::Epilogue;
+use crate::families::matmul::Epilogue;
 
 /// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
 /// by `kiln::cases::campaign_tolerance`.
@@ -32,7 +32,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             outputs: vec![o],
             plan: Box::new(move |v| {
                 let e = with_bias.then_some((&bias, epilogue));
-                Ok(single(crate::ops::matmul_reduce::plan(
+                Ok(single(crate::families::matmul_reduce::plan(
                     &partials,
                     &c,
                     n,

@@ -8,11 +8,12 @@ use crate::contract::Param;
 use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
-use crate::ops::matmul::Epilogue;
-use crate::ops::{check_input_shape, check_no_alias, check_operands, dtype_value};
+use crate::families::matmul::Epilogue;
+use crate::launch::{check_input_shape, check_no_alias, check_operands, dtype_value};
 use crate::registry::Variant;
 use crate::select::{self, Choice, Key, Request, prefer};
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
 const OP: &str = "matmul_reduce";
 
@@ -119,7 +120,7 @@ impl select::Call for Call {
             order: vec![prefer("the widest workgroup", |v| {
                 Ok(i64::from(Design::parse(v)?.wg))
             })],
-            ride: &[],
+            left_open: &[],
         }
     }
 }

@@ -22,13 +22,13 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let fragments = (groups * 8 * 4) as f64;
     Ok(vec![Case {
         family: "mma_chain",
-        fixed: crate::ops::mma_chain::fixed(),
+        fixed: crate::families::mma_chain::fixed(),
         name: format!("mma_chain {groups}x8x4 fragments × {iters} f16"),
         // f32 sums of equal products: the proof's few steps stay near f32's rounding.
         tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 1e-6),
         flops: fragments * 2.0 * 4096.0 * f64::from(iters),
         bytes: fragments * 1024.0,
         outputs: vec![o],
-        plan: Box::new(move |v| Ok(single(crate::ops::mma_chain::plan(&x, &y, iters, v)?))),
+        plan: Box::new(move |v| Ok(single(crate::families::mma_chain::plan(&x, &y, iters, v)?))),
     }])
 }

@@ -10,10 +10,11 @@ use crate::contract::Param;
 use crate::device::DeviceProfile;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
-use crate::ops::{check_no_alias, check_same_device, dtype_value};
+use crate::launch::{check_no_alias, check_same_device, dtype_value};
 use crate::registry::Variant;
 use crate::select::{self, Choice, Key, Request, prefer};
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
 const OP: &str = "mma_chain";
 
@@ -89,7 +90,7 @@ impl select::Call for Call {
                 }),
                 prefer("packed rows", |v| Ok(-i64::from(Design::parse(v)?.pitch))),
             ],
-            ride: &[],
+            left_open: &[],
         }
     }
 }

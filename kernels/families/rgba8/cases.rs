@@ -23,7 +23,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             bytes: (4 * h * w) as f64 * dtype.size() as f64 + (h * w) as f64 * 4.0,
             outputs: vec![Output::Pixels { t: pixels, want }],
             plan: Box::new(move |v| {
-                Ok(single(crate::ops::rgba8::plan(
+                Ok(single(crate::families::rgba8::plan(
                     &planes,
                     &px,
                     100.0,

@@ -6,14 +6,15 @@ pub(crate) mod cases;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::select::Choice;
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
-use crate::ops::{check_no_alias, check_out_shape, check_same_device, choose_widest};
+use crate::launch::{check_no_alias, check_out_shape, check_same_device, plan_elementwise, record};
 
 const OP: &str = "rgba8";
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
-pub type Design = crate::ops::ElementDesign;
+pub type Design = crate::launch::ElementDesign;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -41,9 +42,7 @@ pub fn rgba8_into(
     bias: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let (dispatch, choice) = plan(planes, pixels, scale, bias, named)?;
-    planes.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(planes.gpu(), plan(planes, pixels, scale, bias, named)?)
 }
 
 fn plane_dims(planes: &Tensor) -> Result<[usize; 3]> {
@@ -78,16 +77,16 @@ pub fn plan(
         });
     }
     let count = h * w;
-    let choice = choose_widest(OP, planes, Some(count), named)?;
-    let gpu = planes.gpu();
-    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
-    let groups = gpu.groups(OP, (count as u64).div_ceil(wg))?;
     let params = Params {
         count: count as u32,
         scale,
         bias,
         _pad: 0,
     };
-    let dispatch = Dispatch::new(gpu, &choice.variant, &[planes, pixels], &params, groups)?;
-    Ok((dispatch, choice))
+    plan_elementwise(OP, planes, Some(count), count, named, &[planes, pixels], &params)
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{rgba8, rgba8_into};
 }

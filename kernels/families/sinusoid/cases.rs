@@ -29,7 +29,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             bytes: (2 * waves * n) as f64 * dtype.size() as f64,
             outputs: vec![o],
             plan: Box::new(move |v| {
-                Ok(single(crate::ops::sinusoid::plan(
+                Ok(single(crate::families::sinusoid::plan(
                     &f,
                     &ph,
                     &y,

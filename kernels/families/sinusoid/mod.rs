@@ -6,14 +6,15 @@ pub(crate) mod cases;
 use crate::error::{Error, Result};
 use crate::gpu::{Dispatch, fold_groups};
 use crate::select::Choice;
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
-use crate::ops::{check_no_alias, check_out_shape, check_same_device, choose_widest};
+use crate::launch::{check_no_alias, check_out_shape, check_same_device, choose_elementwise, record};
 
 const OP: &str = "sinusoid";
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
-pub type Design = crate::ops::ElementDesign;
+pub type Design = crate::launch::ElementDesign;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -48,9 +49,7 @@ pub fn sinusoid_into(
     step: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let (dispatch, choice) = plan(freq, phase, out, start, step, named)?;
-    freq.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(freq.gpu(), plan(freq, phase, out, start, step, named)?)
 }
 
 /// Checks the call and prepares its launch.
@@ -95,7 +94,7 @@ pub fn plan(
     let n = out.shape().last().copied().unwrap_or(0);
     check_out_shape(OP, out, &[2 * rows, n])?;
     check_no_alias(OP, out, &[freq, phase])?;
-    let choice = choose_widest(OP, out, Some(n), named)?;
+    let choice = choose_elementwise(OP, out, Some(n), named)?;
     let gpu = freq.gpu();
     let max = gpu.profile().limits.max_compute_workgroups_per_dimension;
     let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
@@ -124,4 +123,9 @@ pub fn plan(
         [x, y, z],
     )?;
     Ok((dispatch, choice))
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{sinusoid, sinusoid_into};
 }

@@ -7,14 +7,15 @@ use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::shape::rows_cols;
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
-use crate::ops::{Rowwise, check_no_alias, check_operands, check_out_shape, choose_rowwise};
+use crate::launch::{Rowwise, check_no_alias, check_operands, check_out_shape, choose_rowwise, record};
 
 const OP: &str = "softmax";
 
 /// What the launcher reads of a variant: dtype, threads per row, how a row is reduced.
-pub type Design = crate::ops::RowDesign;
+pub type Design = crate::launch::RowDesign;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -41,9 +42,7 @@ pub fn softmax_into(
     scale: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let (dispatch, choice) = plan(x, y, causal, scale, named)?;
-    x.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(x.gpu(), plan(x, y, causal, scale, named)?)
 }
 
 /// The selector's call for a softmax over rows of `cols`.
@@ -89,4 +88,9 @@ pub fn plan(
     };
     let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], &params, groups)?;
     Ok((dispatch, choice))
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{softmax, softmax_into};
 }

@@ -29,7 +29,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             bytes: 3.0 * rc * dtype.size() as f64,
             outputs: vec![o],
             plan: Box::new(move |v| {
-                Ok(single(crate::ops::softmax_backward::plan(
+                Ok(single(crate::families::softmax_backward::plan(
                     &p,
                     &dp,
                     &dx,

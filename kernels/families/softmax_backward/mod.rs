@@ -9,21 +9,12 @@ use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
 
-use crate::ops::{check_no_alias, check_operands, check_out_shape, choose_rowwise};
+use crate::launch::{RowParams, check_no_alias, check_operands, check_out_shape, choose_rowwise, record};
 
 const OP: &str = "softmax_backward";
 
 /// What the launcher reads of a variant: dtype, threads per row, how a row is reduced.
-pub type Design = crate::ops::RowDesign;
-
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    rows: u32,
-    cols: u32,
-    scale: f32,
-    _pad: u32,
-}
+pub type Design = crate::launch::RowDesign;
 
 /// dX of y = softmax(scale · x), from the softmax output `p` and the gradient `dp` of y:
 /// dX = scale · p ∘ (dp − rowsum(p ∘ dp)). Masked entries (p = 0) get 0.
@@ -41,9 +32,7 @@ pub fn softmax_backward_into(
     scale: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let (dispatch, choice) = plan(p, dp, dx, scale, named)?;
-    p.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(p.gpu(), plan(p, dp, dx, scale, named)?)
 }
 
 /// Checks the call and prepares its launch.
@@ -68,12 +57,12 @@ pub fn plan(
     let choice = choose_rowwise(OP, p, None, named)?;
     let gpu = p.gpu();
     let groups = gpu.groups(OP, rows as u64)?;
-    let params = Params {
-        rows: rows as u32,
-        cols: cols as u32,
-        scale,
-        _pad: 0,
-    };
+    let params = RowParams::new(rows, cols, scale);
     let dispatch = Dispatch::new(gpu, &choice.variant, &[p, dp, dx], &params, groups)?;
     Ok((dispatch, choice))
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{softmax_backward, softmax_backward_into};
 }

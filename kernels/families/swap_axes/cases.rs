@@ -20,7 +20,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: 0.0,
             bytes: 2.0 * (a * b * c) as f64 * dtype.size() as f64,
             outputs: vec![o],
-            plan: Box::new(move |v| Ok(single(crate::ops::swap_axes::plan(&x, &y, v)?))),
+            plan: Box::new(move |v| Ok(single(crate::families::swap_axes::plan(&x, &y, v)?))),
         });
         if z.full {
             let (x, xa) = inputs.pair(gpu, &[2, a, b, c], dtype)?;
@@ -34,7 +34,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 bytes: 4.0 * (a * b * c) as f64 * dtype.size() as f64,
                 outputs: vec![o],
                 plan: Box::new(move |v| {
-                    Ok(single(crate::ops::swap_axes::plan12(&x, &y, v)?))
+                    Ok(single(crate::families::swap_axes::plan12(&x, &y, v)?))
                 }),
             });
         }

@@ -10,12 +10,12 @@ use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::ops::{check_no_alias, check_operands, check_out_shape, choose_widest};
+use crate::launch::{check_no_alias, check_operands, check_out_shape, plan_elementwise, record};
 
 const OP: &str = "swap_axes";
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
-pub type Design = crate::ops::ElementDesign;
+pub type Design = crate::launch::ElementDesign;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -36,9 +36,7 @@ pub fn swap_axes01(x: &Tensor) -> Result<Tensor> {
 
 /// Writes `x` with its first two axes swapped into `y`.
 pub fn swap_axes01_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
-    let (dispatch, choice) = plan(x, y, named)?;
-    x.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(x.gpu(), plan(x, y, named)?)
 }
 
 /// [a, b, c, d] → [a, c, b, d].
@@ -50,9 +48,7 @@ pub fn swap_axes12(x: &Tensor) -> Result<Tensor> {
 
 /// Writes `x` with its middle two axes swapped into `y`.
 pub fn swap_axes12_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
-    let (dispatch, choice) = plan12(x, y, named)?;
-    x.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(x.gpu(), plan12(x, y, named)?)
 }
 
 fn swapped12(shape: &[usize]) -> Result<Vec<usize>> {
@@ -100,16 +96,16 @@ fn launch(
     check_operands(OP, &[x, y])?;
     check_out_shape(OP, y, want)?;
     check_no_alias(OP, y, &[x])?;
-    let choice = choose_widest(OP, x, None, named)?;
-    let gpu = x.gpu();
-    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
-    let groups = gpu.groups(OP, (x.numel() as u64).div_ceil(wg))?;
     let params = Params {
         a: a as u32,
         b: b as u32,
         c: c as u32,
         outer: outer as u32,
     };
-    let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], &params, groups)?;
-    Ok((dispatch, choice))
+    plan_elementwise(OP, x, None, x.numel(), named, &[x, y], &params)
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{swap_axes01, swap_axes01_into, swap_axes12, swap_axes12_into};
 }

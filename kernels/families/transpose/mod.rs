@@ -7,9 +7,10 @@ use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::registry::Variant;
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
-use crate::ops::{check_no_alias, check_operands, check_out_shape, choose_widest};
+use crate::launch::{check_no_alias, check_operands, check_out_shape, choose_elementwise, record};
 
 const OP: &str = "transpose";
 
@@ -45,9 +46,7 @@ pub fn transpose(x: &Tensor) -> Result<Tensor> {
 
 /// Writes the transpose of `x` into `y`, with the named variant or the selector's choice.
 pub fn transpose_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
-    let (dispatch, choice) = plan(x, y, named)?;
-    x.gpu().record_owned(dispatch)?;
-    Ok(choice)
+    record(x.gpu(), plan(x, y, named)?)
 }
 
 fn transposed_shape(shape: &[usize]) -> Result<Vec<usize>> {
@@ -71,14 +70,19 @@ pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Ch
     check_no_alias(OP, y, &[x])?;
     let (rows, cols) = (want[want.len() - 1], want[want.len() - 2]);
     let batch = x.numel() / (rows * cols);
-    let choice = choose_widest(OP, x, None, named)?;
+    let choice = choose_elementwise(OP, x, None, named)?;
     let gpu = x.gpu();
     let tile = Design::parse(&choice.variant)?.tile.max(1) as usize;
-    let groups = crate::ops::grid(OP, gpu, [cols.div_ceil(tile), rows.div_ceil(tile), batch])?;
+    let groups = crate::launch::grid(OP, gpu, [cols.div_ceil(tile), rows.div_ceil(tile), batch])?;
     let params = Params {
         rows: rows as u32,
         cols: cols as u32,
     };
     let dispatch = Dispatch::new(gpu, &choice.variant, &[x, y], &params, groups)?;
     Ok((dispatch, choice))
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{transpose, transpose_into};
 }

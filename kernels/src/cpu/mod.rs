@@ -1,32 +1,14 @@
 //! The plain CPU path: one obviously correct loop nest per op, written before the WGSL.
 //! The GPU is tested against these, and the speed comparisons name them as the CPU path
 //! (single-threaded, no SIMD intrinsics). Each family's reference lives in its folder
-//! (`families/<family>/cpu.rs`) and is re-exported here; the attention backward, which checks
+//! (`families/<family>/cpu.rs`) and is re-exported here whole; the attention backward, which checks
 //! several families at once, lives here.
 
 mod attention;
 
-pub use crate::families::adamw::cpu::adamw;
-pub use crate::families::add::cpu::add;
-pub use crate::families::cross_entropy::cpu::cross_entropy;
-pub use crate::families::embedding::cpu::embedding;
-pub use crate::families::embedding_backward::cpu::embedding_backward;
-pub use crate::families::flash_fwd::cpu::{Forward, attention, flash_forward};
-pub use crate::families::fma_chain::cpu::fma_chain;
-pub use crate::families::gelu::cpu::gelu;
-pub use crate::families::gelu_backward::cpu::gelu_backward;
-pub use crate::families::layernorm::cpu::{add_layernorm, layernorm};
-pub use crate::families::layernorm_backward::cpu::layernorm_backward;
-pub use crate::families::layernorm_params_backward::cpu::layernorm_params_backward;
-pub use crate::families::matmul::cpu::{linear, linear_gelu, matmul};
-pub use crate::families::matmul_reduce::cpu::matmul_reduce;
-pub use crate::families::mma_chain::cpu::mma_chain;
-pub use crate::families::rgba8::cpu::rgba8;
-pub use crate::families::sinusoid::cpu::sinusoid;
-pub use crate::families::softmax::cpu::softmax;
-pub use crate::families::softmax_backward::cpu::softmax_backward;
-pub use crate::families::swap_axes::cpu::{swap_axes01, swap_axes12};
-pub use crate::families::transpose::cpu::transpose;
+// Every family's reference (`families/<family>/cpu.rs`), written by the build script.
+include!(concat!(env!("OUT_DIR"), "/cpu_exports.rs"));
+
 pub use attention::{Grads, attention_backward, attention_forward_backward, flash_backward};
 
 use crate::error::Result;
@@ -46,6 +28,16 @@ pub(crate) fn check_array(op: &'static str, a: &Array) -> Result<()> {
 }
 
 impl Array {
+    /// Σ self ∘ w in f64: the scalar loss whose gradient with respect to `self` is `w`, as the
+    /// finite-difference checks of the backward references use it.
+    pub fn dot(&self, w: &Array) -> f64 {
+        self.data
+            .iter()
+            .zip(&w.data)
+            .map(|(a, b)| f64::from(*a) * f64::from(*b))
+            .sum()
+    }
+
     /// An array from data and a shape whose element count matches.
     pub fn new(shape: &[usize], data: Vec<f32>) -> Result<Self> {
         shape::check_len("array", shape, data.len())?;

@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
+use crate::dtype::DType;
 use crate::shape::AttentionDims;
-use crate::tensor::DType;
 
 /// Which implementation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -1,0 +1,263 @@
+//! Recording and submitting: op calls append launches to the device's current recording, whose
+//! parameters go into one ring buffer and whose bind groups are cached; `flush` submits it.
+
+use std::sync::atomic::Ordering;
+
+use super::counters::Live;
+use super::device::Gpu;
+use super::dispatch::Dispatch;
+use super::kernel::Kernel;
+use super::memory::{Slice, lock};
+use super::record::{
+    Command, MAX_BIND_GROUPS, MAX_COMMANDS, PassTiming, RING_BYTES, Recorder, Ring, encode,
+    encode_timed,
+};
+use crate::error::{Error, Result};
+
+impl Gpu {
+    /// Appends launches to the current recording (submitted at the next readback or flush).
+    pub fn record(&self, dispatches: &[&Dispatch]) -> Result<()> {
+        for d in dispatches {
+            self.record_owned((*d).clone())?;
+        }
+        Ok(())
+    }
+
+    /// Appends launches to the current recording, taking them.
+    pub(crate) fn record_all(&self, dispatches: Vec<Dispatch>) -> Result<()> {
+        dispatches
+            .into_iter()
+            .try_for_each(|d| self.record_owned(d))
+    }
+
+    /// Appends one launch to the current recording, taking it.
+    pub(crate) fn record_owned(&self, d: Dispatch) -> Result<()> {
+        let slot = self.param_slot(d.params.len() as u64);
+        let mut rec = lock(&self.inner.recorder);
+        if rec.commands.len() >= MAX_COMMANDS || rec.params.len() as u64 + slot > RING_BYTES {
+            drop(rec);
+            self.flush()?;
+            rec = lock(&self.inner.recorder);
+        }
+        let ring = self.ring(&mut rec)?;
+        self.forget_evicted(&mut rec);
+        let offset = rec.params.len() as u32;
+        if d.kernel.uniform.is_some() {
+            rec.params.extend_from_slice(&d.params);
+            rec.params.resize(offset as usize + slot as usize, 0);
+        }
+        let bind = self.bind_group(&mut rec, &d.kernel, &d.buffers, &ring)?;
+        let epoch = self.inner.epoch.load(Ordering::Relaxed);
+        for s in &d.buffers {
+            s.block.used_in.store(epoch, Ordering::Relaxed);
+        }
+        rec.commands.push(Command::Dispatch {
+            kernel: d.kernel,
+            bind,
+            offset,
+            groups: d.groups,
+            _hold: d.buffers,
+        });
+        Live::bump(&self.inner.counters.dispatches, 1);
+        Ok(())
+    }
+
+    /// Appends a buffer-to-buffer copy of `src` into `dst` (same size) to the recording.
+    pub(crate) fn record_copy(&self, src: &Slice, dst: &Slice) -> Result<()> {
+        if src.size != dst.size {
+            return Err(Error::InvalidArgument {
+                op: "copy",
+                detail: format!("{} bytes into {}", src.size, dst.size),
+            });
+        }
+        let epoch = self.inner.epoch.load(Ordering::Relaxed);
+        src.block.used_in.store(epoch, Ordering::Relaxed);
+        dst.block.used_in.store(epoch, Ordering::Relaxed);
+        self.push_command(Command::Copy {
+            src: src.block.raw.clone(),
+            src_offset: src.offset,
+            dst: dst.block.raw.clone(),
+            dst_offset: dst.offset,
+            size: src.size,
+            _hold: vec![src.clone(), dst.clone()],
+        })
+    }
+
+    /// Appends a copy from a buffer outside the pool (query results) into `dst`.
+    pub(crate) fn record_copy_from(&self, src: &wgpu::Buffer, dst: &Slice) -> Result<()> {
+        dst.block
+            .used_in
+            .store(self.inner.epoch.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.push_command(Command::Copy {
+            src: src.clone(),
+            src_offset: 0,
+            dst: dst.block.raw.clone(),
+            dst_offset: dst.offset,
+            size: dst.size,
+            _hold: vec![dst.clone()],
+        })
+    }
+
+    fn push_command(&self, c: Command) -> Result<()> {
+        let mut rec = lock(&self.inner.recorder);
+        if rec.commands.len() >= MAX_COMMANDS {
+            drop(rec);
+            self.flush()?;
+            rec = lock(&self.inner.recorder);
+        }
+        rec.commands.push(c);
+        Ok(())
+    }
+
+    /// Records the launches and submits everything recorded so far.
+    pub fn submit(&self, dispatches: &[&Dispatch]) -> Result<()> {
+        self.record(dispatches)?;
+        self.flush()
+    }
+
+    /// Submits everything recorded so far as one command buffer (nothing when there is none).
+    pub fn flush(&self) -> Result<()> {
+        self.flush_with(None)
+    }
+
+    /// [`flush`](Self::flush), with `extra` encoded after the recording into the same command
+    /// buffer (a display pass drawing what the recording computed): one submission per frame.
+    pub fn flush_with(
+        &self,
+        extra: Option<&mut dyn FnMut(&mut wgpu::CommandEncoder)>,
+    ) -> Result<()> {
+        // The recording stays locked until it is submitted: another thread's flush must not
+        // rewrite the parameter ring between this one's write and its submission.
+        let mut rec = lock(&self.inner.recorder);
+        if rec.commands.is_empty() && extra.is_none() {
+            return Ok(());
+        }
+        self.inner.epoch.fetch_add(1, Ordering::Relaxed);
+        let commands = std::mem::take(&mut rec.commands);
+        let params = std::mem::take(&mut rec.params);
+        let device = &self.inner.device;
+        let queue = &self.inner.queue;
+        if let (Some(ring), false) = (&rec.ring, params.is_empty()) {
+            queue.write_buffer(&ring.buffer, 0, &params);
+            Live::bump(&self.inner.counters.writes, 1);
+        }
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("kiln recording"),
+        });
+        let timing = rec.timing;
+        if timing == PassTiming::Off || !self.profile().features.timestamp_query {
+            encode(&mut encoder, &commands, None);
+        } else {
+            encode_timed(&mut rec, &mut encoder, &commands, timing);
+        }
+        if let Some(extra) = extra {
+            extra(&mut encoder);
+        }
+        queue.submit([encoder.finish()]);
+        Live::bump(&self.inner.counters.submissions, 1);
+        drop(rec);
+        // The recorded buffers may go back to the pool now: later writes to them are ordered
+        // after this submission by the queue.
+        drop(commands);
+        Ok(())
+    }
+
+    /// Bytes one launch's parameters take in the ring: the block rounded up to the device's
+    /// uniform offset alignment.
+    pub(super) fn param_slot(&self, len: u64) -> u64 {
+        let align = u64::from(self.inner.uniform_align).max(16);
+        len.max(16).next_multiple_of(align)
+    }
+
+    fn ring(&self, rec: &mut Recorder) -> Result<wgpu::Buffer> {
+        if let Some(r) = &rec.ring {
+            return Ok(r.buffer.clone());
+        }
+        let buffer = self.inner.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("kiln params ring"),
+            size: RING_BYTES,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Live::bump(&self.inner.counters.buffers_created, 1);
+        let id = self.inner.pool.next_id();
+        rec.ring = Some(Ring {
+            id,
+            buffer: buffer.clone(),
+        });
+        Ok(buffer)
+    }
+
+    /// Drops cached bind groups that hold buffers the pool let go of.
+    fn forget_evicted(&self, rec: &mut Recorder) {
+        let gone = self.inner.pool.take_evicted();
+        if !gone.is_empty() {
+            rec.binds
+                .retain(|(_, slices), _| !slices.iter().any(|(id, ..)| gone.contains(id)));
+        }
+    }
+
+    fn bind_group(
+        &self,
+        rec: &mut Recorder,
+        kernel: &Kernel,
+        buffers: &[Slice],
+        ring: &wgpu::Buffer,
+    ) -> Result<wgpu::BindGroup> {
+        let ring_id = rec.ring.as_ref().map_or(0, |r| r.id);
+        let mut slices: Vec<(u64, u64, u64)> = buffers.iter().map(Slice::key).collect();
+        if let Some((_, size)) = kernel.uniform {
+            slices.push((ring_id, 0, size));
+        }
+        let key = (kernel.id, slices);
+        if let Some(b) = rec.binds.get(&key) {
+            return Ok(b.clone());
+        }
+        let bind = self.create_bind_group(kernel, buffers, Some(ring))?;
+        if rec.binds.len() >= MAX_BIND_GROUPS {
+            rec.binds.clear();
+        }
+        rec.binds.insert(key, bind.clone());
+        Ok(bind)
+    }
+
+    pub(super) fn create_bind_group(
+        &self,
+        kernel: &Kernel,
+        buffers: &[Slice],
+        params: Option<&wgpu::Buffer>,
+    ) -> Result<wgpu::BindGroup> {
+        let mut entries: Vec<wgpu::BindGroupEntry> = kernel
+            .storage
+            .iter()
+            .zip(buffers)
+            .map(|(&binding, s)| wgpu::BindGroupEntry {
+                binding,
+                resource: wgpu::BindingResource::Buffer(s.binding()),
+            })
+            .collect();
+        if let Some((binding, size)) = kernel.uniform {
+            let buffer = params.ok_or_else(|| Error::InvalidArgument {
+                op: "dispatch",
+                detail: format!("{}: no parameter buffer", kernel.label),
+            })?;
+            entries.push(wgpu::BindGroupEntry {
+                binding,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer,
+                    offset: 0,
+                    size: wgpu::BufferSize::new(size.next_multiple_of(16)),
+                }),
+            });
+        }
+        Live::bump(&self.inner.counters.bind_groups_created, 1);
+        Ok(self
+            .inner
+            .device
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(&kernel.label),
+                layout: &kernel.layout,
+                entries: &entries,
+            }))
+    }
+}
