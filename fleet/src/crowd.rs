@@ -99,7 +99,7 @@ pub struct Unmet {
     pub class: String,
     pub family: String,
     pub bucket: String,
-    /// `merge::scope_of`: the dtype, and whether causal.
+    /// `merge::scope_of`: the dtype, and whether causal, from the variant's typed values.
     pub scope: String,
     /// The most devices that timed any one eligible variant.
     pub devices: usize,

@@ -10,6 +10,7 @@ pub mod error;
 pub mod export;
 mod json;
 pub mod merge;
+mod parse;
 pub mod report;
 pub mod review;
 pub mod show;

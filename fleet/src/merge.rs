@@ -4,8 +4,9 @@
 //! `crate::crowd` instead.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
 
-use kiln::{TunedEntry, TunedTable};
+use kiln::{Registry, TunedEntry, TunedTable};
 use serde::Serialize;
 
 use crate::report::{Outcome, Report};
@@ -15,16 +16,21 @@ use crate::report::{Outcome, Report};
 /// takes only an entry whose variant takes the call), so each scope gets its own pick.
 pub type Key = (String, String, String, String);
 
-/// The values of a variant that a call fixes and a tuned entry cannot leave open: its dtype and
-/// whether it is causal, as `f32` or `f16 causal`. The registry names every variant after them
-/// (`f32_wg256`, `f16_d64_…_causal`; fleet/tests/fleet.rs holds it to that).
-pub fn scope_of(variant: &str) -> String {
-    let dtype = variant.split('_').next().unwrap_or(variant);
-    if variant.ends_with("_causal") {
-        format!("{dtype} causal")
-    } else {
-        dtype.to_string()
-    }
+/// The scope of `family`'s `variant` (`kiln::registry::Scope`: its dtype and whether it is
+/// causal, as `f32` or `f16 causal`), read from the variant's typed values in this build's
+/// registry. A variant this build does not have is its own scope, `not in this build`: it can
+/// never share a pick with one the selector can run.
+pub fn scope_of(family: &str, variant: &str) -> String {
+    builtin()
+        .and_then(|r| r.variant(family, variant).ok())
+        .and_then(|v| v.scope().ok())
+        .map_or_else(|| "not in this build".to_string(), |s| s.to_string())
+}
+
+/// This build's registry, loaded once (`None` if it fails to load, which its own tests forbid).
+fn builtin() -> Option<&'static Registry> {
+    static REGISTRY: OnceLock<Option<Registry>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Registry::builtin().ok()).as_ref()
 }
 
 /// The key of a result or pick of `variant` in (class, family, bucket).
@@ -33,7 +39,7 @@ pub fn key_of(class: &str, family: &str, bucket: &str, variant: &str) -> Key {
         class.to_string(),
         family.to_string(),
         bucket.to_string(),
-        scope_of(variant),
+        scope_of(family, variant),
     )
 }
 

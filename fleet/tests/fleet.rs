@@ -379,8 +379,9 @@ fn each_dtype_and_causal_form_of_a_bucket_gets_its_own_pick() {
 }
 
 #[test]
-fn every_variants_name_carries_its_scope() {
-    // The merge reads a variant's scope from its name: hold every variant of the registry to it.
+fn every_variants_scope_is_read_from_its_values() {
+    // The merge keys on the scope the registry reads from a variant's typed values; hold it to
+    // those values for every variant, and a variant this build lacks to a scope of its own.
     let registry = kiln::Registry::builtin().unwrap();
     let mut checked = 0;
     for contract in registry.contracts() {
@@ -392,11 +393,15 @@ fn every_variants_name_carries_its_scope() {
             } else {
                 dtype.to_string()
             };
-            assert_eq!(merge::scope_of(&v.name), want, "{}", v.name);
+            assert_eq!(merge::scope_of(&v.family, &v.name), want, "{}", v.name);
             checked += 1;
         }
     }
     assert!(checked > 1000, "{checked} variants");
+    assert_eq!(
+        merge::scope_of("matmul", "f32_no_such_variant"),
+        "not in this build"
+    );
 }
 
 #[test]
