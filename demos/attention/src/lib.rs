@@ -5,7 +5,10 @@
 pub mod demo;
 pub mod encoder;
 pub mod heatmap;
+pub mod load;
+mod measure;
 pub mod model;
+pub mod stages;
 pub mod tokenizer;
 pub mod walkthrough;
 

@@ -4,11 +4,11 @@
 //! walkthrough runs on it too: every stage's visual from a CPU forward pass, the kernels
 //! rendered for a stored profile.
 
-use attention::demo::{
-    cpu_forward, encode, kernel_choices, pick_model, stages, token_summary, view_notes,
-};
+use attention::demo::{token_summary, view_notes};
 use attention::heatmap::{self, Labels};
+use attention::load::{cpu_forward, encode, pick_model};
 use attention::model::Model;
+use attention::stages::{kernel_choices, stages};
 use attention::tokenizer::{Tokenizer, Tokens};
 use attention::walkthrough::{self, Scene, Trace};
 use kiln_app::talk::{Stored, Target};

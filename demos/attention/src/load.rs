@@ -1,0 +1,133 @@
+//! Loading: the model (MiniLM from its folder, or the built-in synthetic weights), its tokenizer
+//! and its weights on the GPU; a text's tokens; one forward pass on either path.
+
+use kiln_app::kiln::cpu::Array;
+use kiln_app::kiln::{self, DType, Gpu, Tensor};
+
+use crate::encoder::{self, Forward};
+use crate::model::{Model, ModelError, Weights};
+use crate::tokenizer::{Tokenizer, Tokens};
+
+/// Where `scripts/fetch-model.sh` unpacks all-MiniLM-L6-v2.
+pub const DEFAULT_MODEL_DIR: &str = "models/all-minilm-l6-v2";
+pub const DEFAULT_TEXT: &str = "The cat sat on the mat because it was tired.";
+
+/// The model, its tokenizer and its weights on the GPU.
+#[derive(Debug)]
+pub struct Loaded {
+    pub model: Model,
+    pub tokenizer: Tokenizer,
+    pub gpu_weights: Weights<Tensor>,
+}
+
+impl Loaded {
+    /// The model named by `--model` (a directory, or `synthetic`), else the fetched MiniLM
+    /// when present, else the built-in synthetic weights.
+    pub fn new(gpu: &Gpu, choice: Option<&str>) -> Result<Loaded, ModelError> {
+        let model = pick_model(choice)?;
+        Ok(Loaded {
+            tokenizer: Tokenizer::new(&model.vocab)?,
+            gpu_weights: model.upload(gpu)?,
+            model,
+        })
+    }
+
+    pub fn encode(&self, text: &str) -> Result<Tokens, ModelError> {
+        encode(&self.model, &self.tokenizer, text)
+    }
+
+    fn heads(&self) -> usize {
+        self.model.config.num_attention_heads
+    }
+
+    fn eps(&self) -> f32 {
+        self.model.config.layer_norm_eps
+    }
+
+    /// The forward pass on the GPU: the results stay there until read.
+    pub fn gpu_forward(&self, gpu: &Gpu, ids: &[u32]) -> Result<Forward<Tensor>, ModelError> {
+        let rows = self.model.embedding_rows(ids)?;
+        let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32);
+        let rows = [up(&rows[0])?, up(&rows[1])?, up(&rows[2])?];
+        let path = kiln::GpuBackend { gpu: gpu.clone() };
+        Ok(encoder::forward(
+            &path,
+            &rows,
+            &self.gpu_weights,
+            self.heads(),
+            self.eps(),
+        )?)
+    }
+
+    /// The same forward pass on the CPU path.
+    pub fn cpu_forward(&self, ids: &[u32]) -> Result<Forward<Array>, ModelError> {
+        cpu_forward(&self.model, ids)
+    }
+
+    pub fn describe(&self) -> String {
+        let c = &self.model.config;
+        format!(
+            "{} layers, {} heads, hidden {}, vocabulary {} — {}",
+            c.num_hidden_layers,
+            c.num_attention_heads,
+            c.hidden_size,
+            c.vocab_size,
+            self.model.source
+        )
+    }
+}
+
+/// The model named by `--model` (a directory, or `synthetic`), else the fetched MiniLM when
+/// present (in the browser: the model the page fetched), else the built-in synthetic weights.
+pub fn pick_model(choice: Option<&str>) -> Result<Model, ModelError> {
+    match choice {
+        Some("synthetic") => Model::synthetic(),
+        dir => match kiln_app::model_files(dir, DEFAULT_MODEL_DIR).map_err(ModelError::File)? {
+            Some(f) => Model::load(&f.source, &f.config, &f.weights, &f.vocab),
+            None => Model::synthetic(),
+        },
+    }
+}
+
+/// The tokens the demo draws for a text: as many as the model takes (its position table's
+/// length); a longer text is cut there, and `Tokens::full` says how long it was.
+pub fn encode(model: &Model, tokenizer: &Tokenizer, text: &str) -> Result<Tokens, ModelError> {
+    tokenizer.encode(text, model.config.max_position_embeddings)
+}
+
+/// A forward pass on the CPU path (the GPU is not needed: also the page's fallback without WebGPU).
+pub fn cpu_forward(model: &Model, ids: &[u32]) -> Result<Forward<Array>, ModelError> {
+    let rows = model.embedding_rows(ids)?;
+    let c = &model.config;
+    Ok(encoder::forward(
+        &kiln::CpuBackend::plain(),
+        &rows,
+        &model.weights,
+        c.num_attention_heads,
+        c.layer_norm_eps,
+    )?)
+}
+
+/// Reads a GPU forward pass back: every hidden state and attention matrix.
+pub async fn read_forward(f: &Forward<Tensor>) -> kiln::Result<(Vec<Vec<f32>>, Vec<Vec<f32>>)> {
+    let mut hidden = Vec::new();
+    for h in &f.hidden {
+        hidden.push(h.read().await?);
+    }
+    let mut probs = Vec::new();
+    for p in &f.probs {
+        probs.push(p.read().await?);
+    }
+    Ok((hidden, probs))
+}
+
+/// A model error as kiln's, for the code that returns kiln's `Result`.
+pub(crate) fn model_error(e: ModelError) -> kiln::Error {
+    match e {
+        ModelError::Kiln(k) => k,
+        other => kiln::Error::Parse {
+            what: "model".into(),
+            detail: other.to_string(),
+        },
+    }
+}

@@ -1,0 +1,191 @@
+//! `attention --bench`: the forward pass timed on each path, where its wall time goes, and the
+//! paths compared layer by layer.
+
+use kiln_app::kiln::cpu::{self, Array};
+use kiln_app::kiln::{self, Gpu, bench};
+use kiln_app::{BenchReport, Image, Options};
+use web_time::Instant;
+
+use crate::heatmap;
+
+use crate::load::{DEFAULT_TEXT, Loaded, model_error, read_forward};
+
+/// One forward pass on the GPU path as a user runs it: the token rows uploaded, every layer
+/// recorded, one submission, the last hidden state read back.
+async fn gpu_forward_read(gpu: &Gpu, loaded: &Loaded, ids: &[u32]) -> kiln::Result<()> {
+    let f = loaded.gpu_forward(gpu, ids).map_err(model_error)?;
+    if let Some(h) = f.hidden.last() {
+        h.read().await?;
+    }
+    Ok(())
+}
+
+/// Where one forward's wall time goes (medians of `runs`, ms): `record`, the CPU recording
+/// every op (the token rows gathered and uploaded included); `submit`, encoding the recording
+/// into a command buffer and submitting it; `gpu`, the GPU's time for that submission (timestamps
+/// around the whole pass); `wait_read`, from the submission to the last hidden state on the CPU
+/// (the GPU's time, the readback's copy and map, and the round trip). Reading back after an
+/// explicit flush costs a second, one-copy submission that a plain forward does not have.
+async fn wall_breakdown(
+    gpu: &Gpu,
+    loaded: &Loaded,
+    ids: &[u32],
+    runs: usize,
+) -> kiln::Result<serde_json::Value> {
+    let timed = gpu.profile().features.timestamp_query;
+    if timed {
+        gpu.set_pass_timing(kiln::gpu::PassTiming::PerSubmission)?;
+    }
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let (mut record, mut submit, mut wait_read, mut pass) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..runs.max(1) {
+        let start = Instant::now();
+        let f = loaded.gpu_forward(gpu, ids).map_err(model_error)?;
+        record.push(ms(start));
+        let start = Instant::now();
+        gpu.flush()?;
+        submit.push(ms(start));
+        let start = Instant::now();
+        if let Some(h) = f.hidden.last() {
+            h.read().await?;
+        }
+        wait_read.push(ms(start));
+        if timed {
+            let times = gpu.take_pass_times().await?;
+            pass.push(times.first().map_or(0.0, |t| t.ms));
+        }
+    }
+    if timed {
+        gpu.set_pass_timing(kiln::gpu::PassTiming::Off)?;
+    }
+    Ok(serde_json::json!({
+        "record": bench::median(&record), "submit": bench::median(&submit),
+        "gpu": bench::median(&pass), "wait_read": bench::median(&wait_read),
+        "runs": runs.max(1),
+    }))
+}
+
+/// Times one forward pass on each path with the wall clock: the GPU from upload to the last
+/// hidden state read back (after `warm_ms` of warm-up, so the clocks are up), then the CPU path.
+pub(crate) async fn time_paths(
+    gpu: &Gpu,
+    loaded: &Loaded,
+    ids: &[u32],
+    repeats: usize,
+    warm_ms: f64,
+    cpu_budget_s: f64,
+) -> kiln::Result<(bench::Timing, bench::Timing)> {
+    bench::warm_up(async || gpu_forward_read(gpu, loaded, ids).await, warm_ms).await?;
+    let mut samples = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        let start = Instant::now();
+        gpu_forward_read(gpu, loaded, ids).await?;
+        samples.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    let g = bench::Timing::from_samples(bench::Clock::WallClock, 1, samples)?;
+    let c = bench::time_cpu(0, repeats, cpu_budget_s, || {
+        let _ = loaded.cpu_forward(ids);
+    })?;
+    Ok((g, c))
+}
+
+/// `attention --bench`: tokens, kernels, GPU and CPU time per forward pass, the paths
+/// compared layer by layer, `--dump` for the parity script, the heatmaps as PNG.
+pub(crate) async fn bench_report(gpu: &Gpu, options: &Options) -> kiln::Result<BenchReport> {
+    let loaded = Loaded::new(gpu, options.model.as_deref()).map_err(model_error)?;
+    let text = options.text.clone().unwrap_or_else(|| DEFAULT_TEXT.into());
+    let max = loaded.model.config.max_position_embeddings;
+    let tokens = loaded.tokenizer.encode(&text, max).map_err(model_error)?;
+    // The GPU first, its clocks brought up (a forward leaves it idle between submissions, so
+    // it can time steadily at low clocks), before the long CPU phase; then where its time goes.
+    bench::heat(gpu, 500.0).await?;
+    let warm = bench::warm_up_budget_ms(gpu, 3000.0);
+    let (g, c) = time_paths(gpu, &loaded, &tokens.ids, options.frames, warm, 30.0).await?;
+    bench::heat(gpu, 300.0).await?;
+    bench::warm_up(
+        async || gpu_forward_read(gpu, &loaded, &tokens.ids).await,
+        bench::warm_up_budget_ms(gpu, 1000.0),
+    )
+    .await?;
+    let profile = bench::profile_unit(
+        gpu,
+        async || gpu_forward_read(gpu, &loaded, &tokens.ids).await,
+        options.frames.clamp(1, 50),
+    )
+    .await?;
+
+    let breakdown = wall_breakdown(gpu, &loaded, &tokens.ids, options.frames.clamp(1, 50)).await?;
+
+    let f = loaded.gpu_forward(gpu, &tokens.ids).map_err(model_error)?;
+    let (hidden, probs) = read_forward(&f).await?;
+    let reference = loaded.cpu_forward(&tokens.ids).map_err(model_error)?;
+    let errors = |got: &[Vec<f32>], want: &[Array]| -> Vec<f64> {
+        got.iter()
+            .zip(want)
+            .map(|(g, w)| cpu::rel_l2(g, &w.data))
+            .collect()
+    };
+    let hidden_err = errors(&hidden, &reference.hidden);
+    let probs_err = errors(&probs, &reference.probs);
+    let worst = hidden_err
+        .iter()
+        .chain(&probs_err)
+        .copied()
+        .fold(0.0, f64::max);
+    const TOLERANCE: f64 = 1e-4;
+
+    if let Some(path) = &options.dump {
+        let c = &loaded.model.config;
+        let dump = serde_json::json!({
+            "text": text, "tokens": tokens.tokens, "ids": tokens.ids,
+            "weights": loaded.model.source, "synthetic": loaded.model.synthetic,
+            "config": c, "path": "GPU", "adapter": gpu.profile().name,
+            "hidden_states": hidden, "attentions": probs,
+        });
+        kiln_app::write_file(path, dump.to_string().as_bytes())?;
+    }
+    let n = tokens.ids.len();
+    let img = heatmap::grid(n, &probs, loaded.model.config.num_attention_heads);
+    let kernels: Vec<String> = gpu
+        .compiled()
+        .into_iter()
+        .map(|(family, variant)| format!("{family} {variant}"))
+        .collect();
+    let report = BenchReport {
+        demo: "attention".into(),
+        adapter: gpu.profile().name.clone(),
+        backend: gpu.profile().backend.clone(),
+        settings: format!("{n} tokens; {}", loaded.describe()),
+        gpu: g,
+        cpu: c,
+        checks: serde_json::json!({
+            "unit": "one forward pass (embeddings and every layer) per frame",
+            "gpu_clock_note": "wall clock from the token rows uploaded to the last hidden state read back: the 20 lines record every op into one submission",
+            "per_forward": profile.counts,
+            "gpu_timestamp_ms_per_forward": profile.gpu_ms,
+            "gpu_ms_by_family": profile.by_family,
+            "wall_breakdown_ms_per_forward": breakdown,
+            "tokens": tokens.tokens, "ids": tokens.ids,
+            "synthetic_weights": loaded.model.synthetic, "weights": loaded.model.source,
+            "kernels": kernels,
+            "rel_l2_gpu_vs_cpu_hidden_per_layer": hidden_err,
+            "rel_l2_gpu_vs_cpu_attention_per_layer": probs_err,
+            "tolerance": TOLERANCE, "agree": worst <= TOLERANCE,
+            "cpu_path": "the same encoder function on kiln::cpu (plain single-threaded loops)",
+        }),
+        image: Some(Image {
+            width: img.width as u32,
+            height: img.height as u32,
+            rgba: img.rgba(),
+        }),
+    };
+    if worst > TOLERANCE || worst.is_nan() {
+        return Err(kiln::Error::InvalidArgument {
+            op: "attention",
+            detail: format!(
+                "the GPU and CPU paths disagree: relative L2 error {worst:.3e} over {TOLERANCE:.0e}"
+            ),
+        });
+    }
+    Ok(report)
+}
