@@ -7,7 +7,7 @@
 // and how many of each kernel family's variants it is offered. `info` is the fleet-web wasm's
 // `device()` or `walkthrough()` JSON: { profile: DeviceProfile, class, offered: [{ family, here, all }] }.
 
-import { el } from './talk.js';
+import { el } from './dom.js';
 
 // ---- can the GPU paths run here? ----
 

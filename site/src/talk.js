@@ -1,7 +1,9 @@
 // Shared by every page: presenter mode (a demo's walkthrough, one stage at a time, driven from the
-// keyboard, the stage kept in the URL), the kernel-source view (the variants chosen for this
-// device, why, and the WGSL rendered for it, template values marked), and the one explanation
-// for a browser whose GPU paths cannot run (no WebGPU, no adapter, not a secure context).
+// keyboard, the stage kept in the URL, the audience and speaker windows kept in step) and
+// window.kiln, the page's side of what the wasm demos publish. Its parts live beside it: the
+// kernel-source view (kernel-view.js), the explanation for a browser whose GPU paths cannot run
+// (no-webgpu.js), the speaker view (speaker.js), the QR code (qr.js), the offline copy
+// (offline.js), and the DOM helpers (dom.js).
 //
 // window.kiln:
 //   publish(what, json)  from wasm (kiln-app): 'stages' or 'kernels', as JSON text; any other
@@ -19,6 +21,16 @@
 // a QR code of the page, B (or .) blanks the screen, and a service worker (sw.js) keeps the
 // whole site for offline use (secure contexts only); body[data-offline] says how far it got.
 
+import { codeBlock, el } from './dom.js';
+import { showKernels } from './kernel-view.js';
+import { TITLES, explainNoWebGPU } from './no-webgpu.js';
+import { offline } from './offline.js';
+import { showQr } from './qr.js';
+import { buildSpeaker, openSpeaker } from './speaker.js';
+
+// `el` stays importable from here for the pages' own scripts.
+export { el };
+
 const params = new URLSearchParams(location.search);
 const presenting = params.has('talk');
 const embedded = params.has('embed');
@@ -27,23 +39,6 @@ const speaker = presenting && !embedded && params.has('speaker');
 const listeners = [];
 let stages = [];
 let current = Math.max(0, (parseInt(params.get('stage') ?? '1', 10) || 1) - 1);
-
-// An element with attributes and children (text nodes, never markup: names are data).
-export const el = (tag, attrs = {}, ...children) => {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  e.append(...children);
-  return e;
-};
-
-// Code with the pieces that came from template values in <mark>.
-function codeBlock(code) {
-  const inner = el('code', { class: `language-${code.language}` });
-  for (const p of code.pieces) {
-    inner.append(p.marked ? el('mark', { title: 'a template value, rendered for this device' }, p.text) : p.text);
-  }
-  return el('pre', { class: 'code' }, inner);
-}
 
 // ---- presenter mode ----
 
@@ -112,7 +107,7 @@ function show() {
   if (speaker) {
     const next = stages[current + 1];
     panel.querySelector('#speaker-next').textContent = next ? `Next: ${next.title}` : 'Next: (the last stage)';
-  } else showQr();
+  } else showQr(current === 0);
   panel.dataset.ready = 'true';
   for (const fn of listeners) fn(current);
 }
@@ -172,7 +167,7 @@ function navigate(key) {
   return handled;
 }
 
-// ---- the speaker view, blanking and the QR code ----
+// ---- the two windows in step, and blanking ----
 
 // Every presenter window of this page (the audience's and the speaker's) shares one channel:
 // { type: 'stage', stage } and { type: 'blank', on } follow a move in either; a window that
@@ -214,172 +209,9 @@ function blank(on) {
   }
 }
 
-function openSpeaker() {
-  const url = new URL(location.href);
-  url.searchParams.set('speaker', '');
-  const href = url.toString().replace(/([?&](?:talk|speaker))=(?=&|$)/g, '$1');
-  // One speaker window per page: the name brings an open one forward.
-  window.open(href, `kiln-speaker:${location.pathname}`, 'popup,width=1280,height=800');
-}
-
-// The speaker's bar: the timer (from the window's opening, or the last reset), the next
-// stage's title, whether the audience screen is blank, and whether the offline copy is ready.
-function buildSpeaker() {
-  const timer = el('span', { id: 'speaker-timer', role: 'timer', 'aria-label': 'time elapsed' }, '0:00');
-  const reset = el('button', { id: 'speaker-reset', type: 'button' }, 'Reset timer');
-  let start = Date.now();
-  const tick = () => {
-    const s = Math.floor((Date.now() - start) / 1000);
-    const mm = String(Math.floor(s / 60) % 60);
-    const ss = String(s % 60).padStart(2, '0');
-    timer.textContent = s >= 3600 ? `${Math.floor(s / 3600)}:${mm.padStart(2, '0')}:${ss}` : `${mm}:${ss}`;
-  };
-  reset.addEventListener('click', () => { start = Date.now(); tick(); });
-  setInterval(tick, 250);
-  return el('div', { id: 'speaker' },
-    el('div', { class: 'speaker-bar' }, el('strong', {}, 'Speaker view'), timer, reset,
-      el('span', { id: 'speaker-blank', class: 'warn' }, '')),
-    el('p', { id: 'speaker-next' }, ''),
-    el('p', { id: 'speaker-offline', class: 'muted' }, ''));
-}
-
-// The first stage shows a QR code of this page (without the walkthrough's parameters), so the
-// audience can open it; qrcode-generator is vendored into the site by scripts/build-site.sh.
-let qrFor = null;
-async function showQr() {
-  const figure = document.getElementById('talk-qr');
-  if (!figure) return;
-  figure.hidden = current !== 0;
-  const target = location.origin + location.pathname;
-  if (current !== 0 || qrFor === target) return;
-  qrFor = target;
-  const local = /^(localhost|127\.|\[::1\])/.test(location.hostname);
-  const caption = el('figcaption', {}, 'This page: ', el('span', { class: 'qr-url' }, target),
-    local ? ' (this machine only: the audience needs the hosted address)' : '');
-  try {
-    const { qrcode } = await import('./vendor/qrcode.mjs');
-    const qr = qrcode(0, 'M');
-    qr.addData(target, 'Byte');
-    qr.make();
-    const n = qr.getModuleCount();
-    let d = '';
-    for (let r = 0; r < n; r++) {
-      for (let c = 0; c < n; c++) if (qr.isDark(r, c)) d += `M${c + 4} ${r + 4}h1v1h-1z`;
-    }
-    const ns = 'http://www.w3.org/2000/svg';
-    const svg = document.createElementNS(ns, 'svg');
-    svg.setAttribute('viewBox', `0 0 ${n + 8} ${n + 8}`);
-    svg.setAttribute('role', 'img');
-    svg.setAttribute('aria-label', `QR code of ${target}`);
-    svg.setAttribute('shape-rendering', 'crispEdges');
-    const back = document.createElementNS(ns, 'rect');
-    for (const [k, v] of [['width', n + 8], ['height', n + 8], ['fill', '#fff']]) back.setAttribute(k, v);
-    const dots = document.createElementNS(ns, 'path');
-    dots.setAttribute('d', d);
-    dots.setAttribute('fill', '#000');
-    svg.append(back, dots);
-    figure.replaceChildren(svg, caption);
-  } catch {
-    // Without the vendored encoder the address stays, as text.
-    figure.replaceChildren(caption);
-  }
-  figure.dataset.url = target;
-}
-
-// ---- offline mode ----
-
-// The service worker (sw.js) keeps every file of the build (offline.json lists them) in one
-// cache, so a walkthrough opened once runs again with the network off. Only a secure context
-// has service workers. A new build takes over at once (the pages it takes over reload, below).
-async function offline() {
-  const say = (state, text) => {
-    document.body.dataset.offline = state;
-    const line = document.getElementById('speaker-offline');
-    if (line) line.textContent = text;
-  };
-  if (!window.isSecureContext || !('serviceWorker' in navigator)) {
-    say('unavailable', 'Offline copy: none (service workers need HTTPS or localhost).');
-    return;
-  }
-  try {
-    say('caching', 'Offline copy: caching the site…');
-    await navigator.serviceWorker.register(new URL('sw.js', import.meta.url));
-    await navigator.serviceWorker.ready;
-    const manifest = await (await fetch(new URL('offline.json', import.meta.url))).json();
-    const cache = await caches.open(manifest.cache);
-    const held = await Promise.all(manifest.files.map((f) => cache.match(new URL(f, import.meta.url))));
-    const missing = held.filter((r) => !r).length;
-    if (missing) say('partial', `Offline copy: ${missing} of ${manifest.files.length} files missing.`);
-    else {
-      say('ready', `Offline copy: ready — the whole site (${manifest.files.length} files, ` +
-        `${(manifest.bytes / 1e6).toFixed(1)} MB) is kept in this browser.`);
-    }
-  } catch (e) {
-    say('unavailable', `Offline copy: none (${e.message ?? e}).`);
-  }
-}
-
-// ---- kernel-source view ----
-
-function showKernels(list) {
-  const section = document.getElementById('kernels');
-  if (!section) return;
-  // Without a device the view keeps noWebGPU's sentence.
-  if (!list.length && document.body.dataset.webgpu === 'missing') return;
-  let box = section.querySelector('div.kernel-list');
-  if (!box) {
-    section.querySelector('.kernel-list')?.remove();
-    box = el('div', { class: 'kernel-list' });
-    section.append(box);
-  }
-  if (!list.length) {
-    box.replaceChildren(el('p', { class: 'muted' }, 'No GPU kernels run here.'));
-    return;
-  }
-  box.replaceChildren(...list.map((k) => {
-    const values = el('table', { class: 'figures values' },
-      el('caption', {}, 'Template variables'),
-      ...k.values.map(([n, v]) => el('tr', {}, el('th', { scope: 'row' }, n), el('td', {}, v))));
-    return el('details', { class: 'kernel', 'data-family': k.family },
-      el('summary', {}, el('code', {}, k.family), ' ', el('code', {}, k.variant), ` — ${k.reason}`),
-      values,
-      el('p', { class: 'muted' }, `${k.code.caption}; highlighted: text that came from the template's variables.`),
-      codeBlock(k.code));
-  }));
-  section.dataset.ready = 'true';
-}
-
-// ---- no WebGPU ----
-
-const TITLES = {
-  insecure: 'WebGPU needs a secure page',
-  'no-webgpu': 'No WebGPU in this browser',
-  'no-adapter': 'No WebGPU adapter',
-};
-
-// The explanation for a page whose GPU paths cannot run: `missing` is device.js's answer
-// ({ state, reason, fix }; a bare sentence is taken as the reason), `fallback` what the page
-// does instead. The kernel-source view, which needs a device, says so instead of staying empty.
+// The no-WebGPU explanation (no-webgpu.js), and in presenter mode the panel's words too.
 function noWebGPU(missing, fallback) {
-  const m = typeof missing === 'string' ? { state: 'no-webgpu', reason: missing, fix: '' } : missing;
-  const error = document.getElementById('error');
-  const text = [m.reason, m.fix, fallback].filter(Boolean).join(' ');
-  if (error) {
-    // What is wrong and its fix, then what the page does instead.
-    error.replaceChildren(el('p', { class: 'why' }, [m.reason, m.fix].filter(Boolean).join(' ')),
-      ...(fallback ? [' ', el('p', { class: 'instead' }, fallback)] : []));
-    error.style.display = 'block';
-  }
-  document.body.dataset.webgpu = 'missing';
-  document.body.dataset.webgpuState = m.state;
-  const kernels = document.getElementById('kernels');
-  if (kernels && !kernels.querySelector('.kernel-list')) {
-    kernels.append(el('p', { class: 'kernel-list muted' },
-      'No kernel source here: the kernels are rendered for the device in hand, and this browser ' +
-      'offers none (see the explanation at the top of the page).' +
-      (kernels.dataset.storedKernels !== undefined
-        ? ' The walkthrough shows them rendered for the limits every WebGPU device guarantees.' : '')));
-  }
+  const { m, text, error } = explainNoWebGPU(missing, fallback);
   if (panel && !stages.length) {
     panel.querySelector('#talk-title').textContent = TITLES[m.state] ?? TITLES['no-webgpu'];
     panel.querySelector('#talk-text').textContent = text;

@@ -98,7 +98,8 @@ test('a new build replaces the old cache, and an open walkthrough reloads at its
 <title>Kiln · test</title><link rel="icon" href="data:,"><link rel="stylesheet" href="style.css"></head>
 <body><main><div id="error"></div></main><script type="module" src="talk.js"></script>
 <script type="module">kiln.setStages(${JSON.stringify(stages)});</script></body></html>`);
-  const files = ['t.html', 'talk.js', 'style.css', 'vendor/qrcode.mjs', 'offline.json'];
+  const files = ['t.html', 'talk.js', 'dom.js', 'kernel-view.js', 'no-webgpu.js', 'offline.js', 'qr.js',
+    'speaker.js', 'style.css', 'vendor/qrcode.mjs', 'offline.json'];
   build(dir, 'one', files);
   const site = await serve(dir);
   t.after(() => site.close());
