@@ -6,7 +6,7 @@
 //! reports: a campaign writes `gb_per_s = bytes / median` and `gflop_per_s = flops / median`
 //! from the case table's model, which every campaign of one scale shares.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use kiln::DType;
 
@@ -29,15 +29,22 @@ pub struct CaseModel {
 #[derive(Clone, Debug, Default)]
 pub struct CaseModels {
     cases: BTreeMap<String, CaseModel>,
+    /// (class, family, variant) that some curated device of the class ran right.
+    right: HashSet<(String, String, String)>,
 }
 
 impl CaseModels {
     /// The models of every case an `ok` result of `curated` timed.
     pub fn from_curated(curated: &[Report]) -> CaseModels {
         let mut cases = BTreeMap::new();
+        let mut right = HashSet::new();
         for report in curated {
             let software = report.device.is_software();
+            let class = report.device.class();
             for r in &report.results {
+                if r.outcome == Outcome::Ok {
+                    right.insert((class.clone(), r.family.clone(), r.variant.clone()));
+                }
                 let (Outcome::Ok, Some(t), Some(gb), Some(dtype)) =
                     (r.outcome, &r.timing, r.gb_per_s, dtype_of(&r.case))
                 else {
@@ -53,7 +60,13 @@ impl CaseModels {
                 });
             }
         }
-        CaseModels { cases }
+        CaseModels { cases, right }
+    }
+
+    /// (class, family, variant) that some curated device of the class ran right: a crowd's
+    /// `wrong` never excludes one of these.
+    pub fn right_by_class(&self) -> HashSet<(String, String, String)> {
+        self.right.clone()
     }
 
     pub fn get(&self, case: &str) -> Option<&CaseModel> {

@@ -3,11 +3,14 @@
 //!
 //! - a result counts only when its variant exists, is offered to the report's own profile, its
 //!   case is one the curated reports measured at the profile's scale, its error is within the
-//!   family's own tolerance, and its time is possible on the device's own ceilings;
+//!   family's own tolerance, and its time is possible on its class's ceilings (the median of
+//!   the class's devices' claims, never above what any device of its type can do); a report
+//!   whose claimed ceilings sit far off its class's is set aside whole;
 //! - a device (a fingerprint of the report's `device` fields) votes once per variant, with the
 //!   median of its reports (one per sender: the latest), and a sender brings one device per class;
 //! - a variant is picked only when a quorum of devices timed it, by the median of their medians;
-//!   it is excluded when a quorum found it wrong or failed;
+//!   it is excluded when a quorum found it wrong or failed and they outnumber the devices that
+//!   found it right, never where a curated report of the class found it right;
 //! - `skipped` entries are unmeasured: they never count.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -27,6 +30,20 @@ pub const DEFAULT_QUORUM: usize = 3;
 /// to ~16× the f32 FMA peak, of which the FMA chain measures about half. The curated reports'
 /// fastest results reach 1× (lavapipe's copy) and 0.36× (the H200's).
 pub const DEFAULT_MARGIN: f64 = 32.0;
+/// How far a report's claimed ceilings may sit from its class's median (either way) before the
+/// report is set aside: devices of one class differ (a laptop's and a desktop's GPU of one
+/// vendor and feature set, about 4.5× in copy bandwidth), a forged ceiling by far more.
+pub const CEILING_SPREAD: f64 = 16.0;
+
+/// The most any device of a type can do, whatever its reports claim: the class's ceilings are
+/// clamped to these (copy GB/s read + written, FMA GFLOP/s). The H200 measures 4,300 and about
+/// 33,000; these leave room for hardware years ahead, not for 1e30.
+fn physical_limit(device_type: &str) -> (f64, f64) {
+    match device_type {
+        "cpu" => (2_000.0, 50_000.0),
+        _ => (30_000.0, 1_000_000.0),
+    }
+}
 
 /// One stored crowd report: the collector's id (its arrival order), who sent it (a salted hash
 /// of the address, never the address) and the report.
@@ -86,11 +103,21 @@ pub struct CrowdPick {
     pub votes: Vec<Vote>,
     /// The next best variant that reached a quorum, and its median.
     pub runner_up: Option<(String, f64)>,
-    /// Variants a quorum of devices found wrong or failed: never picked.
-    pub excluded: Vec<String>,
-    /// Variants some devices, fewer than a quorum, found wrong or failed, with how many: for
-    /// the reviewer's eye.
-    pub disputed: Vec<(String, usize)>,
+    /// Variants a quorum of devices found wrong or failed, more of them than found them
+    /// right: never picked.
+    pub excluded: Vec<Verdict>,
+    /// Variants some devices found wrong or failed, too few to exclude them: for the
+    /// reviewer's eye.
+    pub disputed: Vec<Verdict>,
+}
+
+/// How many of a class's distinct devices found a variant wrong (or failed), and how many
+/// timed it right.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub variant: String,
+    pub wrong: usize,
+    pub right: usize,
 }
 
 /// A (class, family, bucket, scope) the crowd measured but cannot decide yet.
@@ -128,11 +155,30 @@ pub fn fingerprint(profile: &DeviceProfile) -> String {
 
 /// What one report says about one variant in one bucket.
 #[derive(Clone, Copy, Debug)]
-enum Obs {
-    /// Timed: the slowest median over the bucket's cases.
-    Time(f64),
+struct Obs {
+    /// The report's id: a report set aside later takes its observations with it.
+    id: i64,
+    kind: Seen,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Seen {
+    /// Timed: the slowest median over the bucket's cases, with the bytes and FLOPs of that
+    /// case (the curated model's), for the plausibility check against the class's ceilings.
+    Time { ms: f64, bytes: f64, flops: f64 },
     /// Wrong or failed on some case of the bucket.
     Wrong,
+}
+
+/// A counted report's claimed ceilings.
+#[derive(Clone, Debug)]
+struct Claim {
+    id: i64,
+    device: String,
+    fingerprint: String,
+    device_type: String,
+    copy: f64,
+    fma: f64,
 }
 
 /// What the merge needs to know of a stored report before reading it: its id, sender, class,
@@ -188,6 +234,11 @@ pub struct Tally<'a> {
     /// sender.
     seen: BTreeMap<Key, BTreeMap<String, BTreeMap<String, Vec<Obs>>>>,
     names: HashMap<String, String>,
+    /// Class → every counted report's claimed ceilings.
+    claims: BTreeMap<String, Vec<Claim>>,
+    /// What a class's devices could show, from the curated reports: (class, family, variant)
+    /// that some curated device of the class ran right. The crowd never excludes those.
+    curated_right: HashSet<(String, String, String)>,
     out: CrowdMerge,
 }
 
@@ -199,6 +250,8 @@ impl<'a> Tally<'a> {
             rules,
             seen: BTreeMap::new(),
             names: HashMap::new(),
+            claims: BTreeMap::new(),
+            curated_right: models.right_by_class(),
             out: CrowdMerge::default(),
         }
     }
@@ -251,13 +304,19 @@ impl<'a> Tally<'a> {
         self.names
             .entry(fp.clone())
             .or_insert_with(|| s.report.device.name.clone());
-        let observed = observations(
-            s,
-            self.models,
-            self.registry,
-            &self.rules,
-            &mut self.out.set_aside,
-        );
+        let r = &s.report;
+        self.claims
+            .entry(r.device.class())
+            .or_default()
+            .push(Claim {
+                id: s.id,
+                device: r.device.name.clone(),
+                fingerprint: fp.clone(),
+                device_type: r.device.device_type.clone(),
+                copy: r.ceilings.copy_gb_per_s,
+                fma: r.ceilings.fma_gflop_per_s,
+            });
+        let observed = observations(s, self.models, self.registry, &mut self.out.set_aside);
         for ((key, variant), obs) in observed {
             self.seen
                 .entry(key)
@@ -283,23 +342,40 @@ impl<'a> Tally<'a> {
     /// The picks, and what the crowd cannot decide yet.
     pub fn finish(mut self) -> CrowdMerge {
         let rules = self.rules;
+        let (ceilings, dropped) = self.class_ceilings();
         for ((class, family, bucket, scope), variants) in std::mem::take(&mut self.seen) {
+            let Some(&(copy, fma)) = ceilings.get(&class) else {
+                continue;
+            };
             let mut candidates: Vec<(String, f64, Vec<Vote>)> = Vec::new();
             let (mut excluded, mut disputed, mut most) = (Vec::new(), Vec::new(), 0);
             for (variant, devices) in variants {
                 let mut votes = Vec::new();
                 let mut wrong = 0;
                 for (fp, list) in devices {
-                    let times: Vec<f64> = list
-                        .iter()
-                        .filter_map(|o| match o {
-                            Obs::Time(ms) => Some(*ms),
-                            Obs::Wrong => None,
-                        })
-                        .collect();
+                    let (mut times, mut wrongs) = (Vec::new(), 0);
+                    for o in list.iter().filter(|o| !dropped.contains(&o.id)) {
+                        match o.kind {
+                            Seen::Wrong => wrongs += 1,
+                            Seen::Time { ms, bytes, flops } => {
+                                match implausible(ms, bytes, flops, copy, fma, rules.margin) {
+                                    None => times.push(ms),
+                                    Some(why) => self.out.set_aside.push(SetAside {
+                                        id: o.id,
+                                        device: self.names.get(&fp).cloned().unwrap_or_default(),
+                                        what: format!("{family} {variant} in bucket {bucket}"),
+                                        why,
+                                    }),
+                                }
+                            }
+                        }
+                    }
+                    if times.is_empty() && wrongs == 0 {
+                        continue;
+                    }
                     // A device is wrong for a variant when at least as many of its senders
                     // found it wrong as timed it.
-                    if list.len() - times.len() >= times.len() {
+                    if wrongs >= times.len() {
                         wrong += 1;
                         continue;
                     }
@@ -310,12 +386,22 @@ impl<'a> Tally<'a> {
                         senders: list.len(),
                     });
                 }
-                if wrong >= rules.quorum {
-                    excluded.push(variant);
+                let verdict = Verdict {
+                    variant: variant.clone(),
+                    wrong,
+                    right: votes.len(),
+                };
+                // A `wrong` needs a quorum and a majority of the class's devices that ran the
+                // variant, and never overrules a curated report of the class.
+                let curated =
+                    self.curated_right
+                        .contains(&(class.clone(), family.clone(), variant.clone()));
+                if wrong >= rules.quorum && wrong > votes.len() && !curated {
+                    excluded.push(verdict);
                     continue;
                 }
                 if wrong > 0 {
-                    disputed.push((variant.clone(), wrong));
+                    disputed.push(verdict);
                 }
                 most = most.max(votes.len());
                 if votes.len() >= rules.quorum {
@@ -348,6 +434,78 @@ impl<'a> Tally<'a> {
         }
         self.out
     }
+
+    /// Each class's ceilings: the median over its devices of each device's median claim,
+    /// clamped to what a device of the type can do; and the reports set aside whole because
+    /// their claims sit more than `CEILING_SPREAD` from the class's (with why).
+    fn class_ceilings(&mut self) -> (BTreeMap<String, (f64, f64)>, HashSet<i64>) {
+        let mut ceilings = BTreeMap::new();
+        let mut dropped = HashSet::new();
+        for (class, claims) in &self.claims {
+            let mut per_device: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+            for c in claims {
+                let d = per_device.entry(c.fingerprint.as_str()).or_default();
+                d.0.push(c.copy);
+                d.1.push(c.fma);
+            }
+            let (copies, fmas): (Vec<f64>, Vec<f64>) = per_device
+                .into_values()
+                .map(|(c, f)| (median(c), median(f)))
+                .unzip();
+            let (max_copy, max_fma) =
+                physical_limit(claims.first().map_or("", |c| c.device_type.as_str()));
+            let copy = median(copies).min(max_copy);
+            let fma = median(fmas).min(max_fma);
+            for c in claims {
+                let off = |claim: f64, class: f64| {
+                    claim > class * CEILING_SPREAD || claim * CEILING_SPREAD < class
+                };
+                if off(c.copy, copy) || off(c.fma, fma) {
+                    dropped.insert(c.id);
+                    self.out.set_aside.push(SetAside {
+                        id: c.id,
+                        device: c.device.clone(),
+                        what: "the report".into(),
+                        why: format!(
+                            "its ceilings (copy {:.3e} GB/s, FMA {:.3e} GFLOP/s) sit more than \
+                             {CEILING_SPREAD}× from its class's ({copy:.3e} GB/s, {fma:.3e} \
+                             GFLOP/s: the median of the class's devices, at most what a \
+                             device of its type can do)",
+                            c.copy, c.fma
+                        ),
+                    });
+                }
+            }
+            ceilings.insert(class.clone(), (copy, fma));
+        }
+        (ceilings, dropped)
+    }
+}
+
+/// Why a time is impossible on a class's ceilings (`margin` past them), or `None`.
+fn implausible(
+    ms: f64,
+    bytes: f64,
+    flops: f64,
+    copy: f64,
+    fma: f64,
+    margin: f64,
+) -> Option<String> {
+    let gb = bytes / ms / 1e6;
+    let gflop = flops / ms / 1e6;
+    if gb > copy * margin {
+        return Some(format!(
+            "implausible: {ms:.3e} ms moves {gb:.3e} GB/s, over {margin}× the class's copy \
+             ceiling of {copy:.3e} GB/s"
+        ));
+    }
+    if gflop > fma * margin {
+        return Some(format!(
+            "implausible: {ms:.3e} ms does {gflop:.3e} GFLOP/s, over {margin}× the class's FMA \
+             ceiling of {fma:.3e} GFLOP/s"
+        ));
+    }
+    None
 }
 
 /// One report's observations per (key, variant): each result checked, a variant timed on
@@ -356,7 +514,6 @@ fn observations(
     s: &Submission,
     models: &CaseModels,
     registry: &Registry,
-    rules: &Rules,
     aside: &mut Vec<SetAside>,
 ) -> BTreeMap<(Key, String), Obs> {
     let r = &s.report;
@@ -370,22 +527,34 @@ fn observations(
                 .map(|vs| vs.map(|v| v.name.as_str()).collect())
                 .unwrap_or_default()
         });
-        match check(r, x, offered, models, registry, rules) {
+        match check(r, x, offered, models, registry) {
             Err(why) => aside.push(SetAside {
                 id: s.id,
                 device: r.device.name.clone(),
                 what: format!("{} {} on {}", x.family, x.variant, x.case),
                 why,
             }),
-            Ok((bucket, obs)) => {
+            Ok((bucket, kind)) => {
                 let key = (
                     merge::key_of(&class, &x.family, &bucket, &x.variant),
                     x.variant.clone(),
                 );
-                let slot = out.entry(key).or_insert(obs);
-                *slot = match (*slot, obs) {
-                    (Obs::Time(a), Obs::Time(b)) => Obs::Time(a.max(b)),
-                    _ => Obs::Wrong,
+                let slot = out.entry(key).or_insert(Obs { id: s.id, kind });
+                slot.kind = match (slot.kind, kind) {
+                    (
+                        Seen::Time { ms: a, .. },
+                        Seen::Time {
+                            ms: b,
+                            bytes,
+                            flops,
+                        },
+                    ) if b >= a => Seen::Time {
+                        ms: b,
+                        bytes,
+                        flops,
+                    },
+                    (t @ Seen::Time { .. }, Seen::Time { .. }) => t,
+                    _ => Seen::Wrong,
                 };
             }
         }
@@ -394,15 +563,15 @@ fn observations(
 }
 
 /// One result against the rules: its bucket (the case's, as the curated reports measured it)
-/// and what it says, or why it does not count.
+/// and what it says, or why it does not count. Whether its time is possible is decided later,
+/// against its class's ceilings (`Tally::finish`).
 fn check(
     r: &Report,
     x: &VariantResult,
     offered: &HashSet<&str>,
     models: &CaseModels,
     registry: &Registry,
-    rules: &Rules,
-) -> Result<(String, Obs), String> {
+) -> Result<(String, Seen), String> {
     if registry.variant(&x.family, &x.variant).is_err() {
         return Err(format!(
             "no variant `{}` of a family `{}` in this build's registry",
@@ -445,30 +614,17 @@ fn check(
             let tolerance = kiln::cases::campaign_tolerance(&x.family, model.dtype)
                 .ok_or_else(|| format!("the family {} has no case table", x.family))?;
             if x.rel_l2.is_none_or(|e| e > tolerance) {
-                return Ok((model.bucket.clone(), Obs::Wrong));
+                return Ok((model.bucket.clone(), Seen::Wrong));
             }
-            let ms = t.median_ms;
-            let gb = model.bytes / ms / 1e6;
-            let gflop = model.flops / ms / 1e6;
-            let c = &r.ceilings;
-            if gb > c.copy_gb_per_s * rules.margin {
-                return Err(format!(
-                    "implausible: {ms:.3e} ms moves {gb:.3e} GB/s, over {}× the device's copy \
-                     ceiling of {:.3e} GB/s",
-                    rules.margin, c.copy_gb_per_s
-                ));
-            }
-            if gflop > c.fma_gflop_per_s * rules.margin {
-                return Err(format!(
-                    "implausible: {ms:.3e} ms does {gflop:.3e} GFLOP/s, over {}× the device's \
-                     FMA ceiling of {:.3e} GFLOP/s",
-                    rules.margin, c.fma_gflop_per_s
-                ));
-            }
-            Ok((model.bucket.clone(), Obs::Time(ms)))
+            let seen = Seen::Time {
+                ms: t.median_ms,
+                bytes: model.bytes,
+                flops: model.flops,
+            };
+            Ok((model.bucket.clone(), seen))
         }
         // Validation makes an ok result timed; anything else ran and was not right.
-        _ => Ok((model.bucket.clone(), Obs::Wrong)),
+        _ => Ok((model.bucket.clone(), Seen::Wrong)),
     }
 }
 

@@ -151,15 +151,19 @@ fn evidence(p: &CrowdPick) -> String {
     if let Some((v, ms)) = &p.runner_up {
         let _ = write!(s, "; runner-up {v} {ms:.4} ms");
     }
-    if !p.excluded.is_empty() {
+    for v in &p.excluded {
         let _ = write!(
             s,
-            "; excluded as wrong on a quorum: {}",
-            p.excluded.join(", ")
+            "; {} excluded: wrong on {} device(s), right on {}",
+            v.variant, v.wrong, v.right
         );
     }
-    for (v, n) in &p.disputed {
-        let _ = write!(s, "; {v} wrong on {n} device(s), under the quorum");
+    for v in &p.disputed {
+        let _ = write!(
+            s,
+            "; {} disputed: wrong on {} device(s), right on {}, too few to exclude it",
+            v.variant, v.wrong, v.right
+        );
     }
     s
 }

@@ -33,11 +33,25 @@ type Check = std::result::Result<(), String>;
 pub fn report(r: &Report) -> Check {
     positive("budget_s", r.budget_s)?;
     non_negative("elapsed_s", r.elapsed_s)?;
+    at_most("budget_s", r.budget_s, DAY_S)?;
+    at_most("elapsed_s", r.elapsed_s, DAY_S)?;
     let c = &r.ceilings;
     positive("ceilings.copy_gb_per_s", c.copy_gb_per_s)?;
     positive("ceilings.fma_gflop_per_s", c.fma_gflop_per_s)?;
     positive("ceilings.dispatch_latency_us", c.dispatch_latency_us)?;
     non_negative("ceilings.compile_ms", c.compile_ms)?;
+    at_most("ceilings.copy_gb_per_s", c.copy_gb_per_s, MAX_GB_PER_S)?;
+    at_most(
+        "ceilings.fma_gflop_per_s",
+        c.fma_gflop_per_s,
+        MAX_GFLOP_PER_S,
+    )?;
+    at_most(
+        "ceilings.dispatch_latency_us",
+        c.dispatch_latency_us,
+        HOUR_MS * 1e3,
+    )?;
+    at_most("ceilings.compile_ms", c.compile_ms, HOUR_MS)?;
     clock("ceilings.clock", &c.clock)?;
     line("kiln_version", &r.kiln_version, 64)?;
     let p = &r.platform;
@@ -83,6 +97,8 @@ pub fn report(r: &Report) -> Check {
             ));
         }
         positive(&at("tolerance"), x.tolerance)?;
+        // A relative error of 1 is no agreement at all: no tolerance is looser.
+        at_most(&at("tolerance"), x.tolerance, 1.0)?;
         if let Some(e) = x.rel_l2 {
             non_negative(&at("rel_l2"), e)?;
         }
@@ -91,14 +107,16 @@ pub fn report(r: &Report) -> Check {
         }
         if let Some(ms) = x.compile_ms {
             non_negative(&at("compile_ms"), ms)?;
+            at_most(&at("compile_ms"), ms, HOUR_MS)?;
         }
-        for (name, v) in [
-            ("gflop_per_s", x.gflop_per_s),
-            ("gb_per_s", x.gb_per_s),
-            ("efficiency", x.efficiency),
+        for (name, v, max) in [
+            ("gflop_per_s", x.gflop_per_s, MAX_GFLOP_PER_S),
+            ("gb_per_s", x.gb_per_s, MAX_GB_PER_S),
+            ("efficiency", x.efficiency, MAX_EFFICIENCY),
         ] {
             if let Some(v) = v {
                 non_negative(&at(name), v)?;
+                at_most(&at(name), v, max)?;
             }
         }
         match (x.outcome, &x.timing) {
@@ -198,6 +216,7 @@ fn timing(at: &str, t: &Timing) -> Check {
         ("max_ms", t.max_ms),
     ] {
         positive(&format!("{at}.{name}"), v)?;
+        at_most(&format!("{at}.{name}"), v, HOUR_MS)?;
     }
     if !(t.min_ms <= t.median_ms && t.median_ms <= t.max_ms) {
         return Err(format!(
@@ -208,7 +227,33 @@ fn timing(at: &str, t: &Timing) -> Check {
     if t.repeats == 0 {
         return Err(format!("{at}.repeats: at least one timed run"));
     }
+    if t.repeats > MAX_REPEATS {
+        return Err(format!(
+            "{at}.repeats: {} is over {MAX_REPEATS} timed runs",
+            t.repeats
+        ));
+    }
     Ok(())
+}
+
+/// Bounds on the numbers a report gives: far past any device's or campaign's, so that a number
+/// no campaign can produce (1e300 ms, 2³² − 1 repeats) is refused where it is read.
+const DAY_S: f64 = 86_400.0;
+const HOUR_MS: f64 = 3_600_000.0;
+/// GB/s: about 200× the H200's measured copy rate.
+const MAX_GB_PER_S: f64 = 1e6;
+/// GFLOP/s: about 1,700× the H200's measured f16 matrix rate.
+const MAX_GFLOP_PER_S: f64 = 1e9;
+/// A variant's rate over its device's ceiling: matrix units reach about 11× the FMA chain's.
+const MAX_EFFICIENCY: f64 = 1e4;
+const MAX_REPEATS: u32 = 1_000_000;
+
+fn at_most(name: &str, v: f64, max: f64) -> Check {
+    if v <= max {
+        Ok(())
+    } else {
+        Err(format!("{name}: {v:e} is over the bound of {max:e}"))
+    }
 }
 
 fn positive(name: &str, v: f64) -> Check {

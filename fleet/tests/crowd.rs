@@ -444,13 +444,13 @@ fn near_copies_from_one_sender_count_as_one_device() {
 #[test]
 fn a_self_reported_tolerance_does_not_make_a_wrong_result_right() {
     // Three devices of a new class claim a variant is right, with a relative error of 0.5
-    // under their own tolerance of 1e300, and fastest.
+    // under their own tolerance of 1 (the loosest validation takes), and fastest.
     let target = slowest_matmul(&new_class(0, 1.0));
     let liar = |i: usize| {
         let mut r = new_class(20 + i, 1.0);
         for x in r.results.iter_mut().filter(|x| x.variant == target) {
             x.rel_l2 = Some(0.5);
-            x.tolerance = 1e300;
+            x.tolerance = 1.0;
             let t = x.timing.as_mut().unwrap();
             t.median_ms /= 50.0;
             t.min_ms /= 50.0;
@@ -468,7 +468,12 @@ fn a_self_reported_tolerance_does_not_make_a_wrong_result_right() {
     // The family's tolerance makes each of them a vote for `wrong`: a quorum excludes it.
     let (table, merged) = reviewed(&liars);
     assert!(!picked(&table));
-    assert!(merged.picks.iter().any(|p| p.excluded.contains(&target)));
+    assert!(
+        merged
+            .picks
+            .iter()
+            .any(|p| p.excluded.iter().any(|v| v.variant == target))
+    );
     // Beside three honest devices, the class gets what the honest ones alone give it.
     let honest: Vec<Submission> = (0..3)
         .map(|i| sub(i as i64, &sender(i), new_class(i, 1.0)))
@@ -568,4 +573,119 @@ fn fleet_merge_from_an_export_prints_the_review_and_writes_only_with_write() {
     );
     assert!(table.entries.len() > builtin.entries.len());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn three_liars_cannot_outvote_six_honest_devices() {
+    // Six honest devices of a class no curated report measured, and three senders that mark
+    // every matmul variant but the slowest wrong (audit finding 1: they used to exclude the
+    // rest, and the review proposed a variant 37.8× slower).
+    let honest: Vec<Submission> = (0..6)
+        .map(|i| {
+            sub(
+                i as i64 + 1,
+                &sender(i),
+                new_class(i, 1.0 + i as f64 * 0.02),
+            )
+        })
+        .collect();
+    let (fair, _) = reviewed(&honest);
+    let mut crowd = honest.clone();
+    for i in 0..3 {
+        let mut r = new_class(30 + i, 1.0);
+        let slowest = slowest_matmul(&r);
+        for x in r.results.iter_mut().filter(|x| x.family == "matmul") {
+            if x.variant != slowest {
+                make_wrong(x);
+            }
+        }
+        crowd.push(sub(100 + i as i64, &sender(30 + i), r));
+    }
+    let (table, merged) = reviewed(&crowd);
+    assert_eq!(choices(&table), choices(&fair));
+    // Nothing is excluded, and each disputed variant shows its counts.
+    let matmul: Vec<_> = merged
+        .picks
+        .iter()
+        .filter(|p| p.family == "matmul")
+        .collect();
+    assert!(!matmul.is_empty());
+    for p in &matmul {
+        assert!(p.excluded.is_empty(), "{:?}", p.excluded);
+        for v in &p.disputed {
+            assert_eq!((v.wrong, v.right), (3, 6), "{v:?}");
+        }
+    }
+    assert!(matmul.iter().any(|p| !p.disputed.is_empty()));
+    // A majority of the class's devices still excludes a variant.
+    let target = slowest_matmul(&new_class(0, 1.0));
+    let mut majority: Vec<Submission> = (0..2)
+        .map(|i| sub(i as i64 + 1, &sender(i), new_class(i, 1.0)))
+        .collect();
+    for i in 0..3 {
+        let mut r = new_class(40 + i, 1.0);
+        for x in r.results.iter_mut().filter(|x| x.variant == target) {
+            make_wrong(x);
+        }
+        majority.push(sub(200 + i as i64, &sender(40 + i), r));
+    }
+    let (_, merged) = reviewed(&majority);
+    let excluded: Vec<_> = merged.picks.iter().flat_map(|p| &p.excluded).collect();
+    assert!(
+        excluded
+            .iter()
+            .any(|v| v.variant == target && v.wrong == 3 && v.right == 2),
+        "{excluded:?}"
+    );
+}
+
+#[test]
+fn ceilings_come_from_the_class_not_the_claimant() {
+    // Three senders claim ceilings of 9e5 GB/s and 9e8 GFLOP/s (under the bounds validation
+    // sets) and a matmul variant at 3e-6 ms: possible on those ceilings, impossible on any
+    // real device's (audit finding 2: checked against their own ceilings, it was picked).
+    let target = slowest_matmul(&new_class(0, 1.0));
+    let liar = |i: usize| {
+        let mut r = new_class(50 + i, 1.0);
+        r.ceilings.copy_gb_per_s = 9e5;
+        r.ceilings.fma_gflop_per_s = 9e8;
+        for x in r.results.iter_mut().filter(|x| x.variant == target) {
+            let t = x.timing.as_mut().unwrap();
+            (t.median_ms, t.min_ms, t.max_ms) = (3e-6, 3e-6, 3e-6);
+        }
+        sub(300 + i as i64, &sender(50 + i), r)
+    };
+    let liars: Vec<Submission> = (0..3).map(liar).collect();
+    let picked_fast = |merged: &CrowdMerge| {
+        merged
+            .picks
+            .iter()
+            .any(|p| p.variant == target && p.median_ms < 1e-4)
+    };
+    // Alone in their class: the class's ceilings are clamped to what any device of the type
+    // can do, their reports sit far off it and are set aside, and nothing of theirs is picked.
+    let (table, merged) = reviewed(&liars);
+    assert!(!picked_fast(&merged));
+    assert!(
+        !table
+            .entries
+            .iter()
+            .any(|e| e.variant == target && e.class == liars[0].report.device.class())
+    );
+    let aside: Vec<_> = merged
+        .set_aside
+        .iter()
+        .filter(|a| a.what == "the report" && a.why.contains("ceilings"))
+        .collect();
+    assert_eq!(aside.len(), 3, "{:?}", merged.set_aside.first());
+    // Beside six honest devices: the honest picks, unchanged.
+    let honest: Vec<Submission> = (0..6)
+        .map(|i| sub(i as i64 + 1, &sender(i), new_class(i, 1.0)))
+        .collect();
+    let (fair, _) = reviewed(&honest);
+    let mut all = honest;
+    all.extend(liars);
+    let (table, merged) = reviewed(&all);
+    assert!(!picked_fast(&merged));
+    assert_eq!(choices(&table), choices(&fair));
 }

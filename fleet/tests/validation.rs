@@ -256,3 +256,36 @@ fn show_prints_each_result_on_one_line_whatever_its_message_holds() {
     );
     assert!(text.contains("boom ⏎"), "{text}");
 }
+
+#[test]
+fn numbers_past_any_campaigns_are_refused() {
+    // The audit's finding 6: each of these was accepted.
+    let timing = |f: &str, x: Value| edited(|v| v["results"][0]["timing"][f] = x);
+    assert_refused(vec![
+        (
+            "a median of 1e300 ms",
+            timing("median_ms", json!(1e300)),
+            "median_ms: 1e300 is over",
+        ),
+        (
+            "2^32 - 1 repeats",
+            timing("repeats", json!(4_294_967_295u64)),
+            "repeats: 4294967295 is over",
+        ),
+        (
+            "an efficiency of 1e300",
+            edited(|v| v["results"][0]["efficiency"] = json!(1e300)),
+            "efficiency: 1e300 is over",
+        ),
+        (
+            "a copy ceiling of 1e30",
+            edited(|v| v["ceilings"]["copy_gb_per_s"] = json!(1e30)),
+            "copy_gb_per_s: 1e30 is over",
+        ),
+        (
+            "a tolerance of 1e300",
+            edited(|v| v["results"][0]["tolerance"] = json!(1e300)),
+            "tolerance: 1e300 is over",
+        ),
+    ]);
+}

@@ -28,6 +28,7 @@ use crate::db::{Database, Db, Reader, Stored};
 use crate::error::{Result, ServerError};
 use crate::health::Health;
 use crate::limit::RateLimit;
+use crate::proxy::Proxies;
 use crate::sender::Senders;
 use crate::summary::Summary;
 
@@ -41,6 +42,7 @@ pub struct AppState {
     summary: Arc<Summary>,
     export_rows: usize,
     max_body: usize,
+    proxies: Proxies,
 }
 
 pub fn router(
@@ -59,6 +61,7 @@ pub fn router(
         summary,
         export_rows: config.export_page_reports,
         max_body: config.max_body_bytes,
+        proxies: config.proxies()?,
     });
     let origin = HeaderValue::from_str(&config.allowed_origin)
         .map_err(|e| ServerError::Config(format!("allowed_origin: {e}")))?;
@@ -108,12 +111,13 @@ async fn rate_limit(
     request: Request,
     next: Next,
 ) -> Response {
-    match state.limit.take(addr.ip()) {
+    let client = state.proxies.client(addr.ip(), request.headers());
+    match state.limit.take(client) {
         Ok(()) => next.run(request).await,
         Err(wait) => {
             let mut response = (
                 StatusCode::TOO_MANY_REQUESTS,
-                Json(json!({"error": format!("too many requests from {}: try again in {wait} s", addr.ip())})),
+                Json(json!({"error": format!("too many requests from {client}: try again in {wait} s")})),
             )
                 .into_response();
             if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
@@ -211,7 +215,9 @@ async fn post_report(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    let sender = state.senders.hash(addr.ip());
+    let sender = state
+        .senders
+        .hash(state.proxies.client(addr.ip(), &headers));
     let mut writer = state.writer.clone().lock_owned().await;
     // The guard moves into the blocking task: the write runs, and the next waits, off the
     // async threads.

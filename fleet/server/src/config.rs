@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::{Result, ServerError};
+use crate::proxy::Proxies;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -63,6 +64,12 @@ pub struct Config {
     /// stale; a burst of reports is summarised once).
     #[serde(default = "default_summary_s")]
     pub summary_interval_s: f64,
+    /// The proxies in front of the collector (addresses, or networks as `address/prefix`): from
+    /// these only, the client's address is read from `Forwarded` / `X-Forwarded-For` (the
+    /// right-most hop that is not a trusted proxy), and quotas, rate limits and the crowd's
+    /// senders use it. Empty: every request's sender is the address it came from.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
 }
 
 fn default_body() -> usize {
@@ -166,6 +173,8 @@ impl Config {
                 )));
             }
         }
+        Proxies::parse(&c.trusted_proxies)
+            .map_err(|e| ServerError::Config(format!("{what}: trusted_proxies: {e}")))?;
         if !(c.allowed_origin.starts_with("http://") || c.allowed_origin.starts_with("https://")) {
             return Err(ServerError::Config(format!(
                 "{what}: allowed_origin `{}` is not an http(s) origin",
@@ -197,6 +206,11 @@ impl Config {
 
     pub fn health_probe(&self) -> Duration {
         Duration::from_secs_f64(self.health_probe_s)
+    }
+
+    /// The trusted proxies (checked when the configuration was read).
+    pub fn proxies(&self) -> Result<Proxies> {
+        Proxies::parse(&self.trusted_proxies).map_err(ServerError::Config)
     }
 
     pub fn summary_interval(&self) -> Duration {

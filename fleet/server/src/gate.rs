@@ -36,15 +36,16 @@ impl Gate {
         })
     }
 
-    /// A place for a connection from `ip`, or which cap is reached.
-    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Pass, Full> {
+    /// A place for a connection from `ip`, or which cap is reached; a trusted proxy's
+    /// (`proxy`) meets the total cap only, its clients being many.
+    pub fn admit(self: &Arc<Self>, ip: IpAddr, proxy: bool) -> Result<Pass, Full> {
         let key = crate::sender::key(ip);
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         if open.0 >= self.total {
             return Err(Full::Total);
         }
         let theirs = open.1.entry(key).or_insert(0);
-        if *theirs >= self.per_address {
+        if *theirs >= self.per_address && !proxy {
             return Err(Full::Address);
         }
         *theirs += 1;

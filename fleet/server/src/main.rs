@@ -11,6 +11,7 @@ mod error;
 mod gate;
 mod health;
 mod limit;
+mod proxy;
 mod sender;
 mod serve;
 mod summary;
@@ -109,6 +110,7 @@ async fn run(cli: Cli) -> Result<()> {
         idle: config.idle_timeout(),
         shutdown: config.shutdown_deadline(),
         gate: gate::Gate::new(config.max_connections, config.max_connections_per_address),
+        proxies: config.proxies()?,
     };
     serve::serve(listener, app, limits, stop).await
 }

@@ -19,6 +19,7 @@ use tower_http::add_extension::AddExtension;
 
 use crate::error::{Result, ServerError};
 use crate::gate::{Full, Gate};
+use crate::proxy::Proxies;
 
 /// The timeouts and caps the loop applies.
 #[derive(Clone, Debug)]
@@ -27,6 +28,8 @@ pub struct Limits {
     pub idle: Duration,
     pub shutdown: Duration,
     pub gate: Arc<Gate>,
+    /// Trusted proxies carry many clients' connections: only the total cap applies to them.
+    pub proxies: Proxies,
 }
 
 /// Serves `app` on `listener` until `stop` resolves (a signal), then shuts down within the
@@ -43,8 +46,9 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header)
         .keep_alive(true)
-        // Headers larger than this are refused (431): nothing the API takes needs more.
-        .max_buf_size(64 << 10);
+        // Headers larger than this are refused (431): nothing the API takes needs more than a
+        // few hundred bytes, a proxy's forwarding headers included.
+        .max_buf_size(16 << 10);
     tokio::pin!(stop);
     let signal = loop {
         tokio::select! {
@@ -59,7 +63,8 @@ pub async fn serve(
                         continue;
                     }
                 };
-                let pass = match limits.gate.admit(peer.ip()) {
+                let proxy = limits.proxies.contains(peer.ip());
+                let pass = match limits.gate.admit(peer.ip(), proxy) {
                     Ok(pass) => pass,
                     Err(full) => {
                         refuse(&stream, full);

@@ -295,6 +295,52 @@ fn every_answer_is_json_with_nosniff(backend: &Backend) {
     }
 }
 
+fn clients_behind_a_trusted_proxy_are_senders_of_their_own(backend: &Backend) {
+    // Audit finding 3: behind the TLS proxy the README asks for, every visitor was one sender.
+    let s = Server::start_with(
+        backend,
+        10_000,
+        "quota_reports_per_address = 1\ntrusted_proxies = [\"127.0.0.5\"]\n",
+    );
+    let via = |from: [u8; 4], client: &str, i: usize| {
+        post_from_with(
+            &s.url,
+            from,
+            &[("X-Forwarded-For", client)],
+            &report(i).to_string(),
+        )
+    };
+    let proxy = [127, 0, 0, 5];
+    // Three clients through the proxy store a report each, within their own quota of one.
+    assert_eq!(
+        (
+            via(proxy, "198.51.100.1", 0),
+            via(proxy, "198.51.100.2", 1),
+            via(proxy, "203.0.113.7, 198.51.100.3", 2),
+        ),
+        (201, 201, 201)
+    );
+    assert_eq!(
+        via(proxy, "198.51.100.1", 3),
+        507,
+        "the first client's quota"
+    );
+    // A client that is no proxy cannot name itself another: its header is ignored.
+    let other = [127, 0, 0, 6];
+    assert_eq!(via(other, "198.51.100.9", 4), 201);
+    assert_eq!(via(other, "198.51.100.10", 5), 507);
+    let senders: std::collections::BTreeSet<String> = s
+        .audit()
+        .into_iter()
+        .map(|(_, _, _, sender)| sender)
+        .collect();
+    assert_eq!(
+        senders.len(),
+        4,
+        "three clients through the proxy and one direct"
+    );
+}
+
 on_both_backends!(
     slow_headers_slow_bodies_and_idle_sockets_are_closed,
     three_hundred_idle_sockets_do_not_stop_health,
@@ -304,4 +350,5 @@ on_both_backends!(
     storage_quotas_per_address_and_in_total,
     each_stored_report_has_an_audit_record_without_the_address,
     every_answer_is_json_with_nosniff,
+    clients_behind_a_trusted_proxy_are_senders_of_their_own,
 );

@@ -519,11 +519,20 @@ pub fn connect_from(url: &str, from: [u8; 4]) -> std::net::TcpStream {
 
 /// POSTs a report from the local address `from`: the status.
 pub fn post_from(url: &str, from: [u8; 4], body: &str) -> u16 {
+    post_from_with(url, from, &[], body)
+}
+
+/// [`post_from`], with extra request headers (a proxy's `X-Forwarded-For`, say).
+pub fn post_from_with(url: &str, from: [u8; 4], headers: &[(&str, &str)], body: &str) -> u16 {
     use std::io::{Read, Write};
     let mut stream = connect_from(url, from);
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     write!(
         stream,
-        "POST /reports HTTP/1.1\r\nHost: x\r\nX-Kiln-Consent: yes\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /reports HTTP/1.1\r\nHost: x\r\nX-Kiln-Consent: yes\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
