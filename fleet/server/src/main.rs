@@ -7,6 +7,7 @@
 mod app;
 mod config;
 mod db;
+mod descriptors;
 mod error;
 mod gate;
 mod health;
@@ -79,6 +80,7 @@ async fn run(cli: Cli) -> Result<()> {
         config.database = database;
     }
     let database = db::Database::parse(&config.database)?;
+    let files = descriptors::fit(config.max_connections)?;
     let stop = serve::signals()?;
     // The port first: a server that cannot listen touches no database (and leaves no new
     // empty one behind).
@@ -104,7 +106,7 @@ async fn run(cli: Cli) -> Result<()> {
     let app = app::router(&config, db, database.clone(), health, summary)?;
     // The first line says where to connect (tests start the server on port 0 and read it).
     println!("fleet-server listening on http://{addr}");
-    log::info!("database {database}");
+    log::info!("database {database}; open-file limit {files}");
     let limits = serve::Limits {
         header: config.header_timeout(),
         idle: config.idle_timeout(),

@@ -295,6 +295,23 @@ fn every_answer_is_json_with_nosniff(backend: &Backend) {
     }
 }
 
+fn a_connection_cap_over_the_open_file_limit_is_refused_at_start(backend: &Backend) {
+    // Audit finding 4: max_connections (512 by default) at or over the process's open-file
+    // limit let the descriptors run out, and /health then failed every time.
+    let mut launch = Launch::fresh(backend, 10_000, "");
+    launch.fd_limit = Some(256);
+    let err = launch.run().err().expect("the server started");
+    assert!(
+        err.contains("max_connections = 512") && err.contains("open-file limit of 256"),
+        "{err}"
+    );
+    // A cap that fits under the same limit starts.
+    let mut launch = Launch::fresh(backend, 10_000, "max_connections = 192\n");
+    launch.fd_limit = Some(256);
+    let s = launch.run().unwrap();
+    assert_eq!(get(&s.url, "/health").0, 200);
+}
+
 fn clients_behind_a_trusted_proxy_are_senders_of_their_own(backend: &Backend) {
     // Audit finding 3: behind the TLS proxy the README asks for, every visitor was one sender.
     let s = Server::start_with(
@@ -351,4 +368,5 @@ on_both_backends!(
     each_stored_report_has_an_audit_record_without_the_address,
     every_answer_is_json_with_nosniff,
     clients_behind_a_trusted_proxy_are_senders_of_their_own,
+    a_connection_cap_over_the_open_file_limit_is_refused_at_start,
 );
