@@ -745,8 +745,9 @@ pub fn stages_for(target: Target<'_>, race: &RacePlan, ceilings: &[Choice]) -> R
         "Device census",
         &if stored {
             format!(
-                "First Kiln asks the device what it is. This browser offers no WebGPU adapter, \
-                 so here is what WebGPU guarantees every device ({}): its features ({features}) \
+                "First Kiln asks the device what it is. WebGPU cannot run on this page (the \
+                 explanation above says why), so here is what WebGPU guarantees every device \
+                 ({}): its features ({features}) \
                  and limits allow {mm_here} of the {mm_all} matrix-multiply variants. A real \
                  device's features and limits decide which variants may exist on it.",
                 p.name

@@ -261,7 +261,7 @@ fn the_walkthrough_needs_no_device() {
     check(&stages).unwrap();
     assert_eq!(stages.len(), 4);
     assert!(
-        stages[0].text.contains("no WebGPU adapter"),
+        stages[0].text.contains("WebGPU cannot run on this page"),
         "{}",
         stages[0].text
     );

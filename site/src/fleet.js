@@ -235,6 +235,27 @@ async function showFleet(wasm) {
   document.body.dataset.fleet = String(picks.length);
 }
 
+// ?budget=N: whole seconds within these bounds, or null.
+const BUDGET = { min: 5, max: 3600 };
+function budgetParam(text) {
+  const n = Number(text);
+  return Number.isInteger(n) && n >= BUDGET.min && n <= BUDGET.max ? n : null;
+}
+
+// ?collector=URL: an http or https address, as a base the report's path joins (a trailing
+// slash is added, so `https://host/fleet` posts to `https://host/fleet/reports`); else null.
+function collectorParam(text) {
+  if (!text) return null;
+  try {
+    const url = new URL(text);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+    if (!url.pathname.endsWith('/')) url.pathname += '/';
+    return url;
+  } catch {
+    return null;
+  }
+}
+
 // No adapter: the explanation, the measuring controls off with the reason, and the walkthrough
 // for WebGPU's guaranteed limits — its census, the fleet's ceilings, the race's contenders and
 // the selector's pick — computed without a GPU.
@@ -281,20 +302,34 @@ async function main() {
     fail(`The walkthrough could not start: ${why}.`);
     $('device-panel').replaceChildren(el('p', `The adapter could not be opened: ${why}.`, 'muted'));
   });
-  const collector = params.get('collector');
+  // URL parameters are the visitor's to edit: a value that is not what it should be is left
+  // out, and the page says so rather than offering it.
+  const ignored = [];
+  const collector = collectorParam(params.get('collector'));
   if (collector) {
-    $('collector').textContent = collector;
+    $('collector').textContent = collector.href;
     $('send').hidden = false;
+  } else if (params.has('collector')) {
+    ignored.push(`collector=${params.get('collector')} (not an http or https address)`);
   }
   $('consent').addEventListener('change', () => { $('post').disabled = !$('consent').checked; });
   $('cancel').addEventListener('click', () => { cancelled = true; $('step').textContent = 'cancelling…'; });
   if (params.has('budget')) {
-    // A budget from the URL that the list lacks becomes an option of its own.
-    const seconds = String(Number(params.get('budget')));
-    if (![...$('budget').options].some((o) => o.value === seconds)) {
-      $('budget').append(new Option(`${seconds} s`, seconds));
+    const seconds = budgetParam(params.get('budget'));
+    if (seconds === null) {
+      ignored.push(`budget=${params.get('budget')} (give whole seconds from ${BUDGET.min} to ${BUDGET.max})`);
+    } else {
+      // A budget from the URL that the list lacks becomes an option of its own.
+      const value = String(seconds);
+      if (![...$('budget').options].some((o) => o.value === value)) {
+        $('budget').append(new Option(`${value} s`, value));
+      }
+      $('budget').value = value;
     }
-    $('budget').value = seconds;
+  }
+  if (ignored.length) {
+    $('params-note').textContent = `Ignored from the address: ${ignored.join('; ')}.`;
+    $('params-note').hidden = false;
   }
 
   let report = null;
@@ -302,7 +337,7 @@ async function main() {
     if (!$('consent').checked || !report) return;
     $('sent').textContent = 'sending…';
     try {
-      const r = await fetch(`${collector}/reports`, {
+      const r = await fetch(new URL('reports', collector), {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'X-Kiln-Consent': 'yes' },
         body: report,

@@ -124,13 +124,14 @@ test('the report goes to the collector only after the user consents', async () =
     let body = '';
     req.on('data', (c) => { body += c; });
     req.on('end', () => {
-      received.push({ consent: req.headers['x-kiln-consent'], body });
+      received.push({ consent: req.headers['x-kiln-consent'], path: req.url, body });
       res.writeHead(201, { ...cors, 'content-type': 'application/json' });
       res.end(JSON.stringify({ status: 'stored', id: received.length }));
     });
   });
   await new Promise((ok) => collector.listen(0, '127.0.0.1', ok));
-  const url = `http://127.0.0.1:${collector.address().port}`;
+  // With a trailing slash, as a visitor may write it: the report still goes to /reports.
+  const url = `http://127.0.0.1:${collector.address().port}/`;
   try {
     const { page, errors } = await open(`/fleet.html?budget=5&autorun&collector=${encodeURIComponent(url)}`);
     await finished(page);
@@ -143,12 +144,40 @@ test('the report goes to the collector only after the user consents', async () =
       null, { timeout: 30000 });
     assert.equal(received.length, 1);
     assert.equal(received[0].consent, 'yes');
+    assert.equal(received[0].path, '/reports');
     assert.equal(JSON.parse(received[0].body).schema, 'kiln-fleet-report');
     assert.deepEqual(errors, []);
     await page.close();
   } finally {
     collector.close();
   }
+});
+
+test('bad budget and collector parameters are left out, and the page says so', async () => {
+  // Issue 36's finding 5: budget=abc added "NaN s", -5 and 1e9 were offered, and
+  // collector=javascript:… was offered as a collector.
+  for (const [query, note] of [
+    ['budget=abc&collector=javascript:alert(1)', /collector=javascript:alert\(1\) \(not an http or https address\).*budget=abc/],
+    ['budget=-5', /budget=-5 \(give whole seconds from 5 to 3600\)/],
+    ['budget=1e9', /budget=1e9/],
+    ['budget=2.5', /budget=2\.5/],
+  ]) {
+    const { page, errors } = await open(`/fleet.html?${query}`);
+    await page.waitForSelector('#params-note:not([hidden])', { timeout: 60000 });
+    assert.match(await page.textContent('#params-note'), note, query);
+    const options = await page.$$eval('#budget option', (o) => o.map((x) => x.value));
+    assert.deepEqual(options, ['15', '60', '300'], query);
+    assert.equal(await page.inputValue('#budget'), '60', query);
+    assert.equal(await page.isHidden('#send'), true, `${query}: a collector offered`);
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
+  // A whole number of seconds in range is offered and chosen; nothing is said.
+  const { page, errors } = await open('/fleet.html?budget=7');
+  await page.waitForFunction(() => document.getElementById('budget').value === '7', null, { timeout: 60000 });
+  assert.equal(await page.isHidden('#params-note'), true);
+  assert.deepEqual(errors, []);
+  await page.close();
 });
 
 test('the walkthrough steps through four live stages at 1280×720', async () => {

@@ -226,8 +226,8 @@ fn walkthrough(m: &Model, target: Target<'_>, choices: &[Choice]) -> Vec<Stage> 
             if stored {
                 "The same frame on the plain CPU path (single-threaded loops) and on the GPU, \
                  both timed uncapped: no vsync, no display. Here only the CPU path runs, in \
-                 this page's WebAssembly on one thread: this browser offers no WebGPU adapter, \
-                 so there is no GPU bar to race it."
+                 this page's WebAssembly on one thread: WebGPU cannot run on this page (the \
+                 explanation above says why), so there is no GPU bar to race it."
             } else {
                 "The same frame on the plain CPU path (single-threaded loops) and on the GPU, \
                  both timed uncapped: no vsync, no display. The GPU is timed with GPU timestamps \
