@@ -158,7 +158,9 @@ test('the sweep draws its charts, then a short training run compares both paths'
   }
   assert.match(r.gpu.path, /WebGPU/);
   assert.match(r.cpu.path, /wasm build, one thread/);
-  assert.ok(Number.isFinite(r.drift) && r.drift < 0.05, `drift ${r.drift}`);
+  // 5.6e-8 measured here (3 steps, SwiftShader, 2026-12-03): the bound is 10× that, not the
+  // 5 % it was (issue 36's finding 8).
+  assert.ok(Number.isFinite(r.drift) && r.drift < 5e-7, `drift ${r.drift}`);
   assert.ok(r.speedup > 0);
   assert.equal(await page.$eval('#train-progress', (p) => [p.value, p.max].join('/')), `${2 * steps}/${2 * steps}`);
   assertDrawn(await pixels(page, 'loss-chart', [FLASH, CPU]), 'loss chart', [FLASH, CPU]);
