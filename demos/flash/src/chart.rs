@@ -165,10 +165,16 @@ impl Canvas {
         if ymax - ymin < 1e-9 {
             ymax = ymin + 1.0;
         }
+        // One x so far (the sweep's first size): its points stand mid-box under one label.
+        let single = x_labels(xmin, xmax).len() == 1;
         let xr = (xmax - xmin).max(1e-9);
         let to = |p: (f64, f64)| {
             (
-                px as f64 + (p.0 - xmin) / xr * pw as f64,
+                if single {
+                    (px + pw / 2) as f64
+                } else {
+                    px as f64 + (p.0 - xmin) / xr * pw as f64
+                },
                 (py + ph) as f64 - (f(p.1) - ymin) / (ymax - ymin) * ph as f64,
             )
         };
@@ -188,15 +194,26 @@ impl Canvas {
         self.text_at(xf, pyf + phf - 8.0 * l, &fmt(ymin), DIM, l);
         self.text_at(xf, pyf + phf / 2.0 - 4.0 * l, y_label, DIM, l);
         let under = pyf + phf + 4.0 * l;
-        let xmin_label = format!("{xmin}");
-        self.text_at(px as f64, under, &xmin_label, DIM, l);
-        let right = format!("{xmax}");
-        let right_x = ((px + pw) as f64 - chars(&right)).max(0.0);
-        self.text_at(right_x, under, &right, DIM, l);
-        // The axis' name between the two, where it fits.
-        let mid = (px + pw / 2) as f64 - chars(x_label) / 2.0;
-        if mid > px as f64 + chars(&xmin_label) + 8.0 * l && mid + chars(x_label) < right_x {
-            self.text_at(mid, under, x_label, DIM, l);
+        match x_labels(xmin, xmax).as_slice() {
+            [only] => {
+                // Its label under the point, the axis' name at the left.
+                let at = (px + pw / 2) as f64 - chars(only) / 2.0;
+                self.text_at(at, under, only, DIM, l);
+                if px as f64 + chars(x_label) + 8.0 * l < at {
+                    self.text_at(px as f64, under, x_label, DIM, l);
+                }
+            }
+            [first, .., last] => {
+                self.text_at(px as f64, under, first, DIM, l);
+                let right_x = ((px + pw) as f64 - chars(last)).max(0.0);
+                self.text_at(right_x, under, last, DIM, l);
+                // The axis' name between the two, where it fits.
+                let mid = (px + pw / 2) as f64 - chars(x_label) / 2.0;
+                if mid > px as f64 + chars(first) + 8.0 * l && mid + chars(x_label) < right_x {
+                    self.text_at(mid, under, x_label, DIM, l);
+                }
+            }
+            [] => {}
         }
         // The legend after the x labels, left to right.
         let mut lx = (px + 10) as f64;
@@ -277,5 +294,47 @@ impl Canvas {
     /// The pixels as RGBA8 bytes (for a page's ImageData).
     pub fn rgba_bytes(&self) -> Vec<u8> {
         self.pixels.iter().flat_map(|p| p.to_le_bytes()).collect()
+    }
+}
+
+/// The x axis' labels: its two ends, or one where every point has the same x (a sweep's first
+/// size, which read "64 … 64" with the point on the axis).
+fn x_labels(xmin: f64, xmax: f64) -> Vec<String> {
+    if xmax - xmin < 1e-9 {
+        vec![format!("{xmin}")]
+    } else {
+        vec![format!("{xmin}"), format!("{xmax}")]
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_x_is_one_label_and_its_points_stand_mid_box() {
+        assert_eq!(x_labels(64.0, 64.0), ["64"]);
+        assert_eq!(x_labels(64.0, 256.0), ["64", "256"]);
+        // Drawn: the one point's marker is in the middle of the plot, not on the y axis.
+        let mut c = Canvas::new(400, 300);
+        let red = [220, 40, 40];
+        let series = [Series {
+            label: "flash",
+            colour: red,
+            points: vec![(64.0, 1.5)],
+        }];
+        c.lines((0, 0, 400, 300), "time", "N", "ms", &series, false);
+        // Rows of the plot only: the legend below has a marker of the colour too.
+        let columns: Vec<usize> = (0..250)
+            .flat_map(|y| (0..c.width).map(move |x| (x, y)))
+            .filter(|&(x, y)| c.pixels[y * c.width + x] == pack(red))
+            .map(|(x, _)| x)
+            .collect();
+        let (lo, hi) = (columns.iter().min().unwrap(), columns.iter().max().unwrap());
+        assert!(
+            *lo > 150 && *hi < 300,
+            "the marker spans columns {lo}..{hi}"
+        );
     }
 }

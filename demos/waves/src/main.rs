@@ -166,8 +166,8 @@ fn walkthrough(m: &Model, target: Target<'_>, choices: &[Choice]) -> Vec<Stage> 
         .unwrap_or_default();
     let product = if stored {
         format!(
-            "on the left, as this page's CPU path computed them (this browser offers no WebGPU \
-             adapter). For a device with only WebGPU's guaranteed limits Kiln would pick the \
+            "on the left, as this page's CPU path computed them (WebGPU cannot run on this \
+             page). For a device with only WebGPU's guaranteed limits Kiln would pick the \
              matmul variant {matmul}; the kernel-source view says why."
         )
     } else {

@@ -154,7 +154,7 @@ fn cpu_rate(model: &Model, frame: &[u32], cpu_fps: Option<f64>) -> Bitmap {
     let lines = [
         (format!("CPU {fps:.2} frames/s"), visual::COOL),
         ("    (wall clock, one thread)".to_string(), MUTED),
-        ("GPU: no WebGPU adapter here,".to_string(), TEXT),
+        ("GPU: no WebGPU on this page,".to_string(), TEXT),
         ("    nothing to race".to_string(), TEXT),
         (
             format!("at {0}x{0}, {1} waves", model.res, model.count()),

@@ -83,7 +83,7 @@ impl<'a> Target<'a> {
         match self {
             Target::Device(gpu) => gpu.profile().name.clone(),
             Target::Stored(s) => format!(
-                "{} (a stored profile: there is no WebGPU adapter here)",
+                "{} (a stored profile: WebGPU cannot run on this page)",
                 s.profile.name
             ),
         }
