@@ -1,7 +1,7 @@
 //! One AdamW step on the GPU, in place on the parameters and both moments.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::error::Result;
 use crate::gpu::Dispatch;

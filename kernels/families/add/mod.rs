@@ -1,15 +1,15 @@
 //! Elementwise addition with broadcasting on the GPU.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::device::DeviceProfile;
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::Dispatch;
 use crate::registry::Variant;
 use crate::select::{self, Choice, Key, Request, filter, prefer};
 use crate::shape::Broadcast;
-use crate::dtype::DType;
 use crate::tensor::Tensor;
 
 use crate::launch::{check_no_alias, check_operands, check_out_shape, dtype_value, record};

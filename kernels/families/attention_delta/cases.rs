@@ -63,17 +63,38 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Cas
                     .collect();
                 let flops = 2.0 * p.tensor_bytes / p.dtype.size() as f64;
                 let t = tolerance(z, p.dtype, CAMPAIGN_TOLERANCE, 4e-6);
-                (vec![values(&delta_out, &delta)], vec![dtype_is(p.dtype)], flops, 2.0 * p.tensor_bytes, t, 0)
+                (
+                    vec![values(&delta_out, &delta)],
+                    vec![dtype_is(p.dtype)],
+                    flops,
+                    2.0 * p.tensor_bytes,
+                    t,
+                    0,
+                )
             }
             Pass::DkDv => {
                 let grads = p.grads()?;
                 let outputs = vec![values(&g.dk, &grads.dk.data), values(&g.dv, &grads.dv.data)];
-                (outputs, p.fixed(), p.flops * 2.0, 6.0 * p.tensor_bytes, tolerance(z, p.dtype, BACKWARD_CAMPAIGN_TOLERANCE, 4e-6), 1)
+                (
+                    outputs,
+                    p.fixed(),
+                    p.flops * 2.0,
+                    6.0 * p.tensor_bytes,
+                    tolerance(z, p.dtype, BACKWARD_CAMPAIGN_TOLERANCE, 4e-6),
+                    1,
+                )
             }
             Pass::Dq => {
                 let grads = p.grads()?;
                 let outputs = vec![values(&g.dq, &grads.dq.data)];
-                (outputs, p.fixed(), p.flops * 1.5, 5.0 * p.tensor_bytes, tolerance(z, p.dtype, BACKWARD_CAMPAIGN_TOLERANCE, 5e-6), 2)
+                (
+                    outputs,
+                    p.fixed(),
+                    p.flops * 1.5,
+                    5.0 * p.tensor_bytes,
+                    tolerance(z, p.dtype, BACKWARD_CAMPAIGN_TOLERANCE, 5e-6),
+                    2,
+                )
             }
             Pass::Fused => {
                 let grads = p.grads()?;
@@ -82,7 +103,14 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Cas
                     values(&g.dk, &grads.dk.data),
                     values(&g.dv, &grads.dv.data),
                 ];
-                (outputs, p.fixed(), p.flops * 2.5, 8.0 * p.tensor_bytes, tolerance(z, p.dtype, BACKWARD_CAMPAIGN_TOLERANCE, 4e-6), 2)
+                (
+                    outputs,
+                    p.fixed(),
+                    p.flops * 2.5,
+                    8.0 * p.tensor_bytes,
+                    tolerance(z, p.dtype, BACKWARD_CAMPAIGN_TOLERANCE, 4e-6),
+                    2,
+                )
             }
         };
         let (q, k, v, d_o) = (p.q.0.clone(), p.k.0.clone(), p.v.0.clone(), p.d_o.0.clone());
@@ -107,7 +135,8 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Cas
                 let choice = plan.choices[index].clone();
                 let mut all = plan.dispatches;
                 if pass == Pass::Delta {
-                    let (add, _) = crate::families::add::plan(&plan.delta, &zeros, &delta_out, None)?;
+                    let (add, _) =
+                        crate::families::add::plan(&plan.delta, &zeros, &delta_out, None)?;
                     all.push(add);
                 }
                 Ok(Planned {

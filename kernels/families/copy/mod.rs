@@ -4,13 +4,15 @@
 
 pub(crate) mod cases;
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::select::Choice;
-use crate::dtype::DType;
 use crate::tensor::Tensor;
 
-use crate::launch::{CountParams, check_no_alias, check_operands, check_out_shape, plan_elementwise};
+use crate::launch::{
+    CountParams, check_no_alias, check_operands, check_out_shape, plan_elementwise,
+};
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
 pub type Design = crate::launch::ElementDesign;
@@ -44,5 +46,13 @@ pub(crate) fn plan_flat(
             ),
         ));
     }
-    plan_elementwise(op, x, None, x.numel() / per_invocation, named, &[x, y], params)
+    plan_elementwise(
+        op,
+        x,
+        None,
+        x.numel() / per_invocation,
+        named,
+        &[x, y],
+        params,
+    )
 }

@@ -26,12 +26,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         outputs: vec![o_loss, o_d],
         plan: Box::new(move |v| {
             Ok(single(crate::families::cross_entropy::plan(
-                &logits,
-                &t,
-                &loss,
-                &d,
-                scale,
-                v,
+                &logits, &t, &loss, &d, scale, v,
             )?))
         }),
     }])

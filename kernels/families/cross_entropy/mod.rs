@@ -1,7 +1,7 @@
 //! Softmax cross-entropy with integer targets on the GPU: the loss and its gradient in one pass.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
@@ -9,7 +9,9 @@ use crate::select::Choice;
 use crate::shape::cross_entropy_rows;
 use crate::tensor::Tensor;
 
-use crate::launch::{check_ids, check_no_alias, check_operands, check_out_shape, choose_rowwise, record};
+use crate::launch::{
+    check_ids, check_no_alias, check_operands, check_out_shape, choose_rowwise, record,
+};
 
 const OP: &str = "cross_entropy";
 
@@ -53,7 +55,10 @@ pub fn cross_entropy_into(
     grad_scale: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(logits.gpu(), plan(logits, targets, loss, dlogits, grad_scale, named)?)
+    record(
+        logits.gpu(),
+        plan(logits, targets, loss, dlogits, grad_scale, named)?,
+    )
 }
 
 /// Checks the call and prepares its launch.

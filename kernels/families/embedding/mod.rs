@@ -1,7 +1,7 @@
 //! Embedding lookup on the GPU: rows of a table gathered by token id.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::error::Result;
 use crate::gpu::Dispatch;
@@ -9,7 +9,9 @@ use crate::select::Choice;
 use crate::shape::embedding_table;
 use crate::tensor::Tensor;
 
-use crate::launch::{check_ids, check_no_alias, check_operands, check_out_shape, plan_elementwise, record};
+use crate::launch::{
+    check_ids, check_no_alias, check_operands, check_out_shape, plan_elementwise, record,
+};
 
 const OP: &str = "embedding";
 
@@ -65,7 +67,15 @@ pub fn plan(
         vocab: vocab as u32,
         nan_bits: f32::NAN.to_bits(),
     };
-    plan_elementwise(OP, table, None, y.numel(), named, &[table, tokens, y], &params)
+    plan_elementwise(
+        OP,
+        table,
+        None,
+        y.numel(),
+        named,
+        &[table, tokens, y],
+        &params,
+    )
 }
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).

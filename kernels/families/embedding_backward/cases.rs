@@ -23,10 +23,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         outputs: vec![o],
         plan: Box::new(move |v| {
             Ok(single(crate::families::embedding_backward::plan(
-                &dy,
-                &t,
-                &d,
-                v,
+                &dy, &t, &d, v,
             )?))
         }),
     }])

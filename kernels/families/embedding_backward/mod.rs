@@ -1,14 +1,16 @@
 //! The gradient of an embedding lookup on the GPU: dY's rows summed per token id.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::launch::{check_ids, check_no_alias, check_operands, check_out_shape, plan_elementwise, record};
+use crate::launch::{
+    check_ids, check_no_alias, check_operands, check_out_shape, plan_elementwise, record,
+};
 
 const OP: &str = "embedding_backward";
 
@@ -73,7 +75,15 @@ pub fn plan(
         vocab: vocab as u32,
         _pad: 0,
     };
-    plan_elementwise(OP, dy, None, d_table.numel(), named, &[dy, tokens, d_table], &params)
+    plan_elementwise(
+        OP,
+        dy,
+        None,
+        d_table.numel(),
+        named,
+        &[dy, tokens, d_table],
+        &params,
+    )
 }
 
 /// The columns of `dy`, which must be [n, cols] for n tokens.

@@ -5,11 +5,11 @@
 
 pub(crate) mod cases;
 
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::Dispatch;
 use crate::launch::flash::{Bound, FlashDesign, Grads, Owns, launch_backward};
 use crate::select::Choice;
-use crate::dtype::DType;
 use crate::tensor::Tensor;
 
 /// What the launcher and the rule read of a variant.

@@ -22,14 +22,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             outputs: vec![o, lse],
             plan: Box::new(move |name| {
                 Ok(single(super::plan_forward(
-                    &q,
-                    &k,
-                    &v,
-                    &o_t,
-                    &lse_t,
-                    causal,
-                    scale,
-                    name,
+                    &q, &k, &v, &o_t, &lse_t, causal, scale, name,
                 )?))
             }),
         });

@@ -3,15 +3,15 @@
 //! selector's rule and the backward that chains the other flash families are in
 //! `kiln::ops::attention`.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::Dispatch;
 use crate::launch::flash::{FlashDesign, check_lse, choose_flash, flash_dims, lse_shape, params};
 use crate::launch::{check_no_alias, check_operands, check_out_shape, grid, record};
 use crate::select::Choice;
-use crate::dtype::DType;
 use crate::tensor::Tensor;
 
 const OP: &str = "attention";
@@ -45,7 +45,10 @@ pub fn flash_attention_into(
     scale: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(q.gpu(), plan_forward(q, k, v, o, lse, causal, scale, named)?)
+    record(
+        q.gpu(),
+        plan_forward(q, k, v, o, lse, causal, scale, named)?,
+    )
 }
 
 /// Checks a flash forward call and prepares its launch.
@@ -82,5 +85,5 @@ pub fn plan_forward(
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).
 pub mod api {
-    pub use super::{flash_attention};
+    pub use super::flash_attention;
 }

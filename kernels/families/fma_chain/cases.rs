@@ -21,12 +21,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         outputs: vec![o],
         plan: Box::new(move |v| {
             Ok(single(crate::families::fma_chain::plan(
-                &x,
-                &y,
-                iters,
-                a,
-                b,
-                v,
+                &x, &y, iters, a, b, v,
             )?))
         }),
     }])

@@ -2,8 +2,8 @@
 //! ceiling the fleet campaign measures a device with, and the work `bench::heat` brings a
 //! hardware GPU's clocks up with. Not used by a model.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::error::Result;
 use crate::gpu::Dispatch;

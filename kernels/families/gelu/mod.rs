@@ -1,14 +1,16 @@
 //! Elementwise gelu on the GPU.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::error::Result;
 use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::launch::{CountParams, check_no_alias, check_operands, check_out_shape, plan_elementwise, record};
+use crate::launch::{
+    CountParams, check_no_alias, check_operands, check_out_shape, plan_elementwise, record,
+};
 
 const OP: &str = "gelu";
 

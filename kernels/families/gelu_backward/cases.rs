@@ -22,7 +22,9 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             bytes: 3.0 * n as f64 * dtype.size() as f64,
             outputs: vec![o],
             plan: Box::new(move |v| {
-                Ok(single(crate::families::gelu_backward::plan(&x, &dy, &dx, v)?))
+                Ok(single(crate::families::gelu_backward::plan(
+                    &x, &dy, &dx, v,
+                )?))
             }),
         });
     }

@@ -1,14 +1,17 @@
 //! The gradient of elementwise gelu on the GPU.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::error::Result;
 use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::launch::{CountParams, check_input_shape, check_no_alias, check_operands, check_out_shape, plan_elementwise, record};
+use crate::launch::{
+    CountParams, check_input_shape, check_no_alias, check_operands, check_out_shape,
+    plan_elementwise, record,
+};
 
 const OP: &str = "gelu_backward";
 

@@ -43,13 +43,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 plan: Box::new(move |v| {
                     let residual = sum.as_ref().map(|sum| (&r, sum));
                     Ok(single(crate::families::layernorm::plan_with(
-                        &x,
-                        residual,
-                        &g,
-                        &b,
-                        &y,
-                        1e-5,
-                        v,
+                        &x, residual, &g, &b, &y, 1e-5, v,
                     )?))
                 }),
             });

@@ -2,8 +2,8 @@
 //! workgroup per row (this family), then dgamma and dbeta from a workgroup per 16 columns
 //! (`layernorm_params_backward`), both recorded together.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::error::Result;
 use crate::families::layernorm_params_backward::plan_norm_backward;

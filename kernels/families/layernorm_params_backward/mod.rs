@@ -4,8 +4,8 @@
 //! `rmsnorm_backward`), whose row kernel writes the statistics it reads; both plan through
 //! [`plan_norm_backward`] here.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -89,7 +89,10 @@ pub(crate) fn plan_norm_backward(
     eps: f32,
     named: BackwardVariants<'_>,
 ) -> Result<BackwardPlan> {
-    let outputs: Vec<&Tensor> = [Some(dx), Some(dgamma), dbeta].into_iter().flatten().collect();
+    let outputs: Vec<&Tensor> = [Some(dx), Some(dgamma), dbeta]
+        .into_iter()
+        .flatten()
+        .collect();
     check_operands(op, &[&[x, gamma, dy][..], &outputs].concat())?;
     let (rows, cols) = rows_cols(op, x.shape())?;
     check_input_shape(op, "gamma", gamma, &[cols])?;

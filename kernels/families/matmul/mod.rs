@@ -1,20 +1,22 @@
 //! Batched matrix product on the GPU, with either operand read transposed in place and an
 //! optional epilogue (bias, bias + gelu) applied as C is stored.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::contract::Param;
 use crate::device::DeviceProfile;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::registry::Variant;
 use crate::select::{self, Choice, Key, Request, filter, prefer};
 use crate::shape::MatmulDims;
-use crate::dtype::DType;
 use crate::tensor::Tensor;
 
-use crate::launch::{check_no_alias, check_operands, check_out_shape, dtype_value, record, software};
+use crate::launch::{
+    check_no_alias, check_operands, check_out_shape, dtype_value, record, software,
+};
 
 const OP: &str = "matmul";
 

@@ -33,11 +33,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             plan: Box::new(move |v| {
                 let e = with_bias.then_some((&bias, epilogue));
                 Ok(single(crate::families::matmul_reduce::plan(
-                    &partials,
-                    &c,
-                    n,
-                    e,
-                    v,
+                    &partials, &c, n, e, v,
                 )?))
             }),
         });

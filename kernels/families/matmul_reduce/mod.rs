@@ -1,18 +1,18 @@
 //! The second pass of a split-K product: the f32 slices a matmul wrote for parts of K, added in
 //! order, then the epilogue (bias, bias + gelu). `matmul::plan_split` launches it when it cuts K.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::contract::Param;
 use crate::device::DeviceProfile;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::gpu::Dispatch;
 use crate::families::matmul::Epilogue;
+use crate::gpu::Dispatch;
 use crate::launch::{check_input_shape, check_no_alias, check_operands, dtype_value};
 use crate::registry::Variant;
 use crate::select::{self, Choice, Key, Request, prefer};
-use crate::dtype::DType;
 use crate::tensor::Tensor;
 
 const OP: &str = "matmul_reduce";

@@ -3,17 +3,17 @@
 //! with the operands in registers, or reloaded every step from workgroup memory or the buffer,
 //! so that a cooperative product's bound can be named. Not used by a model.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::contract::Param;
 use crate::device::DeviceProfile;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::launch::{check_no_alias, check_same_device, dtype_value};
 use crate::registry::Variant;
 use crate::select::{self, Choice, Key, Request, prefer};
-use crate::dtype::DType;
 use crate::tensor::Tensor;
 
 const OP: &str = "mma_chain";

@@ -24,11 +24,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             outputs: vec![Output::Pixels { t: pixels, want }],
             plan: Box::new(move |v| {
                 Ok(single(crate::families::rgba8::plan(
-                    &planes,
-                    &px,
-                    100.0,
-                    128.0,
-                    v,
+                    &planes, &px, 100.0, 128.0, v,
                 )?))
             }),
         });

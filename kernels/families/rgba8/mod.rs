@@ -1,12 +1,12 @@
 //! Four planes to packed RGBA8 pixels on the GPU.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::select::Choice;
-use crate::dtype::DType;
 use crate::tensor::Tensor;
 
 use crate::launch::{check_no_alias, check_out_shape, check_same_device, plan_elementwise, record};
@@ -83,7 +83,15 @@ pub fn plan(
         bias,
         _pad: 0,
     };
-    plan_elementwise(OP, planes, Some(count), count, named, &[planes, pixels], &params)
+    plan_elementwise(
+        OP,
+        planes,
+        Some(count),
+        count,
+        named,
+        &[planes, pixels],
+        &params,
+    )
 }
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).

@@ -1,8 +1,8 @@
 //! RMS normalisation over the last axis on the GPU: x · rstd · gamma with rstd =
 //! 1 / sqrt(mean(x²) + eps), one workgroup per row.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::dtype::DType;
 use crate::error::Result;
@@ -11,7 +11,10 @@ use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
 
-use crate::launch::{RowParams, Rowwise, check_eps, check_input_shape, check_no_alias, check_operands, check_out_shape, choose_rowwise, record};
+use crate::launch::{
+    RowParams, Rowwise, check_eps, check_input_shape, check_no_alias, check_operands,
+    check_out_shape, choose_rowwise, record,
+};
 
 const OP: &str = "rmsnorm";
 

@@ -2,8 +2,8 @@
 //! row (this family), then dgamma from the layer norm's parameter kernel
 //! (`layernorm_params_backward`) fed those statistics with a mean of 0, both recorded together.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::error::Result;
 use crate::families::layernorm_params_backward::plan_norm_backward;

@@ -30,12 +30,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             outputs: vec![o],
             plan: Box::new(move |v| {
                 Ok(single(crate::families::sinusoid::plan(
-                    &f,
-                    &ph,
-                    &y,
-                    0.0,
-                    0.01,
-                    v,
+                    &f, &ph, &y, 0.0, 0.01, v,
                 )?))
             }),
         });

@@ -1,15 +1,17 @@
 //! A table of sines and cosines on the GPU.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::{Dispatch, fold_groups};
 use crate::select::Choice;
-use crate::dtype::DType;
 use crate::tensor::Tensor;
 
-use crate::launch::{check_no_alias, check_out_shape, check_same_device, choose_elementwise, record};
+use crate::launch::{
+    check_no_alias, check_out_shape, check_same_device, choose_elementwise, record,
+};
 
 const OP: &str = "sinusoid";
 

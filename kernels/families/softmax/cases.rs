@@ -28,7 +28,9 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 bytes: 2.0 * rc * dtype.size() as f64,
                 outputs: vec![o],
                 plan: Box::new(move |v| {
-                    Ok(single(crate::families::softmax::plan(&x, &y, causal, 0.5, v)?))
+                    Ok(single(crate::families::softmax::plan(
+                        &x, &y, causal, 0.5, v,
+                    )?))
                 }),
             });
         }

@@ -1,16 +1,18 @@
 //! Softmax over the last axis on the GPU.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::shape::rows_cols;
-use crate::dtype::DType;
 use crate::tensor::Tensor;
 
-use crate::launch::{Rowwise, check_no_alias, check_operands, check_out_shape, choose_rowwise, record};
+use crate::launch::{
+    Rowwise, check_no_alias, check_operands, check_out_shape, choose_rowwise, record,
+};
 
 const OP: &str = "softmax";
 

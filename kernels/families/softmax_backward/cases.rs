@@ -30,11 +30,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             outputs: vec![o],
             plan: Box::new(move |v| {
                 Ok(single(crate::families::softmax_backward::plan(
-                    &p,
-                    &dp,
-                    &dx,
-                    0.5,
-                    v,
+                    &p, &dp, &dx, 0.5, v,
                 )?))
             }),
         });

@@ -1,7 +1,7 @@
 //! The gradient of softmax over the last axis on the GPU.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
@@ -9,7 +9,9 @@ use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
 
-use crate::launch::{RowParams, check_no_alias, check_operands, check_out_shape, choose_rowwise, record};
+use crate::launch::{
+    RowParams, check_no_alias, check_operands, check_out_shape, choose_rowwise, record,
+};
 
 const OP: &str = "softmax_backward";
 

@@ -33,9 +33,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 flops: 0.0,
                 bytes: 4.0 * (a * b * c) as f64 * dtype.size() as f64,
                 outputs: vec![o],
-                plan: Box::new(move |v| {
-                    Ok(single(crate::families::swap_axes::plan12(&x, &y, v)?))
-                }),
+                plan: Box::new(move |v| Ok(single(crate::families::swap_axes::plan12(&x, &y, v)?))),
             });
         }
     }

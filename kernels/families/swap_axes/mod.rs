@@ -2,8 +2,8 @@
 //! batch, [a, b, c, d] → [a, c, b, d] (attention's heads split and merge). One kernel: the
 //! rank-3 case is the rank-4 one with an outer count of 1.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;

@@ -1,13 +1,13 @@
 //! Swapping the last two axes of a batch of matrices on the GPU.
 
-pub mod cpu;
 pub(crate) mod cases;
+pub mod cpu;
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
-use crate::select::Choice;
 use crate::registry::Variant;
-use crate::dtype::DType;
+use crate::select::Choice;
 use crate::tensor::Tensor;
 
 use crate::launch::{check_no_alias, check_operands, check_out_shape, choose_elementwise, record};
