@@ -243,7 +243,7 @@ test('a browser without WebGPU gets the explanation and the CPU path heatmap', a
   // navigator.gpu removed before any script runs.
   await page.addInitScript(() => { delete Navigator.prototype.gpu; });
   await page.goto(site.url('/attention.html?model=synthetic'));
-  await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
+  await page.waitForSelector('#error', { state: 'visible', timeout: 60000 });
   assert.match(await page.textContent('#error'), /no WebGPU/);
   assert.match(await page.textContent('#error'), /CPU path/);
   assert.equal(await page.getAttribute('body', 'data-webgpu'), 'missing');

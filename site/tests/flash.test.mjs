@@ -142,7 +142,7 @@ test('the sweep draws its charts, then a short training run compares both paths'
   assert.equal(await page.isDisabled('#train'), false);
   await page.focus('#train');
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => document.body.dataset.training, null, { timeout: 10000 });
+  await page.waitForFunction(() => document.body.dataset.training, null, { timeout: 60000 });
   assert.equal(await page.isDisabled('#train'), true, 'Train stays enabled while training');
   await settled(page, 'training');
   const tTrain = (Date.now() - t0) / 1000 - tSweep;
@@ -235,7 +235,7 @@ async function openWith(script, path) {
 
 test('a browser without WebGPU gets the explanation, the CPU column and the walkthrough', async () => {
   const { page, errors } = await openWith(() => { delete Navigator.prototype.gpu; }, '/flash.html');
-  await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
+  await page.waitForSelector('#error', { state: 'visible', timeout: 60000 });
   const text = await page.textContent('#error');
   assert.match(text, /no WebGPU/);
   assert.match(text, /Chrome/);
@@ -272,7 +272,7 @@ test('a browser without WebGPU gets the explanation, the CPU column and the walk
 
 test('a browser whose adapter request comes back empty gets the explanation too', async () => {
   const { page } = await openWith(() => { GPU.prototype.requestAdapter = async () => null; }, '/flash.html');
-  await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
+  await page.waitForSelector('#error', { state: 'visible', timeout: 60000 });
   assert.match(await page.textContent('#error'), /offers no adapter/);
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'no-webgpu');
   await page.close();

@@ -300,7 +300,8 @@ test('a browser without WebGPU gets the explanation and the merged reports, not 
   const { page } = await open('/fleet.html');
   await page.addInitScript(() => { delete Navigator.prototype.gpu; });
   await page.reload();
-  await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
+  // The explanation follows the page's module loads: give a loaded machine time (10 s ran out once).
+  await page.waitForSelector('#error', { state: 'visible', timeout: 60000 });
   assert.match(await page.textContent('#error'), /no WebGPU/);
   assert.match(await page.textContent('#error'), /merged in this page/);
   await page.waitForFunction(() => Number(document.body.dataset.fleet) > 0, null, { timeout: 60000 });

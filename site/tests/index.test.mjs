@@ -36,7 +36,7 @@ test('the index shows this device and four live demo cards with walkthrough link
   assert.deepEqual(posters, DEMOS.map((d) => `posters/${d}.jpg`));
   for (const demo of DEMOS) {
     await page.hover(`.card[data-demo="${demo}"]`);
-    await page.waitForSelector(`.card[data-demo="${demo}"] iframe`, { state: 'attached', timeout: 10000 });
+    await page.waitForSelector(`.card[data-demo="${demo}"] iframe`, { state: 'attached', timeout: 60000 });
   }
   const cards = await page.$$eval('.card', (list) => list.map((c) => ({
     demo: c.dataset.demo,
@@ -120,7 +120,7 @@ test('without WebGPU the index explains it and keeps its cards', async () => {
   const { page } = await site.open('/index.html');
   await page.addInitScript(() => { delete Navigator.prototype.gpu; });
   await page.reload();
-  await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
+  await page.waitForSelector('#error', { state: 'visible', timeout: 60000 });
   assert.match(await page.textContent('#error'), /no WebGPU/);
   assert.equal(await page.getAttribute('body', 'data-webgpu'), 'missing');
   assert.equal(await page.locator('.card iframe').count(), 0, 'no blank embedded demos');

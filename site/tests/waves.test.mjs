@@ -123,7 +123,7 @@ test('a browser without WebGPU gets a clear message and the CPU path drawn, not 
   // navigator.gpu removed before any script runs.
   await page.addInitScript(() => { delete Navigator.prototype.gpu; });
   await page.goto(site.url('/waves.html'));
-  await page.waitForSelector('#error', { state: 'visible', timeout: 10000 });
+  await page.waitForSelector('#error', { state: 'visible', timeout: 60000 });
   assert.match(await page.textContent('#error'), /no WebGPU/);
   assert.equal(await page.getAttribute('body', 'data-webgpu'), 'missing');
   // The CPU path draws instead, labelled as such.
