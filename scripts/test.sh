@@ -37,6 +37,8 @@ ensure_wasm_bindgen
 
 stage "cargo fmt --check"
 cargo fmt --all -- --check
+# The family modules are declared by the build script (#[path]), out of cargo fmt's reach.
+rustfmt --edition 2024 --check kernels/families/*/mod.rs
 
 # The scripts that run elsewhere (bench-gpu.sh and its helpers on the GPU machine) parse here.
 stage "scripts parse (bash -n, Python's ast)"
