@@ -301,6 +301,30 @@ async fn time_with_timestamps(
     Timing::from_samples(Clock::GpuTimestamps, warmup, samples)
 }
 
+/// What the host spends issuing one unit of work (medians over runs, ms): `record`, the CPU
+/// recording its launches (or appending a plan); `submit`, encoding them into a command buffer
+/// and submitting it; and both over the launches.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HostCost {
+    pub record_ms: f64,
+    pub submit_ms: f64,
+    pub launches: u64,
+    pub us_per_launch: f64,
+}
+
+impl HostCost {
+    /// From per-run samples of recording and submitting; `None` without samples.
+    pub fn of(record_ms: &[f64], submit_ms: &[f64], launches: u64) -> Option<HostCost> {
+        let (record_ms, submit_ms) = median(record_ms).zip(median(submit_ms))?;
+        Some(HostCost {
+            record_ms,
+            submit_ms,
+            launches,
+            us_per_launch: 1e3 * (record_ms + submit_ms) / launches.max(1) as f64,
+        })
+    }
+}
+
 /// What one unit of recorded work (a forward pass, a training step, a frame) asks of the
 /// device once its shapes have been seen, and where its GPU time goes.
 #[derive(Clone, Debug, PartialEq, Serialize)]

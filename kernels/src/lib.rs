@@ -36,7 +36,7 @@ pub use backend::{Backend, CpuBackend, GpuBackend};
 pub use device::DeviceProfile;
 pub use dtype::DType;
 pub use error::{Error, Result};
-pub use gpu::{Dispatch, Gpu, GpuOptions};
+pub use gpu::{Dispatch, Gpu, GpuOptions, Plan};
 pub use registry::{Piece, Registry, Variant};
 pub use select::{Choice, Reason, TunedEntry, TunedTable};
 pub use tensor::Tensor;

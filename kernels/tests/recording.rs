@@ -132,3 +132,154 @@ fn pass_timing_per_submission_and_per_launch() {
         .collect();
     assert_eq!(families, ["matmul", "add", "softmax"], "{each:?}");
 }
+
+/// The CPU reference of `chain` with the stack of its result twice.
+fn chain_cpu(a: &Array, b: &Array, bias: &Array) -> Vec<f32> {
+    let y = cpu::softmax(
+        &cpu::add(&cpu::matmul(a, b).unwrap(), bias).unwrap(),
+        false,
+        0.5,
+    )
+    .unwrap();
+    [y.data.clone(), y.data].concat()
+}
+
+#[test]
+fn a_plan_replays_its_chain_on_new_inputs_and_creates_nothing() {
+    let gpu = &fresh();
+    let (a, _) = input(gpu, 11, &[9, 20]);
+    let (b, _) = input(gpu, 12, &[20, 13]);
+    let (bias, bias_cpu) = input(gpu, 13, &[13]);
+    gpu.finish().unwrap();
+    // Capturing runs nothing: the launches (and the stack's copies) wait for a replay.
+    let before = gpu.counters();
+    let (plan, stacked) = gpu
+        .capture(|| {
+            let y = chain(&a, &b, &bias);
+            Tensor::stack(&[&y, &y])
+        })
+        .unwrap();
+    let captured = gpu.counters() - before;
+    assert_eq!((captured.dispatches, captured.submissions), (0, 0));
+    let families: Vec<&str> = plan
+        .kernels()
+        .iter()
+        .map(|k| k.split('/').next().unwrap_or(""))
+        .collect();
+    assert_eq!(families, ["matmul", "add", "softmax"]);
+    assert_eq!(plan.launches(), 3);
+    for round in 0..3u64 {
+        let a_data = random(100 + round, 9 * 20);
+        let b_data = random(200 + round, 20 * 13);
+        a.write(&a_data).unwrap();
+        b.write(&b_data).unwrap();
+        // Poisoned, so a replay that wrote nothing cannot pass.
+        stacked.write(&vec![f32::NAN; 2 * 9 * 13]).unwrap();
+        let before = gpu.counters();
+        plan.replay().unwrap();
+        let got = read(&stacked);
+        let used = gpu.counters() - before;
+        let a_cpu = Array::new(&[9, 20], a_data).unwrap();
+        let b_cpu = Array::new(&[20, 13], b_data).unwrap();
+        let case = format!("replay {round}");
+        assert_close(&case, &got, &chain_cpu(&a_cpu, &b_cpu, &bias_cpu), 1e-5);
+        // The same kernels on the same data as a lazy run: the same bits.
+        let lazy = read(&chain(&a, &b, &bias));
+        assert_eq!(
+            got[..9 * 13],
+            lazy[..],
+            "{case}: replay and lazy run differ"
+        );
+        assert_eq!(used.dispatches, 3, "{case}: {used:?}");
+        assert_eq!(used.submissions, 1, "{case}: {used:?}");
+        assert_eq!(used.writes, 0, "{case}: no parameter upload: {used:?}");
+        // The first readback of this size makes its staging buffer; nothing else is made.
+        assert_eq!(
+            used.buffers_created,
+            u64::from(round == 0),
+            "{case}: {used:?}"
+        );
+        assert_eq!(used.bind_groups_created, 0, "{case}: {used:?}");
+    }
+}
+
+#[test]
+fn a_capture_refuses_readbacks_nesting_and_replays_inside_it() {
+    let gpu = &fresh();
+    let (a, a_cpu) = input(gpu, 21, &[5, 7]);
+    let (b, b_cpu) = input(gpu, 22, &[7, 3]);
+    let (bias, bias_cpu) = input(gpu, 23, &[3]);
+    let refused = |r: kiln::Result<()>, what: &str| {
+        let e = r.expect_err(what).to_string();
+        assert!(e.contains("capture"), "{what}: {e}");
+    };
+    refused(
+        gpu.capture(|| {
+            let y = chain(&a, &b, &bias);
+            pollster::block_on(y.read()).map(|_| ())
+        })
+        .map(|_| ()),
+        "a readback inside a capture",
+    );
+    // An error swallowed inside still refuses the plan.
+    refused(
+        gpu.capture(|| {
+            let _ = gpu.flush();
+            Ok(())
+        })
+        .map(|_| ()),
+        "a flush inside a capture",
+    );
+    refused(
+        gpu.capture(|| gpu.capture(|| Ok(())).map(|_| ()))
+            .map(|_| ()),
+        "a capture inside a capture",
+    );
+    let (plan, _) = gpu.capture(|| Ok(chain(&a, &b, &bias))).unwrap();
+    refused(
+        gpu.capture(|| plan.replay()).map(|_| ()),
+        "a replay inside a capture",
+    );
+    // The device goes on as before: a lazy chain, then the plan.
+    let want = &chain_cpu(&a_cpu, &b_cpu, &bias_cpu)[..15];
+    assert_close(
+        "lazy after refusals",
+        &read(&chain(&a, &b, &bias)),
+        want,
+        1e-5,
+    );
+}
+
+#[test]
+fn a_long_recording_goes_in_growing_pieces_lazy_or_replayed() {
+    let gpu = &fresh();
+    let (x, x_cpu) = input(gpu, 31, &[37]);
+    let adds = |x: &Tensor| {
+        let mut acc = x.clone();
+        for _ in 0..30 {
+            acc = ops::add(&acc, x).unwrap();
+        }
+        acc
+    };
+    let want: Vec<f32> = x_cpu
+        .data
+        .iter()
+        .map(|&v| (0..30).fold(v, |acc, _| acc + v))
+        .collect();
+    // 8, then 16, then the 6 left.
+    assert_eq!(kiln::gpu::submissions_for(30), 3);
+    assert_eq!(kiln::gpu::submissions_for(8), 1);
+    assert_eq!(kiln::gpu::submissions_for(9), 2);
+    gpu.finish().unwrap();
+    let before = gpu.counters();
+    let lazy = read(&adds(&x));
+    assert_eq!((gpu.counters() - before).submissions, 3);
+    assert_close("30 adds", &lazy, &want, 1e-7);
+    let (plan, out) = gpu.capture(|| Ok(adds(&x))).unwrap();
+    out.write(&[f32::NAN; 37]).unwrap();
+    let before = gpu.counters();
+    plan.replay().unwrap();
+    let replayed = read(&out);
+    assert_eq!((gpu.counters() - before).submissions, 3);
+    assert_eq!(replayed, lazy);
+}

@@ -2,13 +2,14 @@
 //! compute pass between copies, with GPU timestamps where asked. Parameters go into one ring
 //! buffer at aligned offsets (a dynamic offset each), and bind groups are cached per (kernel,
 //! buffer set), so a chain of ops that repeats its shapes binds nothing new. `submit.rs` appends
-//! and submits.
+//! and submits; a replayed plan (`plan.rs`) is one entry holding its own frozen commands.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::kernel::Kernel;
 use super::memory::Slice;
+use super::plan::Capture;
 
 /// Bytes of the parameter ring; a recording whose parameters would overflow it is submitted
 /// first, and the next one starts at the ring's beginning again (the queue orders the write
@@ -18,6 +19,11 @@ pub(super) const RING_BYTES: u64 = 512 * 1024;
 pub(super) const MAX_COMMANDS: usize = 4096;
 /// Bind groups kept at most; past it the cache starts over.
 pub(super) const MAX_BIND_GROUPS: usize = 8192;
+/// Launches in the first piece of a submission; each later piece holds twice the one before.
+/// A long recording is submitted in pieces so the GPU starts on the first launches while the
+/// host encodes the rest (on the H200 wgpu encodes a launch in about 3 µs and a small model's
+/// launch runs in about 5: kernels/PERF.md, 2026-12-03).
+pub(super) const FIRST_PIECE: usize = 8;
 /// Timestamp queries per timing session (wgpu allows 4096 per query set).
 pub(super) const MAX_QUERIES: u32 = 4096;
 
@@ -59,6 +65,8 @@ pub(super) enum Command {
         size: u64,
         _hold: Vec<Slice>,
     },
+    /// A replayed plan's commands, encoded in place.
+    Plan(Arc<[Command]>),
 }
 
 /// The parameter ring.
@@ -86,6 +94,8 @@ pub(crate) struct Recorder {
     pub(super) ring: Option<Ring>,
     pub(super) timing: PassTiming,
     pub(super) queries: Option<Queries>,
+    /// While a plan is captured, what op calls record goes here instead (`plan.rs`).
+    pub(super) capture: Option<Capture>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -95,8 +105,51 @@ impl std::fmt::Debug for Recorder {
             .field("params", &self.params.len())
             .field("bind_groups", &self.binds.len())
             .field("timing", &self.timing)
+            .field("capturing", &self.capture.is_some())
             .finish_non_exhaustive()
     }
+}
+
+/// The commands with each replayed plan's own in its place.
+pub(super) fn flatten(commands: &[Command]) -> Vec<&Command> {
+    let mut flat = Vec::with_capacity(commands.len());
+    for c in commands {
+        match c {
+            Command::Plan(inner) => flat.extend(inner.iter()),
+            c => flat.push(c),
+        }
+    }
+    flat
+}
+
+/// The commands cut into pieces submitted one after another: [`FIRST_PIECE`] launches, then
+/// twice as many each time, the last piece taking what is left.
+pub(super) fn pieces<'a>(flat: &'a [&'a Command]) -> Vec<&'a [&'a Command]> {
+    let mut out = Vec::new();
+    let (mut start, mut launches, mut size) = (0, 0, FIRST_PIECE);
+    for (i, c) in flat.iter().enumerate() {
+        if matches!(c, Command::Dispatch { .. }) {
+            if launches == size {
+                out.push(&flat[start..i]);
+                (start, launches, size) = (i, 0, 2 * size);
+            }
+            launches += 1;
+        }
+    }
+    out.push(&flat[start..]);
+    out
+}
+
+/// Submissions a recording of `launches` launches (and no more than [`MAX_COMMANDS`]) is
+/// submitted in.
+pub fn submissions_for(launches: usize) -> usize {
+    let (mut left, mut size, mut n) = (launches, FIRST_PIECE, 1);
+    while left > size {
+        left -= size;
+        size *= 2;
+        n += 1;
+    }
+    n
 }
 
 /// Encodes `commands` with timestamps: around the whole submission, or around each launch.
@@ -104,7 +157,7 @@ impl std::fmt::Debug for Recorder {
 pub(super) fn encode_timed(
     rec: &mut Recorder,
     encoder: &mut wgpu::CommandEncoder,
-    commands: &[Command],
+    commands: &[&Command],
     timing: PassTiming,
 ) {
     let Some(q) = rec.queries.as_mut() else {
@@ -143,7 +196,7 @@ pub(super) fn encode_timed(
                         q.labels.push(kernel.label.clone());
                         next += 2;
                     }
-                    Command::Copy { .. } => copy(encoder, c),
+                    _ => copy(encoder, c),
                 }
             }
         }
@@ -158,10 +211,10 @@ pub(super) fn encode_timed(
 /// With `stamps`, the first pass writes a timestamp at its start and the last at its end.
 pub(super) fn encode(
     encoder: &mut wgpu::CommandEncoder,
-    commands: &[Command],
+    commands: &[&Command],
     stamps: Option<(&wgpu::QuerySet, u32)>,
 ) {
-    let runs: Vec<&[Command]> = commands
+    let runs: Vec<&[&Command]> = commands
         .chunk_by(|a, b| {
             matches!(a, Command::Dispatch { .. }) && matches!(b, Command::Dispatch { .. })
         })
@@ -192,12 +245,13 @@ pub(super) fn encode(
                 }
                 pass_no += 1;
             }
-            None => {}
+            // Plans are flattened before encoding.
+            Some(Command::Plan(_)) | None => {}
         }
     }
 }
 
-fn record_dispatch(pass: &mut wgpu::ComputePass<'_>, c: &Command) {
+pub(super) fn record_dispatch(pass: &mut wgpu::ComputePass<'_>, c: &Command) {
     if let Command::Dispatch {
         kernel,
         bind,

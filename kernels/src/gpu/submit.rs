@@ -8,9 +8,10 @@ use super::device::Gpu;
 use super::dispatch::Dispatch;
 use super::kernel::Kernel;
 use super::memory::{Slice, lock};
+use super::plan::Step;
 use super::record::{
     Command, MAX_BIND_GROUPS, MAX_COMMANDS, PassTiming, RING_BYTES, Recorder, Ring, encode,
-    encode_timed,
+    encode_timed, flatten, pieces,
 };
 use crate::error::{Error, Result};
 
@@ -34,6 +35,14 @@ impl Gpu {
     pub(crate) fn record_owned(&self, d: Dispatch) -> Result<()> {
         let slot = self.param_slot(d.params.len() as u64);
         let mut rec = lock(&self.inner.recorder);
+        let epoch = self.inner.epoch.load(Ordering::Relaxed);
+        if let Some(capture) = rec.capture.as_mut() {
+            for s in &d.buffers {
+                s.block.used_in.store(epoch, Ordering::Relaxed);
+            }
+            capture.steps.push(Step::Launch(d));
+            return Ok(());
+        }
         if rec.commands.len() >= MAX_COMMANDS || rec.params.len() as u64 + slot > RING_BYTES {
             drop(rec);
             self.flush()?;
@@ -47,7 +56,6 @@ impl Gpu {
             rec.params.resize(offset as usize + slot as usize, 0);
         }
         let bind = self.bind_group(&mut rec, &d.kernel, &d.buffers, &ring)?;
-        let epoch = self.inner.epoch.load(Ordering::Relaxed);
         for s in &d.buffers {
             s.block.used_in.store(epoch, Ordering::Relaxed);
         }
@@ -100,6 +108,10 @@ impl Gpu {
 
     fn push_command(&self, c: Command) -> Result<()> {
         let mut rec = lock(&self.inner.recorder);
+        if let Some(capture) = rec.capture.as_mut() {
+            capture.steps.push(Step::Copy(c));
+            return Ok(());
+        }
         if rec.commands.len() >= MAX_COMMANDS {
             drop(rec);
             self.flush()?;
@@ -121,7 +133,9 @@ impl Gpu {
     }
 
     /// [`flush`](Self::flush), with `extra` encoded after the recording into the same command
-    /// buffer (a display pass drawing what the recording computed): one submission per frame.
+    /// buffer as its last launches (a display pass drawing what the recording computed). A
+    /// long recording goes in pieces (`record::pieces`): the GPU starts on the first while the
+    /// rest are encoded.
     pub fn flush_with(
         &self,
         extra: Option<&mut dyn FnMut(&mut wgpu::CommandEncoder)>,
@@ -129,6 +143,15 @@ impl Gpu {
         // The recording stays locked until it is submitted: another thread's flush must not
         // rewrite the parameter ring between this one's write and its submission.
         let mut rec = lock(&self.inner.recorder);
+        if let Some(capture) = rec.capture.as_mut() {
+            let why = "a plan cannot submit, wait or read back before its capture ends: \
+                       what it computes is read after a replay";
+            capture.refused.get_or_insert_with(|| why.into());
+            return Err(Error::InvalidArgument {
+                op: "capture",
+                detail: why.into(),
+            });
+        }
         if rec.commands.is_empty() && extra.is_none() {
             return Ok(());
         }
@@ -141,20 +164,30 @@ impl Gpu {
             queue.write_buffer(&ring.buffer, 0, &params);
             Live::bump(&self.inner.counters.writes, 1);
         }
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("kiln recording"),
-        });
         let timing = rec.timing;
-        if timing == PassTiming::Off || !self.profile().features.timestamp_query {
-            encode(&mut encoder, &commands, None);
-        } else {
-            encode_timed(&mut rec, &mut encoder, &commands, timing);
+        let timed = timing != PassTiming::Off && self.profile().features.timestamp_query;
+        let flat = flatten(&commands);
+        let pieces = pieces(&flat);
+        let mut extra = extra;
+        for (i, piece) in pieces.iter().enumerate() {
+            let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("kiln recording"),
+            });
+            if timed {
+                encode_timed(&mut rec, &mut encoder, piece, timing);
+            } else {
+                encode(&mut encoder, piece, None);
+            }
+            if i + 1 == pieces.len()
+                && let Some(extra) = extra.as_mut()
+            {
+                extra(&mut encoder);
+            }
+            queue.submit([encoder.finish()]);
+            Live::bump(&self.inner.counters.submissions, 1);
         }
-        if let Some(extra) = extra {
-            extra(&mut encoder);
-        }
-        queue.submit([encoder.finish()]);
-        Live::bump(&self.inner.counters.submissions, 1);
+        drop(pieces);
+        drop(flat);
         drop(rec);
         // The recorded buffers may go back to the pool now: later writes to them are ordered
         // after this submission by the queue.

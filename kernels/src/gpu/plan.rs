@@ -1,0 +1,236 @@
+//! `Plan`: a fixed-shape chain of launches captured once and replayed from a flat list. A lazy
+//! op call selects its variant, allocates its output, packs its parameters and looks up its
+//! bind group on every call; for work whose shapes do not change (a model's forward at one
+//! token count, a training step) all of that is the same each time. Capturing runs the op calls
+//! once with the recorder set aside; freezing writes every launch's parameters into one buffer
+//! and makes every bind group; a replay then appends the whole list to the recording as one
+//! entry, so what a call costs the host is wgpu's encoding and the submission.
+//!
+//! `Prepared` is the same freezing for benchmarks that record the launches into their own
+//! command encoder.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::counters::Live;
+use super::device::Gpu;
+use super::dispatch::Dispatch;
+use super::memory::{Block, lock};
+use super::record::{Command, MAX_COMMANDS};
+use crate::error::{Error, Result};
+
+/// What a capture has seen so far, in order.
+#[derive(Default)]
+pub(super) struct Capture {
+    pub steps: Vec<Step>,
+    /// Why the capture cannot be a plan (a submission or readback was asked for inside it).
+    pub refused: Option<String>,
+}
+
+/// One captured step: a launch whose bind group is made when the plan is frozen, or a copy.
+pub(super) enum Step {
+    Launch(Dispatch),
+    Copy(Command),
+}
+
+/// Launches and copies captured once, their parameters written and their bind groups made:
+/// [`replay`](Self::replay) runs them again on the buffers they were captured with. Tensors the
+/// captured calls returned stay bound to the plan and hold the newest replay's results; inputs
+/// made before the capture are rewritten with [`Tensor::write`](crate::Tensor::write) between
+/// replays. Data uploaded inside the capture is uploaded once.
+pub struct Plan {
+    gpu: Gpu,
+    commands: Arc<[Command]>,
+    blocks: Vec<Arc<Block>>,
+    kernels: Vec<String>,
+    _params: Option<wgpu::Buffer>,
+}
+
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan")
+            .field("launches", &self.kernels.len())
+            .field("steps", &self.commands.len())
+            .field("buffers", &self.blocks.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Plan {
+    /// Appends the plan's launches to the current recording as one entry (submitted at the
+    /// next readback or flush, with whatever else is recorded). Work recorded before runs
+    /// first; a write to one of the plan's buffers after it submits it first.
+    pub fn replay(&self) -> Result<()> {
+        let inner = &self.gpu.inner;
+        let mut rec = lock(&inner.recorder);
+        if rec.capture.is_some() {
+            return Err(Error::InvalidArgument {
+                op: "replay",
+                detail: "a plan cannot be replayed inside a capture".into(),
+            });
+        }
+        if rec.commands.len() >= MAX_COMMANDS {
+            drop(rec);
+            self.gpu.flush()?;
+            rec = lock(&inner.recorder);
+        }
+        let epoch = inner.epoch.load(Ordering::Relaxed);
+        for b in &self.blocks {
+            b.used_in.store(epoch, Ordering::Relaxed);
+        }
+        rec.commands.push(Command::Plan(self.commands.clone()));
+        Live::bump(&inner.counters.dispatches, self.kernels.len() as u64);
+        Ok(())
+    }
+
+    /// The device the plan runs on.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// Kernel launches per replay.
+    pub fn launches(&self) -> usize {
+        self.kernels.len()
+    }
+
+    /// `family/variant` of each launch, in order.
+    pub fn kernels(&self) -> &[String] {
+        &self.kernels
+    }
+}
+
+impl Gpu {
+    /// Captures the launches `build` records into a [`Plan`], returning it with what `build`
+    /// returned (tensors bound to the plan). Work recorded before is submitted first. Nothing
+    /// `build` records runs during the capture: a readback or flush inside it is refused, and
+    /// so is a capture inside a capture.
+    pub fn capture<R>(&self, build: impl FnOnce() -> Result<R>) -> Result<(Plan, R)> {
+        self.flush()?;
+        {
+            let mut rec = lock(&self.inner.recorder);
+            if rec.capture.is_some() {
+                return Err(Error::InvalidArgument {
+                    op: "capture",
+                    detail: "a capture is already under way on this device".into(),
+                });
+            }
+            rec.capture = Some(Capture::default());
+        }
+        let built = build();
+        let captured = lock(&self.inner.recorder)
+            .capture
+            .take()
+            .unwrap_or_default();
+        let out = built?;
+        if let Some(why) = captured.refused {
+            return Err(Error::InvalidArgument {
+                op: "capture",
+                detail: why,
+            });
+        }
+        let (commands, params) = self.freeze(captured.steps)?;
+        let mut blocks: HashMap<u64, Arc<Block>> = HashMap::new();
+        let mut kernels = Vec::new();
+        for c in &commands {
+            match c {
+                Command::Dispatch { kernel, _hold, .. } => {
+                    kernels.push(kernel.label.clone());
+                    blocks.extend(_hold.iter().map(|s| (s.block.id, s.block.clone())));
+                }
+                Command::Copy { _hold, .. } => {
+                    blocks.extend(_hold.iter().map(|s| (s.block.id, s.block.clone())))
+                }
+                Command::Plan(_) => {}
+            }
+        }
+        let plan = Plan {
+            gpu: self.clone(),
+            commands: commands.into(),
+            blocks: blocks.into_values().collect(),
+            kernels,
+            _params: params,
+        };
+        Ok((plan, out))
+    }
+
+    /// Prepares launches for a benchmark that records them many times itself.
+    pub fn prepare(&self, dispatches: &[&Dispatch]) -> Result<Prepared> {
+        let steps = dispatches
+            .iter()
+            .map(|d| Step::Launch((*d).clone()))
+            .collect();
+        let (commands, params) = self.freeze(steps)?;
+        Ok(Prepared {
+            commands,
+            _params: params,
+        })
+    }
+
+    /// The steps as commands: every launch's parameters at an aligned offset of one buffer of
+    /// their own, every bind group made.
+    fn freeze(&self, steps: Vec<Step>) -> Result<(Vec<Command>, Option<wgpu::Buffer>)> {
+        let mut bytes = Vec::new();
+        let mut offsets = Vec::with_capacity(steps.len());
+        for s in &steps {
+            match s {
+                Step::Launch(d) if d.kernel.uniform.is_some() => {
+                    let at = bytes.len();
+                    offsets.push(at as u32);
+                    bytes.extend_from_slice(&d.params);
+                    bytes.resize(at + self.param_slot(d.params.len() as u64) as usize, 0);
+                }
+                _ => offsets.push(0),
+            }
+        }
+        let params = (!bytes.is_empty()).then(|| {
+            use wgpu::util::DeviceExt;
+            Live::bump(&self.inner.counters.buffers_created, 1);
+            self.inner
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("kiln plan params"),
+                    contents: &bytes,
+                    usage: wgpu::BufferUsages::UNIFORM,
+                })
+        });
+        let mut commands = Vec::with_capacity(steps.len());
+        for (s, offset) in steps.into_iter().zip(offsets) {
+            commands.push(match s {
+                Step::Launch(d) => Command::Dispatch {
+                    bind: self.create_bind_group(&d.kernel, &d.buffers, params.as_ref())?,
+                    kernel: d.kernel,
+                    offset,
+                    groups: d.groups,
+                    _hold: d.buffers,
+                },
+                Step::Copy(c) => c,
+            });
+        }
+        Ok((commands, params))
+    }
+}
+
+/// Launches made ready once for benchmarks that record the same work many times into their
+/// own command encoder: parameters in a buffer of their own, bind groups made once.
+pub struct Prepared {
+    commands: Vec<Command>,
+    _params: Option<wgpu::Buffer>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("launches", &self.commands.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prepared {
+    /// Records the launches, in order, into `pass`.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        for c in &self.commands {
+            super::record::record_dispatch(pass, c);
+        }
+    }
+}
