@@ -16,7 +16,8 @@
 # pass on MiniLM-L6 (MODEL_DIR, f16 safetensors; scripts/model-f16.py) at about 17 and 212
 # tokens and on the built-in weights, next to Hugging Face transformers eager
 # (scripts/hf-encoder-time.py); the flash demo's Medium training step next to the same model
-# in PyTorch eager (scripts/flash-torch-step.py); the waves frame. BIN_DIR holds the attention,
+# in PyTorch eager (scripts/flash-torch-step.py) and the Mega step; PyTorch's CUDA-graph replay
+# of MiniLM and of both steps (scripts/torch-graph-anchors.py); the waves frame. BIN_DIR holds the attention,
 # flash and waves binaries (default: KILN_BIN's folder).
 # SWEEP=1 also times every offered flash variant per attention shape (for the tuned table).
 # Exits non-zero when a step fails.
@@ -102,11 +103,15 @@ if stage models; then
     done
     "$bin/attention" --bench --json --frames 30 --model synthetic --text "$builtin" 2>>"$out/models.err" || failed=1
     "$bin/flash" --bench --json --preset medium --steps 40 --no-sweep --threads "$(nproc)" 2>>"$out/models.err" || failed=1
+    "$bin/flash" --bench --json --preset mega --steps 10 --no-sweep --threads "$(nproc)" 2>>"$out/models.err" || failed=1
     "$bin/waves" --bench --json --frames 200 2>>"$out/models.err" || failed=1
   } > "$out/models.jsonl"
   {
     python3 "$here/hf-encoder-time.py" "$model" "$short" "$long" || failed=1
     python3 "$here/flash-torch-step.py" --preset medium --steps 50 || failed=1
+    # PyTorch's best practice for fixed shapes: MiniLM and the Medium and Mega steps captured
+    # in a CUDA graph and replayed, beside eager with fused AdamW.
+    python3 "$here/torch-graph-anchors.py" "$model" --train || failed=1
   } > "$out/models-torch.jsonl" 2> "$out/models-torch.err"
 fi
 

@@ -93,52 +93,75 @@ def main(out):
 
 
 def models(out):
-    """The whole-model rows: each demo's unit of work beside PyTorch eager on the same GPU."""
+    """The whole-model rows: each demo's unit of work beside PyTorch eager and PyTorch's
+    CUDA-graph replay on the same GPU (torch-graph-anchors.py)."""
     kiln = objects(os.path.join(out, "models.jsonl"))
     torch = [o for o in objects(os.path.join(out, "models-torch.jsonl")) if "what" in o]
     if not kiln:
         return
+
+    def nearest(pred, n):
+        return min((t for t in torch if pred(t)), key=lambda t: abs(t["tokens"] - n), default=None)
+
+    def counts(per):
+        return (f"{per.get('dispatches', '?')} / {per.get('submissions', '?')} / "
+                f"{per.get('buffers_created', '?')} / {per.get('bind_groups_created', '?')}")
+
+    def host(b):
+        return fmt(b.get("host_us_per_launch")) if b else "—"
+
     rows = []
     for r in kiln:
         c = r.get("checks") or r.get("comparison") or {}
         if r.get("demo") == "attention":
             n = len(c.get("ids", []))
-            per = c.get("per_forward", {})
             synthetic = c.get("synthetic_weights")
             what = f"attention forward, {n} tokens, " + ("built-in weights" if synthetic else "MiniLM-L6")
-            ref = None if synthetic else min(
-                (t for t in torch if t.get("what") == "hf eager forward" and t["device"] == "cuda"),
-                key=lambda t: abs(t["tokens"] - n), default=None)
-            cpu_ref = None if synthetic else min(
-                (t for t in torch if t.get("what") == "hf eager forward" and t["device"] == "cpu"),
-                key=lambda t: abs(t["tokens"] - n), default=None)
-            rows.append([what, f"{r['gpu']['median_ms']:.3f}", fmt(c.get("gpu_timestamp_ms_per_forward")),
-                         f"{per.get('dispatches', '?')} / {per.get('submissions', '?')} / {per.get('buffers_created', '?')} / {per.get('bind_groups_created', '?')}",
-                         f"HF transformers {ref['tokens']} tokens: {ref['wall_ms']:.3f}" if ref else "—",
-                         f"{ref['wall_ms'] / r['gpu']['median_ms']:.2f}×" if ref else "—",
-                         f"{r['cpu']['median_ms']:.2f} ({r['cpu']['median_ms'] / r['gpu']['median_ms']:.3g}×)"
+            eager = None if synthetic else nearest(
+                lambda t: t.get("what") == "hf eager forward" and t["device"] == "cuda", n)
+            graph = None if synthetic else nearest(
+                lambda t: t.get("what") == "minilm forward" and t.get("how") == "cuda graph"
+                and t.get("dtype") == "f32", n)
+            cpu_ref = None if synthetic else nearest(
+                lambda t: t.get("what") == "hf eager forward" and t["device"] == "cpu", n)
+            lazy = c.get("recorded_each_call") or {}
+            g = r["gpu"]["median_ms"]
+            rows.append([what, f"{g:.3f}", fmt(lazy.get("wall_ms_median")),
+                         fmt(c.get("gpu_timestamp_ms_per_forward")), counts(c.get("per_forward", {})),
+                         f"{host(c.get('wall_breakdown_ms_per_forward'))} / {host(lazy.get('wall_breakdown_ms_per_forward'))}",
+                         f"{eager['wall_ms']:.3f} ({eager['tokens']} tokens)" if eager else "—",
+                         f"{graph['wall_ms']:.3f} ({graph['tokens']} tokens)" if graph else "—",
+                         f"{graph['wall_ms'] / g:.3g}×" if graph else "—",
+                         f"{r['cpu']['median_ms']:.2f} ({r['cpu']['median_ms'] / g:.3g}×)"
                          + (f"; HF CPU {cpu_ref['threads']} threads {cpu_ref['wall_ms']:.2f}" if cpu_ref else "")])
         elif "comparison" in r:
             cmp_ = r["comparison"]
             prof = cmp_.get("gpu_step") or {}
-            per = prof.get("counts", {})
-            ref = next((t for t in torch if t.get("what", "").startswith("pytorch eager training step")
-                        and t.get("preset") == cmp_["preset"] and t["device"] == "cuda"), None)
+            eager = next((t for t in torch if t.get("what", "").startswith("pytorch eager training step")
+                          and t.get("preset") == cmp_["preset"] and t["device"] == "cuda"), None)
+            eager = eager and eager["ms"]
+            fused = next((t for t in torch if t.get("what") == "train step" and t.get("preset") == cmp_["preset"]
+                          and t.get("how") == "eager fused adamw"), None)
+            eager = fused["wall_ms"] if fused else eager
+            graph = next((t for t in torch if t.get("what") == "train step" and t.get("preset") == cmp_["preset"]
+                          and t.get("how") == "cuda graph"), None)
             g = cmp_["gpu_median_ms_per_step"]
-            rows.append([f"flash {cmp_['preset']} training step (drift {cmp_['drift']:.1e})", f"{g:.3f}",
-                         fmt(prof.get("gpu_ms")),
-                         f"{per.get('dispatches', '?')} / {per.get('submissions', '?')} / {per.get('buffers_created', '?')} / {per.get('bind_groups_created', '?')}",
-                         f"PyTorch eager: {ref['ms']:.3f}" if ref else "—",
-                         f"{ref['ms'] / g:.2f}×" if ref else "—",
+            rows.append([f"flash {cmp_['preset']} training step (drift {cmp_['drift']:.1e})", "—", f"{g:.3f}",
+                         fmt(prof.get("gpu_ms")), counts(prof.get("counts", {})),
+                         f"— / {fmt((cmp_.get('gpu_host') or {}).get('us_per_launch'))}",
+                         fmt(eager), fmt(graph and graph["wall_ms"]),
+                         f"{graph['wall_ms'] / g:.3g}×" if graph else "—",
                          f"{cmp_['cpu_median_ms_per_step']:.1f} ({cmp_['speedup']:.1f}×), {cmp_['cpu']['path']}"])
         elif r.get("demo") == "waves":
             per = c.get("per_frame", {})
             wall = c.get("wall_ms_per_frame")
-            rows.append([f"waves frame ({r['settings']})", fmt(wall), f"{r['gpu']['median_ms']:.4f} ({1e3 / r['gpu']['median_ms']:,.0f} frames/s)",
-                         f"{per.get('dispatches', '?')} / {per.get('submissions', '?')} / {per.get('buffers_created', '?')} / {per.get('bind_groups_created', '?')}",
-                         "—", "—", f"{r['cpu']['median_ms']:.1f} ({r['cpu']['median_ms'] / r['gpu']['median_ms']:,.0f}×)"])
-    head = ["work", "Kiln wall ms", "Kiln GPU ms (timestamps)", "launches / submissions / buffers / bind groups made",
-            "PyTorch eager ms (same GPU)", "PyTorch / Kiln time", "Kiln CPU path ms (GPU/CPU)"]
+            rows.append([f"waves frame ({r['settings']})", fmt(wall), "—",
+                         f"{r['gpu']['median_ms']:.4f} ({1e3 / r['gpu']['median_ms']:,.0f} frames/s)",
+                         counts(per), "—", "—", "—", "—",
+                         f"{r['cpu']['median_ms']:.1f} ({r['cpu']['median_ms'] / r['gpu']['median_ms']:,.0f}×)"])
+    head = ["work", "Kiln wall ms (plan)", "Kiln wall ms (recorded each call)", "Kiln GPU ms (timestamps)",
+            "launches / submissions / buffers / bind groups made", "host µs per launch (plan / recorded)",
+            "PyTorch eager ms", "PyTorch CUDA graph ms", "graph / Kiln time", "Kiln CPU path ms (GPU/CPU)"]
     print()
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -146,8 +169,10 @@ def models(out):
         print("| " + " | ".join(row) + " |")
     print()
     print("Whole models: Kiln wall clock from the inputs uploaded to the result read back, median "
-          "after warm-up; counts per unit after its first run. PyTorch eager f32, TF32 off, wall "
-          "clock on the same terms (hf-encoder-time.py, flash-torch-step.py).")
+          "after warm-up; counts per unit after its first run; host µs per launch = (record + "
+          "submit) / launches. PyTorch f32, TF32 off, wall clock on the same terms: eager "
+          "(hf-encoder-time.py, torch-graph-anchors.py's fused AdamW step) and the same work "
+          "captured once in a CUDA graph and replayed (torch-graph-anchors.py).")
 
 
 def fmt(x):

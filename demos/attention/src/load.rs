@@ -1,8 +1,11 @@
 //! Loading: the model (MiniLM from its folder, or the built-in synthetic weights), its tokenizer
-//! and its weights on the GPU; a text's tokens; one forward pass on either path.
+//! and its weights on the GPU; a text's tokens; one forward pass on either path, on the GPU
+//! recorded op by op or replayed from a plan captured for its token count.
+
+use std::sync::{Arc, Mutex, PoisonError};
 
 use kiln_app::kiln::cpu::Array;
-use kiln_app::kiln::{self, DType, Gpu, Tensor};
+use kiln_app::kiln::{self, DType, Gpu, Plan, Tensor};
 
 use crate::encoder::{self, Forward};
 use crate::model::{Model, ModelError, Weights};
@@ -12,12 +15,28 @@ use crate::tokenizer::{Tokenizer, Tokens};
 pub const DEFAULT_MODEL_DIR: &str = "models/all-minilm-l6-v2";
 pub const DEFAULT_TEXT: &str = "The cat sat on the mat because it was tired.";
 
+/// Plans kept, one per token count, the most recently used first: a visitor typing moves
+/// through a few counts, each plan holding its forward's activations.
+const PLANS_KEPT: usize = 4;
+
 /// The model, its tokenizer and its weights on the GPU.
 #[derive(Debug)]
 pub struct Loaded {
     pub model: Model,
     pub tokenizer: Tokenizer,
     pub gpu_weights: Weights<Tensor>,
+    plans: Mutex<Vec<Arc<Planned>>>,
+}
+
+/// A forward pass captured for one token count: the word rows it reads, rewritten before each
+/// replay (the position and type rows depend on the count alone), and its results.
+#[derive(Debug)]
+pub struct Planned {
+    pub plan: Plan,
+    tokens: usize,
+    word: Tensor,
+    /// The newest replay's results (read after replaying).
+    pub forward: Forward<Tensor>,
 }
 
 impl Loaded {
@@ -29,6 +48,7 @@ impl Loaded {
             tokenizer: Tokenizer::new(&model.vocab)?,
             gpu_weights: model.upload(gpu)?,
             model,
+            plans: Mutex::new(Vec::new()),
         })
     }
 
@@ -57,6 +77,46 @@ impl Loaded {
             self.heads(),
             self.eps(),
         )?)
+    }
+
+    /// The forward pass on the GPU replayed from the plan for this token count (captured on
+    /// first use): the same kernels as [`gpu_forward`](Self::gpu_forward), without selecting,
+    /// allocating or binding anything per call. The results are in the returned plan's
+    /// `forward` once read; the next replay at this count overwrites them.
+    pub fn gpu_forward_planned(&self, gpu: &Gpu, ids: &[u32]) -> Result<Arc<Planned>, ModelError> {
+        let [word, position, token_type] = self.model.embedding_rows(ids)?;
+        let planned = {
+            let mut plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+            let at = plans
+                .iter()
+                .position(|p| p.tokens == ids.len() && p.plan.gpu().same_device(gpu));
+            let planned = match at {
+                Some(i) => plans.remove(i),
+                None => Arc::new(self.capture(gpu, [&word, &position, &token_type])?),
+            };
+            plans.insert(0, planned.clone());
+            plans.truncate(PLANS_KEPT);
+            planned
+        };
+        planned.word.write(&word.data)?;
+        planned.plan.replay()?;
+        Ok(planned)
+    }
+
+    fn capture(&self, gpu: &Gpu, rows: [&Array; 3]) -> Result<Planned, ModelError> {
+        let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32);
+        let rows = [up(rows[0])?, up(rows[1])?, up(rows[2])?];
+        let path = kiln::GpuBackend { gpu: gpu.clone() };
+        let (plan, forward) = gpu.capture(|| {
+            encoder::forward(&path, &rows, &self.gpu_weights, self.heads(), self.eps())
+        })?;
+        let [word, ..] = rows;
+        Ok(Planned {
+            plan,
+            tokens: word.shape()[0],
+            word,
+            forward,
+        })
     }
 
     /// The same forward pass on the CPU path.

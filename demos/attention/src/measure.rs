@@ -10,9 +10,20 @@ use crate::heatmap;
 
 use crate::load::{DEFAULT_TEXT, Loaded, model_error, read_forward};
 
-/// One forward pass on the GPU path as a user runs it: the token rows uploaded, every layer
-/// recorded, one submission, the last hidden state read back.
+/// One forward pass on the GPU path as an embedding call runs it: the word rows written into
+/// the plan captured for this token count, the plan replayed, one submission, the last hidden
+/// state read back.
 async fn gpu_forward_read(gpu: &Gpu, loaded: &Loaded, ids: &[u32]) -> kiln::Result<()> {
+    let p = loaded.gpu_forward_planned(gpu, ids).map_err(model_error)?;
+    if let Some(h) = p.forward.hidden.last() {
+        h.read().await?;
+    }
+    Ok(())
+}
+
+/// The same forward recorded op by op, as code that branches runs it: the token rows uploaded,
+/// every op selected, allocated and bound, one submission, the last hidden state read back.
+async fn gpu_forward_read_lazy(gpu: &Gpu, loaded: &Loaded, ids: &[u32]) -> kiln::Result<()> {
     let f = loaded.gpu_forward(gpu, ids).map_err(model_error)?;
     if let Some(h) = f.hidden.last() {
         h.read().await?;
@@ -20,17 +31,20 @@ async fn gpu_forward_read(gpu: &Gpu, loaded: &Loaded, ids: &[u32]) -> kiln::Resu
     Ok(())
 }
 
-/// Where one forward's wall time goes (medians of `runs`, ms): `record`, the CPU recording
-/// every op (the token rows gathered and uploaded included); `submit`, encoding the recording
-/// into a command buffer and submitting it; `gpu`, the GPU's time for that submission (timestamps
-/// around the whole pass); `wait_read`, from the submission to the last hidden state on the CPU
-/// (the GPU's time, the readback's copy and map, and the round trip). Reading back after an
-/// explicit flush costs a second, one-copy submission that a plain forward does not have.
+/// Where one forward's wall time goes (medians of `runs`, ms), replayed from its plan
+/// (`planned`) or recorded op by op: `record`, the CPU recording every op, or writing the
+/// word rows and appending the plan (the token rows gathered included); `submit`, encoding
+/// the recording into a command buffer and submitting it; `gpu`, the GPU's time for that
+/// submission (timestamps around the whole pass); `wait_read`, from the submission to the last
+/// hidden state on the CPU (the GPU's time, the readback's copy and map, and the round trip);
+/// `host_us_per_launch`, record and submit over the launches. Reading back after an explicit
+/// flush costs a second, one-copy submission that a plain forward does not have.
 async fn wall_breakdown(
     gpu: &Gpu,
     loaded: &Loaded,
     ids: &[u32],
     runs: usize,
+    planned: bool,
 ) -> kiln::Result<serde_json::Value> {
     let timed = gpu.profile().features.timestamp_query;
     if timed {
@@ -38,35 +52,49 @@ async fn wall_breakdown(
     }
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     let (mut record, mut submit, mut wait_read, mut pass) = (vec![], vec![], vec![], vec![]);
+    let mut launches = 0;
     for _ in 0..runs.max(1) {
+        let before = gpu.counters();
         let start = Instant::now();
-        let f = loaded.gpu_forward(gpu, ids).map_err(model_error)?;
+        let (_lazy, _planned);
+        let last = if planned {
+            _planned = loaded.gpu_forward_planned(gpu, ids).map_err(model_error)?;
+            _planned.forward.hidden.last()
+        } else {
+            _lazy = loaded.gpu_forward(gpu, ids).map_err(model_error)?;
+            _lazy.hidden.last()
+        };
         record.push(ms(start));
         let start = Instant::now();
         gpu.flush()?;
         submit.push(ms(start));
+        launches = (gpu.counters() - before).dispatches;
         let start = Instant::now();
-        if let Some(h) = f.hidden.last() {
+        if let Some(h) = last {
             h.read().await?;
         }
         wait_read.push(ms(start));
         if timed {
             let times = gpu.take_pass_times().await?;
-            pass.push(times.first().map_or(0.0, |t| t.ms));
+            pass.push(times.iter().map(|t| t.ms).sum());
         }
     }
     if timed {
         gpu.set_pass_timing(kiln::gpu::PassTiming::Off)?;
     }
+    let host = bench::HostCost::of(&record, &submit, launches);
     Ok(serde_json::json!({
         "record": bench::median(&record), "submit": bench::median(&submit),
         "gpu": bench::median(&pass), "wait_read": bench::median(&wait_read),
+        "launches": launches,
+        "host_us_per_launch": host.map(|h| h.us_per_launch),
         "runs": runs.max(1),
     }))
 }
 
-/// Times one forward pass on each path with the wall clock: the GPU from upload to the last
-/// hidden state read back (after `warm_ms` of warm-up, so the clocks are up), then the CPU path.
+/// Times one forward pass on each path with the wall clock: the GPU (replayed from its plan)
+/// from upload to the last hidden state read back (after `warm_ms` of warm-up, so the clocks
+/// are up), then the CPU path.
 pub(crate) async fn time_paths(
     gpu: &Gpu,
     loaded: &Loaded,
@@ -114,7 +142,21 @@ pub(crate) async fn bench_report(gpu: &Gpu, options: &Options) -> kiln::Result<B
     )
     .await?;
 
-    let breakdown = wall_breakdown(gpu, &loaded, &tokens.ids, options.frames.clamp(1, 50)).await?;
+    let runs = options.frames.clamp(1, 50);
+    let breakdown = wall_breakdown(gpu, &loaded, &tokens.ids, runs, true).await?;
+    // The same forward recorded op by op: its wall time and where it goes.
+    bench::warm_up(
+        async || gpu_forward_read_lazy(gpu, &loaded, &tokens.ids).await,
+        bench::warm_up_budget_ms(gpu, 500.0),
+    )
+    .await?;
+    let mut lazy = Vec::with_capacity(options.frames);
+    for _ in 0..options.frames.max(1) {
+        let start = Instant::now();
+        gpu_forward_read_lazy(gpu, &loaded, &tokens.ids).await?;
+        lazy.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    let lazy_breakdown = wall_breakdown(gpu, &loaded, &tokens.ids, runs, false).await?;
 
     let f = loaded.gpu_forward(gpu, &tokens.ids).map_err(model_error)?;
     let (hidden, probs) = read_forward(&f).await?;
@@ -127,9 +169,18 @@ pub(crate) async fn bench_report(gpu: &Gpu, options: &Options) -> kiln::Result<B
     };
     let hidden_err = errors(&hidden, &reference.hidden);
     let probs_err = errors(&probs, &reference.probs);
+    // The plan replayed on the same tokens: the same kernels, checked the same way.
+    let planned = loaded
+        .gpu_forward_planned(gpu, &tokens.ids)
+        .map_err(model_error)?;
+    let (planned_hidden, planned_probs) = read_forward(&planned.forward).await?;
+    let planned_err = errors(&planned_hidden, &reference.hidden);
+    let planned_probs_err = errors(&planned_probs, &reference.probs);
     let worst = hidden_err
         .iter()
         .chain(&probs_err)
+        .chain(&planned_err)
+        .chain(&planned_probs_err)
         .copied()
         .fold(0.0, f64::max);
     const TOLERANCE: f64 = 1e-4;
@@ -160,16 +211,24 @@ pub(crate) async fn bench_report(gpu: &Gpu, options: &Options) -> kiln::Result<B
         cpu: c,
         checks: serde_json::json!({
             "unit": "one forward pass (embeddings and every layer) per frame",
-            "gpu_clock_note": "wall clock from the token rows uploaded to the last hidden state read back: the 20 lines record every op into one submission",
+            "gpu_clock_note": "wall clock from the token rows uploaded to the last hidden state read back: the 20 lines captured once per token count into a plan, replayed as one submission",
             "per_forward": profile.counts,
             "gpu_timestamp_ms_per_forward": profile.gpu_ms,
             "gpu_ms_by_family": profile.by_family,
             "wall_breakdown_ms_per_forward": breakdown,
+            "recorded_each_call": {
+                "note": "the same forward recorded op by op (selection, allocation, parameters and bind groups per call), as code that branches runs it",
+                "wall_ms_median": bench::median(&lazy),
+                "wall_breakdown_ms_per_forward": lazy_breakdown,
+            },
             "tokens": tokens.tokens, "ids": tokens.ids,
             "synthetic_weights": loaded.model.synthetic, "weights": loaded.model.source,
             "kernels": kernels,
             "rel_l2_gpu_vs_cpu_hidden_per_layer": hidden_err,
             "rel_l2_gpu_vs_cpu_attention_per_layer": probs_err,
+            "rel_l2_planned_vs_cpu_hidden_per_layer": planned_err,
+            "rel_l2_planned_vs_cpu_attention_per_layer": planned_probs_err,
+            "launches_per_forward": planned.plan.launches(),
             "tolerance": TOLERANCE, "agree": worst <= TOLERANCE,
             "cpu_path": "the same encoder function on kiln::cpu (plain single-threaded loops)",
         }),

@@ -66,11 +66,20 @@ fn bench_json_on_the_built_in_weights() {
             "no {fused} kernel in {kernels:?}"
         );
     }
-    // One submission per forward pass once the shapes have been seen, nothing created.
+    // Per forward pass once its plan is captured: its launches in the pieces one recording
+    // is submitted in, one upload (the word rows), nothing created.
     let per = &checks["per_forward"];
-    assert_eq!(per["submissions"], 1, "{per}");
+    let launches = checks["launches_per_forward"].as_u64().unwrap();
+    assert_eq!(per["dispatches"], launches, "{per}");
+    let pieces = kiln_app::kiln::gpu::submissions_for(launches as usize) as u64;
+    assert_eq!(per["submissions"], pieces, "{per}");
+    assert_eq!(per["writes"], 1, "{per}");
     assert_eq!(per["buffers_created"], 0, "{per}");
     assert_eq!(per["bind_groups_created"], 0, "{per}");
+    // Recorded op by op, the same launches; where their host time goes is reported.
+    let lazy = &checks["recorded_each_call"]["wall_breakdown_ms_per_forward"];
+    assert_eq!(lazy["launches"], launches, "{lazy}");
+    assert!(lazy["host_us_per_launch"].as_f64().unwrap() > 0.0, "{lazy}");
     for family in ["matmul", "softmax", "add", "layernorm", "swap_axes"] {
         assert!(
             kernels

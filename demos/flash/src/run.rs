@@ -2,6 +2,7 @@
 //! `flash --bench` and `flash train`.
 
 use kiln_app::kiln::{Gpu, bench};
+use web_time::Instant;
 
 use crate::backend::{CpuBackend, GpuBackend};
 use crate::checkpoint::{self, Header};
@@ -95,7 +96,7 @@ pub async fn compare(
     // A throwaway trainer brings the GPU's clocks up and shows what a step asks of the device
     // (its buffers go back to the pool, where the real run finds them); the real run then
     // starts warm, from the same start as the CPU path.
-    let profile = {
+    let (profile, host) = {
         let mut warm = Trainer::new(
             GpuBackend { gpu: gpu.clone() },
             setup.config,
@@ -107,7 +108,9 @@ pub async fn compare(
         let budget = bench::warm_up_budget_ms(gpu, 2000.0);
         bench::warm_up(async || warm.step(corpus).await.map(|_| ()), budget).await?;
         let runs = if gpu.profile().is_software() { 2 } else { 10 };
-        bench::profile_unit(gpu, async || warm.step(corpus).await.map(|_| ()), runs).await?
+        let profile =
+            bench::profile_unit(gpu, async || warm.step(corpus).await.map(|_| ()), runs).await?;
+        (profile, host_cost(gpu, &mut warm, corpus, runs).await?)
     };
     let mut g = Trainer::new(
         GpuBackend { gpu: gpu.clone() },
@@ -133,7 +136,32 @@ pub async fn compare(
         c.run,
     );
     comparison.gpu_step = Some(profile);
+    comparison.gpu_host = host;
     Ok(comparison)
+}
+
+/// Where the host's time for a GPU step goes: recording it, then encoding and submitting it
+/// (medians of `runs` steps of the throwaway trainer).
+async fn host_cost(
+    gpu: &Gpu,
+    t: &mut Trainer<GpuBackend>,
+    corpus: &Corpus,
+    runs: usize,
+) -> Result<Option<bench::HostCost>> {
+    let ms = |start: Instant| start.elapsed().as_secs_f64() * 1e3;
+    let (mut record, mut submit, mut launches) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..runs.max(1) {
+        let before = gpu.counters();
+        let start = Instant::now();
+        let losses = t.record(corpus)?;
+        record.push(ms(start));
+        let start = Instant::now();
+        gpu.flush()?;
+        submit.push(ms(start));
+        launches = (gpu.counters() - before).dispatches;
+        crate::backend::Backend::read(&t.backend, &losses).await?;
+    }
+    Ok(bench::HostCost::of(&record, &submit, launches))
 }
 
 /// `steps` steps on one path, a progress line on stderr every tenth of the run.

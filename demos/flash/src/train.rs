@@ -73,11 +73,8 @@ impl<B: Backend> Trainer<B> {
 
     /// One step on the batch the corpus gives for this step number; returns its mean loss.
     pub async fn step(&mut self, corpus: &Corpus) -> Result<f64> {
-        let c = &self.config;
-        let batch = corpus.batch(self.hyper.seed, u64::from(self.state.step), c.batch, c.seq);
         let start = Instant::now();
-        let inputs = Inputs::new(&self.backend, c, &batch.inputs, &batch.targets)?;
-        let losses = model::step(&self.backend, c, &self.hyper, &mut self.state, &inputs)?;
+        let losses = self.record(corpus)?;
         let loss = model::mean(&self.backend.read(&losses).await?);
         self.backend.idle().await?;
         self.run.step_ms.push(start.elapsed().as_secs_f64() * 1e3);
@@ -89,6 +86,16 @@ impl<B: Backend> Trainer<B> {
         }
         self.run.losses.push(loss);
         Ok(loss)
+    }
+
+    /// Records one step on the batch the corpus gives for this step number (the inputs
+    /// uploaded, forward, backward, AdamW on every parameter) and returns its per-row losses,
+    /// still on the path: [`step`](Self::step) without the readback and the bookkeeping.
+    pub fn record(&mut self, corpus: &Corpus) -> Result<B::T> {
+        let c = &self.config;
+        let batch = corpus.batch(self.hyper.seed, u64::from(self.state.step), c.batch, c.seq);
+        let inputs = Inputs::new(&self.backend, c, &batch.inputs, &batch.targets)?;
+        model::step(&self.backend, c, &self.hyper, &mut self.state, &inputs)
     }
 
     /// The state read back from the path.
@@ -124,6 +131,8 @@ pub struct Comparison {
     /// One GPU step as the device sees it (after warm-up): submissions, launches and objects
     /// created, GPU time from timestamps, and that time by kernel family.
     pub gpu_step: Option<kiln_app::kiln::bench::UnitProfile>,
+    /// What the host spends issuing one GPU step (recording, then encoding and submitting).
+    pub gpu_host: Option<kiln_app::kiln::bench::HostCost>,
 }
 
 /// Attention traffic of one layer per step, in MB.
@@ -190,6 +199,7 @@ impl Comparison {
             cpu,
             clock: "wall clock per step (upload, forward, backward, AdamW, loss read back)",
             gpu_step: None,
+            gpu_host: None,
         }
     }
 }
