@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { assertLegible, changedShare, pictureTexts, pixelStats, useSite, walkStages } from './browser.mjs';
+import { assertLegible, changedShare, pictureTexts, pixelStats, useSite, walkStages, smallPageTexts } from './browser.mjs';
 
 const site = useSite('attention/attention_bg.wasm');
 
@@ -227,6 +227,7 @@ for (const [width, height, text] of [
       const narration = await page.$eval('#talk-text', (n) => n.scrollWidth <= n.clientWidth);
       console.log(`${width}×${height} stage ${stage + 1}: ${r.texts} texts, smallest ${r.smallest.toFixed(1)} px`);
       assertLegible(r, least, stage);
+      assert.deepEqual(await smallPageTexts(page, least), [], `stage ${stage + 1}: the page's own text under ${least} px`);
       assert.ok(narration, `stage ${stage + 1}: the narration overflows`);
       await page.keyboard.press('ArrowRight');
     }

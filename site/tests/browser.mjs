@@ -225,3 +225,22 @@ export function assertLegible(r, least, stage) {
   assert.ok(r.smallest >= least - 0.01, `stage ${stage + 1}: text ${r.smallest.toFixed(1)} px tall, under ${least}`);
   assert.deepEqual(r.outside, [], `stage ${stage + 1}: texts cut off at the picture's edge`);
 }
+
+// The page's own texts (every visible element with text of its own: narration, code, captions,
+// key hints, buttons, the banner), as the page shows them: those whose computed font size is
+// under `least` CSS pixels, as "selector: size text".
+export async function smallPageTexts(page, least) {
+  return page.evaluate((least) => {
+    const small = [];
+    for (const el of document.querySelectorAll('body *')) {
+      if (!el.checkVisibility({ visibilityProperty: true, opacityProperty: true })) continue;
+      const own = [...el.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE)
+        .map((n) => n.textContent).join('').trim();
+      const box = el.getBoundingClientRect();
+      if (!own || box.width === 0 || box.height === 0) continue;
+      const px = parseFloat(getComputedStyle(el).fontSize);
+      if (px < least - 0.01) small.push(`${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}: ${px} px "${own.slice(0, 30)}"`);
+    }
+    return small;
+  }, least);
+}

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { assertLegible, pictureTexts, useSite } from './browser.mjs';
+import { assertLegible, pictureTexts, useSite, smallPageTexts } from './browser.mjs';
 
 const site = useSite('flash/flash_bg.wasm');
 
@@ -301,6 +301,7 @@ for (const [width, height] of [[1920, 1080], [1280, 720]]) {
         if (n === 0) console.log(`${width}×${height} stage ${stage + 1}: ${r.texts} texts, smallest ${r.smallest.toFixed(1)} px, canvas ${r.size}`);
         assertLegible(r, least, stage);
       }
+      assert.deepEqual(await smallPageTexts(page, least), [], `stage ${stage + 1}: the page's own text under ${least} px`);
     }
     assert.deepEqual(errors, []);
     await page.close();

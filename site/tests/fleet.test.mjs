@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { test } from 'node:test';
 
-import { useSite } from './browser.mjs';
+import { useSite, smallPageTexts } from './browser.mjs';
 
 const site = useSite('fleet/fleet_web_bg.wasm');
 
@@ -357,6 +357,7 @@ for (const [width, height] of [[1920, 1080], [1280, 720]]) {
       assert.deepEqual(r.outside, [], `stage ${stage + 1}: texts outside the visuals' column`);
       assert.deepEqual(r.cut, [], `stage ${stage + 1}: texts cut by their box`);
       assert.deepEqual(r.split, [], `stage ${stage + 1}: words broken across lines`);
+      assert.deepEqual(await smallPageTexts(page, least), [], `stage ${stage + 1}: the page's own text under ${least} px`);
     }
     assert.deepEqual(errors, []);
     await page.close();

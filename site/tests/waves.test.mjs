@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { assertLegible, changedShare, pictureTexts, pixelStats, useSite, walkStages } from './browser.mjs';
+import { assertLegible, changedShare, pictureTexts, pixelStats, useSite, walkStages, smallPageTexts } from './browser.mjs';
 
 const site = useSite('waves/waves_bg.wasm');
 
@@ -168,6 +168,7 @@ for (const [width, height] of [[1920, 1080], [1280, 720]]) {
       const r = await pictureTexts(page, 'canvas');
       console.log(`${width}×${height} stage ${stage + 1}: ${r.texts} texts, smallest ${r.smallest.toFixed(1)} px`);
       assertLegible(r, least, stage);
+      assert.deepEqual(await smallPageTexts(page, least), [], `stage ${stage + 1}: the page's own text under ${least} px`);
     }
     assert.deepEqual(errors, []);
     await page.close();
