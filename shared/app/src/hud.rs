@@ -32,6 +32,42 @@ pub fn rasterize(lines: &[String]) -> (u32, u32, Vec<u8>) {
     (w as u32, h as u32, bitmap.rgba)
 }
 
+/// The HUD's lines for the uncapped rates: each path's frames per second and their ratio, to
+/// three significant figures (a slow GPU reads 0.016x, not 0.0x). Where the CPU path is faster
+/// the line says why: on a software adapter the "GPU" runs on the CPU too, through a
+/// rasterizer made for drawing, not for these kernels.
+pub fn uncapped(r: &crate::Rates, software: bool) -> [String; 2] {
+    let ratio = r.gpu_fps / r.cpu_fps;
+    let why = match (ratio < 1.0, software) {
+        (false, _) => "",
+        (true, true) => " (CPU faster: this adapter is a software one, on the CPU)",
+        (true, false) => " (the CPU path is faster at this size)",
+    };
+    [
+        format!(
+            "uncapped GPU: {} frames/s ({})",
+            significant(r.gpu_fps),
+            r.gpu_clock
+        ),
+        format!(
+            "uncapped CPU: {} frames/s; GPU/CPU {}x{why}",
+            significant(r.cpu_fps),
+            significant(ratio)
+        ),
+    ]
+}
+
+/// `x` with three significant figures (at least its whole digits).
+fn significant(x: f64) -> String {
+    let decimals = match x.abs() {
+        a if a >= 100.0 || a == 0.0 || !a.is_finite() => 0,
+        a if a >= 10.0 => 1,
+        a if a >= 1.0 => 2,
+        a => (2.0 - a.log10().floor()).min(9.0) as usize,
+    };
+    format!("{x:.decimals$}")
+}
+
 /// The HUD's line for the displayed frame rate. Vsync caps it only when it is near the
 /// display's refresh rate (`refresh_hz`, where the platform tells it; browsers do not, and most
 /// displays run at 60 Hz): below that, the frame's own work sets the pace, and saying "capped
@@ -50,7 +86,26 @@ pub fn displayed(fps: f64, refresh_hz: Option<f64>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::displayed;
+    use super::{displayed, significant, uncapped};
+
+    #[test]
+    fn rates_keep_three_significant_figures_and_say_why_the_cpu_wins() {
+        assert_eq!(significant(0.01644), "0.0164");
+        assert_eq!(significant(0.3), "0.300");
+        assert_eq!(significant(4.85), "4.85");
+        assert_eq!(significant(26.54), "26.5");
+        assert_eq!(significant(21463.2), "21463");
+        let rates = |gpu_fps, cpu_fps| crate::Rates {
+            gpu_fps,
+            cpu_fps,
+            gpu_clock: kiln::bench::Clock::WallClock,
+        };
+        let [_, slow] = uncapped(&rates(0.3, 18.2), true);
+        assert!(slow.contains("GPU/CPU 0.0165x"), "{slow}");
+        assert!(slow.contains("software"), "{slow}");
+        let [_, fast] = uncapped(&rates(3000.0, 2.0), false);
+        assert!(fast.ends_with("GPU/CPU 1500x"), "{fast}");
+    }
 
     #[test]
     fn vsync_is_named_only_near_the_display_rate() {

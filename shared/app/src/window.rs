@@ -300,17 +300,7 @@ impl<D: Demo> App<D> {
             .map(|mhz| f64::from(mhz) / 1e3);
         lines.push(hud::displayed(self.displayed_fps, refresh_hz));
         match &self.rates {
-            Some(r) => {
-                lines.push(format!(
-                    "uncapped GPU: {:.1} frames/s ({})",
-                    r.gpu_fps, r.gpu_clock
-                ));
-                lines.push(format!(
-                    "uncapped CPU: {:.2} frames/s; GPU/CPU {:.1}x",
-                    r.cpu_fps,
-                    r.gpu_fps / r.cpu_fps
-                ));
-            }
+            Some(r) => lines.extend(hud::uncapped(r, state.gpu.profile().is_software())),
             None => lines.push("uncapped: measuring…".into()),
         }
         if !platform::show_text(&lines) {
