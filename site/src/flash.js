@@ -191,7 +191,12 @@ function renderSweep(s) {
     (last.cpu_ms === null ? 'the CPU path was left out for time; ' : `${fmt(last.cpu_ms)} ms on the CPU path; `) +
     `it moves ${fmt(last.flash_mb)} MB where the naive path moves ${fmt(last.naive_mb)} MB ` +
     `(${fmt(last.score_matrix_mb)} MB of them score matrices). GPU times: ${clocks}; ` +
-    `CPU path: ${s.cpu_path}, wall clock, in this page's wasm build.`;
+    `CPU path: ${s.cpu_path}, wall clock, in this page's wasm build.` +
+    (last.cpu_ms !== null && last.cpu_ms < last.flash_ms && document.body.dataset.deviceType === 'cpu'
+      ? ' The CPU path is faster here because this adapter is a software one: its "GPU" runs on the ' +
+        'CPU too, through a rasterizer made for drawing, not for these kernels. On a hardware GPU the ' +
+        'order reverses (the README\'s speed table).'
+      : '');
   $('variants').replaceChildren(...s.flash_variants.map((v) => {
     const li = el('li');
     const [name, ...why] = v.split(' — ');
@@ -453,6 +458,7 @@ async function main() {
     fail(`The flash kernels could not be rendered for this adapter: ${e}`);
     kiln.setStages(JSON.parse(await wasm.talk_stages(false)));
   }
+  document.body.dataset.deviceType = info.device_type;
   $('device').textContent =
     `Adapter: ${info.adapter} (${info.backend}, ${info.device_type}). Sequence lengths swept: ` +
     `${info.lengths.join(', ')}${info.device_type === 'cpu' ? ' (a software adapter: short ones)' : ''}.`;

@@ -125,6 +125,10 @@ test('the sweep draws its charts, then a short training run compares both paths'
   assert.deepEqual(variants, sweep.flash_variants);
   assert.equal(await page.$$eval('#points tbody tr', (r) => r.length), 3);
   assert.equal(await page.textContent('#sweep-step'), 'done');
+  // Where the software adapter loses to the CPU path, the summary says why.
+  const last = sweep.points.at(-1);
+  const summary = await page.textContent('#sweep-summary');
+  assert.equal(/software one/.test(summary), last.cpu_ms < last.flash_ms, summary);
   assert.equal(await page.$eval('#sweep-progress', (p) => p.value === p.max), true);
   assertDrawn(await pixels(page, 'time-chart', [FLASH, NAIVE, CPU]), 'time chart', [FLASH, NAIVE, CPU]);
   assertDrawn(await pixels(page, 'bytes-chart', [FLASH, NAIVE]), 'bytes chart', [FLASH, NAIVE]);
