@@ -17,22 +17,8 @@ use super::counters::Live;
 use super::device::Gpu;
 use super::dispatch::Dispatch;
 use super::memory::{Block, lock};
-use super::record::{Command, MAX_COMMANDS};
+use super::record::{Capture, Command, MAX_COMMANDS, Step};
 use crate::error::{Error, Result};
-
-/// What a capture has seen so far, in order.
-#[derive(Default)]
-pub(super) struct Capture {
-    pub steps: Vec<Step>,
-    /// Why the capture cannot be a plan (a submission or readback was asked for inside it).
-    pub refused: Option<String>,
-}
-
-/// One captured step: a launch whose bind group is made when the plan is frozen, or a copy.
-pub(super) enum Step {
-    Launch(Dispatch),
-    Copy(Command),
-}
 
 /// Launches and copies captured once, their parameters written and their bind groups made:
 /// [`replay`](Self::replay) runs them again on the buffers they were captured with. Tensors the
@@ -79,7 +65,7 @@ impl Plan {
         for b in &self.blocks {
             b.used_in.store(epoch, Ordering::Relaxed);
         }
-        rec.commands.push(Command::Plan(self.commands.clone()));
+        rec.commands.push(Command::Replay(self.commands.clone()));
         Live::bump(&inner.counters.dispatches, self.kernels.len() as u64);
         Ok(())
     }
@@ -141,7 +127,7 @@ impl Gpu {
                 Command::Copy { _hold, .. } => {
                     blocks.extend(_hold.iter().map(|s| (s.block.id, s.block.clone())))
                 }
-                Command::Plan(_) => {}
+                Command::Replay(_) => {}
             }
         }
         let plan = Plan {
@@ -158,7 +144,12 @@ impl Gpu {
     pub fn prepare(&self, dispatches: &[&Dispatch]) -> Result<Prepared> {
         let steps = dispatches
             .iter()
-            .map(|d| Step::Launch((*d).clone()))
+            .map(|d| Step::Launch {
+                kernel: d.kernel.clone(),
+                buffers: d.buffers.clone(),
+                params: d.params.clone(),
+                groups: d.groups,
+            })
             .collect();
         let (commands, params) = self.freeze(steps)?;
         Ok(Prepared {
@@ -174,11 +165,11 @@ impl Gpu {
         let mut offsets = Vec::with_capacity(steps.len());
         for s in &steps {
             match s {
-                Step::Launch(d) if d.kernel.uniform.is_some() => {
+                Step::Launch { kernel, params, .. } if kernel.uniform.is_some() => {
                     let at = bytes.len();
                     offsets.push(at as u32);
-                    bytes.extend_from_slice(&d.params);
-                    bytes.resize(at + self.param_slot(d.params.len() as u64) as usize, 0);
+                    bytes.extend_from_slice(params);
+                    bytes.resize(at + self.param_slot(params.len() as u64) as usize, 0);
                 }
                 _ => offsets.push(0),
             }
@@ -197,12 +188,17 @@ impl Gpu {
         let mut commands = Vec::with_capacity(steps.len());
         for (s, offset) in steps.into_iter().zip(offsets) {
             commands.push(match s {
-                Step::Launch(d) => Command::Dispatch {
-                    bind: self.create_bind_group(&d.kernel, &d.buffers, params.as_ref())?,
-                    kernel: d.kernel,
+                Step::Launch {
+                    kernel,
+                    buffers,
+                    groups,
+                    ..
+                } => Command::Dispatch {
+                    bind: self.create_bind_group(&kernel, &buffers, params.as_ref())?,
+                    kernel,
                     offset,
-                    groups: d.groups,
-                    _hold: d.buffers,
+                    groups,
+                    _hold: buffers,
                 },
                 Step::Copy(c) => c,
             });

@@ -2,14 +2,13 @@
 //! compute pass between copies, with GPU timestamps where asked. Parameters go into one ring
 //! buffer at aligned offsets (a dynamic offset each), and bind groups are cached per (kernel,
 //! buffer set), so a chain of ops that repeats its shapes binds nothing new. `submit.rs` appends
-//! and submits; a replayed plan (`plan.rs`) is one entry holding its own frozen commands.
+//! and submits; a replayed plan is one entry holding its own frozen commands.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::kernel::Kernel;
 use super::memory::Slice;
-use super::plan::Capture;
 
 /// Bytes of the parameter ring; a recording whose parameters would overflow it is submitted
 /// first, and the next one starts at the ring's beginning again (the queue orders the write
@@ -66,7 +65,26 @@ pub(super) enum Command {
         _hold: Vec<Slice>,
     },
     /// A replayed plan's commands, encoded in place.
-    Plan(Arc<[Command]>),
+    Replay(Arc<[Command]>),
+}
+
+/// What a capture (`plan.rs`) has seen so far, in order.
+#[derive(Default)]
+pub(super) struct Capture {
+    pub steps: Vec<Step>,
+    /// Why the capture cannot be a plan (a submission or readback was asked for inside it).
+    pub refused: Option<String>,
+}
+
+/// One captured step: a launch, whose bind group is made when the plan is frozen, or a copy.
+pub(super) enum Step {
+    Launch {
+        kernel: Arc<Kernel>,
+        buffers: Vec<Slice>,
+        params: Vec<u8>,
+        groups: [u32; 3],
+    },
+    Copy(Command),
 }
 
 /// The parameter ring.
@@ -115,7 +133,7 @@ pub(super) fn flatten(commands: &[Command]) -> Vec<&Command> {
     let mut flat = Vec::with_capacity(commands.len());
     for c in commands {
         match c {
-            Command::Plan(inner) => flat.extend(inner.iter()),
+            Command::Replay(inner) => flat.extend(inner.iter()),
             c => flat.push(c),
         }
     }
@@ -246,7 +264,7 @@ pub(super) fn encode(
                 pass_no += 1;
             }
             // Plans are flattened before encoding.
-            Some(Command::Plan(_)) | None => {}
+            Some(Command::Replay(_)) | None => {}
         }
     }
 }

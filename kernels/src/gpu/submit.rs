@@ -8,9 +8,8 @@ use super::device::Gpu;
 use super::dispatch::Dispatch;
 use super::kernel::Kernel;
 use super::memory::{Slice, lock};
-use super::plan::Step;
 use super::record::{
-    Command, MAX_BIND_GROUPS, MAX_COMMANDS, PassTiming, RING_BYTES, Recorder, Ring, encode,
+    Command, MAX_BIND_GROUPS, MAX_COMMANDS, PassTiming, RING_BYTES, Recorder, Ring, Step, encode,
     encode_timed, flatten, pieces,
 };
 use crate::error::{Error, Result};
@@ -40,7 +39,12 @@ impl Gpu {
             for s in &d.buffers {
                 s.block.used_in.store(epoch, Ordering::Relaxed);
             }
-            capture.steps.push(Step::Launch(d));
+            capture.steps.push(Step::Launch {
+                kernel: d.kernel,
+                buffers: d.buffers,
+                params: d.params,
+                groups: d.groups,
+            });
             return Ok(());
         }
         if rec.commands.len() >= MAX_COMMANDS || rec.params.len() as u64 + slot > RING_BYTES {
