@@ -2,7 +2,8 @@
 //! and its weights on the GPU; a text's tokens; one forward pass on either path, on the GPU
 //! recorded op by op or replayed from a plan captured for its token count.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::cell::RefCell;
+use std::rc::Rc;
 
 use kiln_app::kiln::cpu::Array;
 use kiln_app::kiln::{self, DType, Gpu, Plan, Tensor};
@@ -25,7 +26,7 @@ pub struct Loaded {
     pub model: Model,
     pub tokenizer: Tokenizer,
     pub gpu_weights: Weights<Tensor>,
-    plans: Mutex<Vec<Arc<Planned>>>,
+    plans: RefCell<Vec<Rc<Planned>>>,
 }
 
 /// A forward pass captured for one token count: the word rows it reads, rewritten before each
@@ -48,7 +49,7 @@ impl Loaded {
             tokenizer: Tokenizer::new(&model.vocab)?,
             gpu_weights: model.upload(gpu)?,
             model,
-            plans: Mutex::new(Vec::new()),
+            plans: RefCell::new(Vec::new()),
         })
     }
 
@@ -83,16 +84,16 @@ impl Loaded {
     /// first use): the same kernels as [`gpu_forward`](Self::gpu_forward), without selecting,
     /// allocating or binding anything per call. The results are in the returned plan's
     /// `forward` once read; the next replay at this count overwrites them.
-    pub fn gpu_forward_planned(&self, gpu: &Gpu, ids: &[u32]) -> Result<Arc<Planned>, ModelError> {
+    pub fn gpu_forward_planned(&self, gpu: &Gpu, ids: &[u32]) -> Result<Rc<Planned>, ModelError> {
         let [word, position, token_type] = self.model.embedding_rows(ids)?;
         let planned = {
-            let mut plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut plans = self.plans.borrow_mut();
             let at = plans
                 .iter()
                 .position(|p| p.tokens == ids.len() && p.plan.gpu().same_device(gpu));
             let planned = match at {
                 Some(i) => plans.remove(i),
-                None => Arc::new(self.capture(gpu, [&word, &position, &token_type])?),
+                None => Rc::new(self.capture(gpu, [&word, &position, &token_type])?),
             };
             plans.insert(0, planned.clone());
             plans.truncate(PLANS_KEPT);
