@@ -284,9 +284,28 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
         tx.execute_batch(sql)
             .and_then(|_| tx.pragma_update(None, "user_version", i + 1))
             .and_then(|_| tx.commit())
-            .map_err(|e| ServerError::db(path.display(), e))?;
+            .map_err(|e| {
+                let what = format!(
+                    "{}: migration {} of {}",
+                    path.display(),
+                    i + 1,
+                    MIGRATIONS.len()
+                );
+                ServerError::db(what, without_sql(e))
+            })?;
     }
     Ok(())
+}
+
+/// A migration's error without the migration's SQL: rusqlite quotes the whole script of a
+/// statement it could not run, which tells an operator nothing and puts the schema in the log.
+fn without_sql(e: rusqlite::Error) -> rusqlite::Error {
+    match e {
+        rusqlite::Error::SqlInputError { error, msg, .. } => {
+            rusqlite::Error::SqliteFailure(error, Some(msg))
+        }
+        e => e,
+    }
 }
 
 /// A read-only connection: the summary's and the export's.
@@ -383,5 +402,38 @@ impl Probe {
         self.conn
             .execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
             .map_err(ServerError::sql)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    /// A database that claims to be ours but whose `reports` table is not the one the first
+    /// migration creates: the migration fails, and the error says why without the SQL.
+    #[test]
+    fn a_failed_migration_is_refused_without_its_sql() {
+        let dir = std::env::temp_dir().join(format!("kiln-fleet-migrate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("fleet.sqlite");
+        let _ = std::fs::remove_file(&path);
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.pragma_update(None, "application_id", APPLICATION_ID)
+                .unwrap();
+            conn.execute_batch("CREATE TABLE reports (x INTEGER);")
+                .unwrap();
+        }
+        let e = Writer::open(&path, false)
+            .err()
+            .expect("refused")
+            .to_string();
+        std::fs::remove_dir_all(&dir).unwrap();
+        eprintln!("{e}");
+        assert!(e.contains("fleet.sqlite: migration 1 of"), "{e}");
+        assert!(e.contains("table reports already exists"), "{e}");
+        assert!(!e.contains("CREATE") && !e.contains("INSERT"), "{e}");
     }
 }
