@@ -19,6 +19,10 @@
 # in PyTorch eager (scripts/flash-torch-step.py) and the Mega step; PyTorch's CUDA-graph replay
 # of MiniLM and of both steps (scripts/torch-graph-anchors.py); the waves frame. BIN_DIR holds the attention,
 # flash and waves binaries (default: KILN_BIN's folder).
+# The decode stage (not in the default STAGES) times flash-decoding (`kiln bench decode`: one
+# new row per sequence against a cache of 1k to 128k keys, Hq 32 over Hkv 8 at D 128, and Hq 16
+# over 16 at D 64; B 1 and 8; f16 and f32) beside PyTorch's SDPA decode and the copy rate
+# (scripts/torch-decode-anchors.py) in the same command.
 # SWEEP=1 also times every offered flash variant per attention shape (for the tuned table).
 # Exits non-zero when a step fails.
 set -uo pipefail
@@ -113,6 +117,25 @@ if stage models; then
     # in a CUDA graph and replayed, beside eager with fused AdamW.
     python3 "$here/torch-graph-anchors.py" "$model" --train || failed=1
   } > "$out/models-torch.jsonl" 2> "$out/models-torch.err"
+fi
+
+if stage decode; then
+  {
+    for dtype in f16 f32; do
+      elem=4; [ "$dtype" = f16 ] && elem=2
+      for shape in "1 32 8 128" "8 32 8 128" "1 16 16 64"; do
+        read -r b hq hkv d <<< "$shape"
+        for n in 1024 8192 32768 131072; do
+          # PyTorch's anchors skip caches over 8 GB; so does this.
+          size=$(( b * hkv * n * d * 2 * elem ))
+          [ "$size" -gt 8000000000 ] && continue
+          "$kiln" bench decode --json --b "$b" --hq "$hq" --hkv "$hkv" --d "$d" --n "$n" \
+            --dtype "$dtype" --repeats 30 --cpu-budget 1 $sweep || failed=1
+        done
+      done
+    done
+  } > "$out/decode.jsonl" 2> "$out/decode.err"
+  python3 "$here/torch-decode-anchors.py" > "$out/decode-torch.jsonl" 2> "$out/decode-torch.err" || failed=1
 fi
 
 # What the NVIDIA driver compiled (registers, instruction mix) for the forward and backward

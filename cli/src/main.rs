@@ -18,6 +18,7 @@ macro_rules! out_part {
 }
 
 mod attention;
+mod decode;
 mod matmul;
 
 use std::process::ExitCode;
@@ -105,6 +106,8 @@ enum BenchOp {
     Matmul(matmul::MatmulArgs),
     /// Attention on Q, K, V [b, h, n, d]: the flash kernels, the naive GPU path and the CPU path.
     Attention(attention::AttentionArgs),
+    /// Decoding attention: Q [b, hq, nq, d] against a key/value cache [b, hkv, n, d].
+    Decode(decode::DecodeArgs),
 }
 
 /// How a benchmark runs and reports, shared by every `kiln bench` op.
@@ -184,6 +187,9 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Bench {
             op: BenchOp::Attention(args),
         } => attention::bench_attention(&options, args).await,
+        Command::Bench {
+            op: BenchOp::Decode(args),
+        } => decode::bench_decode(&options, args).await,
     }
 }
 

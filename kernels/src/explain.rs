@@ -159,6 +159,28 @@ pub fn sample_picks(sel: &Selector<'_>) -> Vec<Pick> {
                 }
             }
         }
+        for (b, hq, hkv, n, d) in [
+            (1, 32, 8, 1024, 128),
+            (1, 32, 8, 32768, 128),
+            (1, 32, 8, 131072, 128),
+            (8, 32, 8, 32768, 128),
+            (1, 16, 16, 8192, 64),
+        ] {
+            let dims = ops::flash_decode::DecodeDims::new(
+                &[b, hq, 1, d],
+                &[b, hkv, n, d],
+                &[b, hkv, n, d],
+                n,
+            );
+            let text = format!("{t} B{b} Hq{hq}/{hkv} N{n} D{d}");
+            match dims {
+                Ok(dims) => {
+                    let c = ops::flash_decode::DecodeCall { dtype, dims };
+                    out.push(pick(sel, "flash_decode", text, &c));
+                }
+                Err(e) => out.push(finish("flash_decode", text, Err(e))),
+            }
+        }
         for family in [
             "gelu",
             "gelu_backward",

@@ -5,7 +5,9 @@
 Reads OUT_DIR/matmul.jsonl and OUT_DIR/attention.jsonl (`kiln bench ... --json` objects, one
 after another) and OUT_DIR/anchors.jsonl (torch_anchors.py lines); prints a Markdown table. Then,
 from OUT_DIR/models.jsonl (the demos' `--bench --json`) and OUT_DIR/models-torch.jsonl
-(hf-encoder-time.py, flash-torch-step.py), the whole-model table.
+(hf-encoder-time.py, flash-torch-step.py), the whole-model table; from OUT_DIR/decode.jsonl
+(`kiln bench decode --json`) and OUT_DIR/decode-torch.jsonl (torch-decode-anchors.py), the
+decoding table.
 """
 import json
 import os
@@ -175,6 +177,43 @@ def models(out):
           "captured once in a CUDA graph and replayed (torch-graph-anchors.py).")
 
 
+def decode(out):
+    kiln = [o for o in objects(os.path.join(out, "decode.jsonl")) if o.get("what") == "decode attention"]
+    if not kiln:
+        return
+    torch = [o for o in objects(os.path.join(out, "decode-torch.jsonl")) if "what" in o]
+    copy = next((o for o in torch if o["what"] == "copy"), None)
+
+    def anchor(what, r):
+        return next((o for o in torch if o["what"] == what and o["dtype"] == r["dtype"]
+                     and (o["b"], o["hq"], o["hkv"], o["d"], o["n"]) ==
+                     (r["b"], r["hq"], r["hkv"], r["d"], r["n"])), None)
+
+    print()
+    print("| dtype | B, Hq/Hkv, D | N | Kiln ms | Kiln GB/s | split variant | PyTorch SDPA ms | GB/s "
+          "| Kiln / SDPA | SDPA, K/V expanded ms | CPU path ms | GPU/CPU | error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in kiln:
+        sdpa = anchor("decode attention sdpa", r)
+        expanded = anchor("decode attention sdpa, K/V expanded to Hq", r)
+        best = min([r["median_ms"]] + [s["median_ms"] for s in r.get("sweep", []) if not s.get("wrong")])
+        cells = [r["dtype"], f"{r['b']}, {r['hq']}/{r['hkv']}, {r['d']}", str(r["n"]),
+                 f"{fmt(r['median_ms'])} (best {fmt(best)})", f"{r['gbps']:.0f}", r["variants"]["split"]]
+        if sdpa:
+            cells += [fmt(sdpa["ms"]), f"{sdpa['gbps']:.0f}", f"{r['median_ms'] / sdpa['ms']:.2f}"]
+        else:
+            cells += ["—", "—", "—"]
+        cells += [fmt(expanded and expanded["ms"]), fmt(r["cpu_ms"]), f"{r['gpu_over_cpu']:.3g}x",
+                  f"{r['rel_l2_error']:.1e}"]
+        print("| " + " | ".join(cells) + " |")
+    print()
+    print("Decoding: one new row per sequence against a cache of N keys; Kiln's split and combine "
+          "passes timed together with GPU timestamps (median of 30 after warm-up; 'best': the "
+          "fastest correct split variant of the sweep), PyTorch with CUDA events in the same "
+          "command, TF32 off; GB/s counts the bytes of K and V read once."
+          + (f" Device copy rate (read + write): {copy['gbps']:.0f} GB/s." if copy else ""))
+
+
 def fmt(x):
     return f"{x:.3f}" if isinstance(x, (int, float)) else "—"
 
@@ -182,3 +221,4 @@ def fmt(x):
 if __name__ == "__main__":
     main(sys.argv[1])
     models(sys.argv[1])
+    decode(sys.argv[1])

@@ -1,0 +1,202 @@
+//! The key/value cache of decoding on the GPU: [`KvCache`] holds preallocated K and V caches
+//! [B, Hkv, Cap, D] and their length; a step's rows are appended in place (this family's
+//! kernel, K and V in one launch) and the new queries attend to the cache through
+//! flash-decoding (`families/flash_decode`).
+
+pub(crate) mod cases;
+pub mod cpu;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::families::flash_decode;
+use crate::gpu::{Dispatch, Gpu};
+use crate::launch::{check_operands, choose_elementwise, record};
+use crate::select::Choice;
+use crate::tensor::Tensor;
+
+const OP: &str = "kv_append";
+
+/// What the launcher reads of a variant: its dtype and threads per workgroup.
+pub type Design = crate::launch::ElementDesign;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    count: u32,
+    n: u32,
+    columns: u32,
+    cap: u32,
+    len: u32,
+    _pad: [u32; 3],
+}
+
+/// Writes `k` and `v` [B, Hkv, n, D] into rows `len` … `len + n` of the caches
+/// [B, Hkv, Cap, D], with the named variant or the selector's choice.
+pub fn kv_append_into(
+    k: &Tensor,
+    v: &Tensor,
+    k_cache: &Tensor,
+    v_cache: &Tensor,
+    len: usize,
+    named: Option<&str>,
+) -> Result<Choice> {
+    record(k.gpu(), plan(k, v, k_cache, v_cache, len, named)?)
+}
+
+/// Checks the call and prepares its launch.
+pub fn plan(
+    k: &Tensor,
+    v: &Tensor,
+    k_cache: &Tensor,
+    v_cache: &Tensor,
+    len: usize,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    check_operands(OP, &[k, v, k_cache, v_cache])?;
+    if k.dtype() == DType::U32 {
+        return Err(Error::shape(OP, "keys and values must be f32 or f16"));
+    }
+    let (&[b, h, n, d], &[cb, ch, cap, cd]) = (k.shape(), k_cache.shape()) else {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "rows {:?} and cache {:?}: expected [B, Hkv, n, D] and [B, Hkv, Cap, D]",
+                k.shape(),
+                k_cache.shape()
+            ),
+        ));
+    };
+    if v.shape() != k.shape() || v_cache.shape() != k_cache.shape() || (b, h, d) != (cb, ch, cd) {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "K {:?}, V {:?} and the caches {:?}, {:?} do not match",
+                k.shape(),
+                v.shape(),
+                k_cache.shape(),
+                v_cache.shape()
+            ),
+        ));
+    }
+    if !d.is_multiple_of(4) {
+        return Err(Error::shape(OP, format!("head dimension {d}: must be a multiple of 4")));
+    }
+    if len + n > cap {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: format!("{n} rows at length {len} overflow the cache's capacity of {cap}"),
+        });
+    }
+    for (cache, rows) in [(k_cache, k), (k_cache, v), (v_cache, k), (v_cache, v)] {
+        if cache.overlaps(rows) {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                detail: "the new rows share a buffer with a cache; give separate tensors".into(),
+            });
+        }
+    }
+    if k_cache.overlaps(v_cache) {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: "the K and V caches share a buffer".into(),
+        });
+    }
+    let count = k.numel() / 4;
+    let choice = choose_elementwise(OP, k, None, named)?;
+    let gpu = k.gpu();
+    let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
+    let groups = gpu.groups(OP, (count as u64).div_ceil(wg))?;
+    let params = Params {
+        count: count as u32,
+        n: n as u32,
+        columns: (d / 4) as u32,
+        cap: cap as u32,
+        len: len as u32,
+        _pad: [0; 3],
+    };
+    let dispatch = Dispatch::new(gpu, &choice.variant, &[k, v, k_cache, v_cache], &params, groups)?;
+    Ok((dispatch, choice))
+}
+
+/// Preallocated K and V caches [B, Hkv, Cap, D] and the rows of them that hold keys. Appending
+/// writes into the caches' buffers; attending reads the first `len` rows.
+#[derive(Clone, Debug)]
+pub struct KvCache {
+    k: Tensor,
+    v: Tensor,
+    len: usize,
+}
+
+impl KvCache {
+    /// Empty caches with room for `capacity` rows per head.
+    pub fn new(
+        gpu: &Gpu,
+        batch: usize,
+        kv_heads: usize,
+        capacity: usize,
+        head_dim: usize,
+        dtype: DType,
+    ) -> Result<KvCache> {
+        if [batch, kv_heads, capacity, head_dim].contains(&0) {
+            return Err(Error::shape(
+                OP,
+                format!("an empty cache [{batch}, {kv_heads}, {capacity}, {head_dim}]"),
+            ));
+        }
+        let shape = [batch, kv_heads, capacity, head_dim];
+        Ok(KvCache {
+            k: Tensor::uninit(gpu, &shape, dtype)?,
+            v: Tensor::uninit(gpu, &shape, dtype)?,
+            len: 0,
+        })
+    }
+
+    /// Rows per head that hold keys.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Rows per head the caches have room for.
+    pub fn capacity(&self) -> usize {
+        self.k.shape()[2]
+    }
+
+    /// The K cache [B, Hkv, Cap, D]: rows past `len` hold nothing meaningful.
+    pub fn keys(&self) -> &Tensor {
+        &self.k
+    }
+
+    /// The V cache [B, Hkv, Cap, D].
+    pub fn values(&self) -> &Tensor {
+        &self.v
+    }
+
+    /// Forgets rows past `len` (a new prompt: 0); they are overwritten by the next appends.
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Appends a step's keys and values [B, Hkv, n, D]; refused, with nothing written, when they
+    /// do not fit.
+    pub fn append(&mut self, k: &Tensor, v: &Tensor) -> Result<()> {
+        kv_append_into(k, v, &self.k, &self.v, self.len, None)?;
+        self.len += k.shape()[2];
+        Ok(())
+    }
+
+    /// Attention of Q [B, Hq, Nq, D] (Hq a multiple of Hkv) against the cache: O like Q and the
+    /// LSE [B, Hq, Nq]. Under `causal` the Nq rows are the cache's newest: query i sees keys
+    /// j ≤ len − Nq + i.
+    pub fn attend(&self, q: &Tensor, causal: bool, scale: f32) -> Result<(Tensor, Tensor)> {
+        flash_decode::flash_decode(q, &self.k, &self.v, self.len, causal, scale)
+    }
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{KvCache, kv_append_into};
+}
