@@ -140,16 +140,31 @@ pub(super) fn flatten(commands: &[Command]) -> Vec<&Command> {
     flat
 }
 
-/// The commands cut into pieces submitted one after another: [`FIRST_PIECE`] launches, then
-/// twice as many each time, the last piece taking what is left.
+/// The launches in each piece of a recording of `launches`: [`FIRST_PIECE`], then twice as
+/// many each time, the last piece taking what is left (one piece when there are none).
+fn piece_sizes(launches: usize) -> Vec<usize> {
+    let (mut left, mut size, mut sizes) = (launches, FIRST_PIECE, Vec::new());
+    while left > size {
+        sizes.push(size);
+        left -= size;
+        size *= 2;
+    }
+    sizes.push(left);
+    sizes
+}
+
+/// The commands cut into pieces submitted one after another, as [`piece_sizes`] counts their
+/// launches; a copy stays with the launches before it.
 pub(super) fn pieces<'a>(flat: &'a [&'a Command]) -> Vec<&'a [&'a Command]> {
-    let mut out = Vec::new();
-    let (mut start, mut launches, mut size) = (0, 0, FIRST_PIECE);
+    let is_launch = |c: &Command| matches!(c, Command::Dispatch { .. });
+    let sizes = piece_sizes(flat.iter().filter(|c| is_launch(c)).count());
+    let mut out = Vec::with_capacity(sizes.len());
+    let (mut start, mut launches) = (0, 0);
     for (i, c) in flat.iter().enumerate() {
-        if matches!(c, Command::Dispatch { .. }) {
-            if launches == size {
+        if is_launch(c) {
+            if sizes.get(out.len()) == Some(&launches) && out.len() + 1 < sizes.len() {
                 out.push(&flat[start..i]);
-                (start, launches, size) = (i, 0, 2 * size);
+                (start, launches) = (i, 0);
             }
             launches += 1;
         }
@@ -161,13 +176,7 @@ pub(super) fn pieces<'a>(flat: &'a [&'a Command]) -> Vec<&'a [&'a Command]> {
 /// Submissions a recording of `launches` launches (and no more than [`MAX_COMMANDS`]) is
 /// submitted in.
 pub fn submissions_for(launches: usize) -> usize {
-    let (mut left, mut size, mut n) = (launches, FIRST_PIECE, 1);
-    while left > size {
-        left -= size;
-        size *= 2;
-        n += 1;
-    }
-    n
+    piece_sizes(launches).len()
 }
 
 /// Encodes `commands` with timestamps: around the whole submission, or around each launch.
