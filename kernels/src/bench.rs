@@ -325,6 +325,51 @@ impl HostCost {
     }
 }
 
+/// Per-run samples (ms) of where the host's time for a unit of work goes: `record`, `submit`
+/// (the flush after it), and `finish` (waiting for the result); and the launches of the last
+/// run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostRuns {
+    pub record: Vec<f64>,
+    pub submit: Vec<f64>,
+    pub finish: Vec<f64>,
+    pub launches: u64,
+}
+
+impl HostRuns {
+    /// The medians of recording and submitting, and both over the launches.
+    pub fn cost(&self) -> Option<HostCost> {
+        HostCost::of(&self.record, &self.submit, self.launches)
+    }
+}
+
+/// Runs a unit of work `runs` times (at least once), timing its three parts with the wall
+/// clock: `record` records it (lazily or by appending a plan) and returns what to wait for,
+/// the device's recording is flushed, and `finish` waits for the result.
+pub async fn host_runs<T, E: From<Error>>(
+    gpu: &Gpu,
+    runs: usize,
+    mut record: impl FnMut() -> Result<T, E>,
+    mut finish: impl AsyncFnMut(T) -> Result<(), E>,
+) -> Result<HostRuns, E> {
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let mut out = HostRuns::default();
+    for _ in 0..runs.max(1) {
+        let before = gpu.counters();
+        let start = Instant::now();
+        let pending = record()?;
+        out.record.push(ms(start));
+        let start = Instant::now();
+        gpu.flush()?;
+        out.submit.push(ms(start));
+        out.launches = (gpu.counters() - before).dispatches;
+        let start = Instant::now();
+        finish(pending).await?;
+        out.finish.push(ms(start));
+    }
+    Ok(out)
+}
+
 /// What one unit of recorded work (a forward pass, a training step, a frame) asks of the
 /// device once its shapes have been seen, and where its GPU time goes.
 #[derive(Clone, Debug, PartialEq, Serialize)]

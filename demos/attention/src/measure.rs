@@ -50,45 +50,37 @@ async fn wall_breakdown(
     if timed {
         gpu.set_pass_timing(kiln::gpu::PassTiming::PerSubmission)?;
     }
-    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
-    let (mut record, mut submit, mut wait_read, mut pass) = (vec![], vec![], vec![], vec![]);
-    let mut launches = 0;
-    for _ in 0..runs.max(1) {
-        let before = gpu.counters();
-        let start = Instant::now();
-        let (_lazy, _planned);
-        let last = if planned {
-            _planned = loaded.gpu_forward_planned(gpu, ids).map_err(model_error)?;
-            _planned.forward.hidden.last()
-        } else {
-            _lazy = loaded.gpu_forward(gpu, ids).map_err(model_error)?;
-            _lazy.hidden.last()
-        };
-        record.push(ms(start));
-        let start = Instant::now();
-        gpu.flush()?;
-        submit.push(ms(start));
-        launches = (gpu.counters() - before).dispatches;
-        let start = Instant::now();
-        if let Some(h) = last {
-            h.read().await?;
-        }
-        wait_read.push(ms(start));
-        if timed {
-            let times = gpu.take_pass_times().await?;
-            pass.push(times.iter().map(|t| t.ms).sum());
-        }
-    }
-    if timed {
-        gpu.set_pass_timing(kiln::gpu::PassTiming::Off)?;
-    }
-    let host = bench::HostCost::of(&record, &submit, launches);
+    let mut pass = Vec::new();
+    let runs = bench::host_runs(
+        gpu,
+        runs,
+        || -> kiln::Result<Option<kiln::Tensor>> {
+            Ok(if planned {
+                let p = loaded.gpu_forward_planned(gpu, ids).map_err(model_error)?;
+                p.forward.hidden.last().cloned()
+            } else {
+                let f = loaded.gpu_forward(gpu, ids).map_err(model_error)?;
+                f.hidden.last().cloned()
+            })
+        },
+        async |last| {
+            if let Some(h) = last {
+                h.read().await?;
+            }
+            if timed {
+                let times = gpu.take_pass_times().await?;
+                pass.push(times.iter().map(|t| t.ms).sum());
+            }
+            Ok(())
+        },
+    )
+    .await?;
     Ok(serde_json::json!({
-        "record": bench::median(&record), "submit": bench::median(&submit),
-        "gpu": bench::median(&pass), "wait_read": bench::median(&wait_read),
-        "launches": launches,
-        "host_us_per_launch": host.map(|h| h.us_per_launch),
-        "runs": runs.max(1),
+        "record": bench::median(&runs.record), "submit": bench::median(&runs.submit),
+        "gpu": bench::median(&pass), "wait_read": bench::median(&runs.finish),
+        "launches": runs.launches,
+        "host_us_per_launch": runs.cost().map(|h| h.us_per_launch),
+        "runs": runs.record.len(),
     }))
 }
 

@@ -2,7 +2,6 @@
 //! `flash --bench` and `flash train`.
 
 use kiln_app::kiln::{Gpu, bench};
-use web_time::Instant;
 
 use crate::backend::{CpuBackend, GpuBackend};
 use crate::checkpoint::{self, Header};
@@ -148,20 +147,18 @@ async fn host_cost(
     corpus: &Corpus,
     runs: usize,
 ) -> Result<Option<bench::HostCost>> {
-    let ms = |start: Instant| start.elapsed().as_secs_f64() * 1e3;
-    let (mut record, mut submit, mut launches) = (Vec::new(), Vec::new(), 0);
-    for _ in 0..runs.max(1) {
-        let before = gpu.counters();
-        let start = Instant::now();
-        let losses = t.record(corpus)?;
-        record.push(ms(start));
-        let start = Instant::now();
-        gpu.flush()?;
-        submit.push(ms(start));
-        launches = (gpu.counters() - before).dispatches;
-        crate::backend::Backend::read(&t.backend, &losses).await?;
-    }
-    Ok(bench::HostCost::of(&record, &submit, launches))
+    let backend = t.backend.clone();
+    let runs = bench::host_runs(
+        gpu,
+        runs,
+        || t.record(corpus),
+        async |losses| {
+            crate::backend::Backend::read(&backend, &losses).await?;
+            Ok(())
+        },
+    )
+    .await?;
+    Ok(runs.cost())
 }
 
 /// `steps` steps on one path, a progress line on stderr every tenth of the run.
