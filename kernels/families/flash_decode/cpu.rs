@@ -39,10 +39,14 @@ impl DecodeDims {
             return Err(shape(format!("Q has shape {q:?}: expected [B, Hq, Nq, D]")));
         };
         let [kb, kv_heads, capacity, kd] = *k else {
-            return Err(shape(format!("the K cache has shape {k:?}: expected [B, Hkv, Cap, D]")));
+            return Err(shape(format!(
+                "the K cache has shape {k:?}: expected [B, Hkv, Cap, D]"
+            )));
         };
         if v != k {
-            return Err(shape(format!("the V cache has shape {v:?}, the K cache {k:?}")));
+            return Err(shape(format!(
+                "the V cache has shape {v:?}, the K cache {k:?}"
+            )));
         }
         if kb != batch || kd != head_dim {
             return Err(shape(format!(
@@ -100,7 +104,14 @@ impl DecodeDims {
 }
 
 /// One query row's scaled scores against the keys it sees, with the row and its K/V head.
-fn scores(a: &DecodeDims, q: &Array, k: &Array, scale: f32, row: usize, keys: std::ops::Range<usize>) -> Vec<f32> {
+fn scores(
+    a: &DecodeDims,
+    q: &Array,
+    k: &Array,
+    scale: f32,
+    row: usize,
+    keys: std::ops::Range<usize>,
+) -> Vec<f32> {
     let d = a.head_dim;
     let (b, rest) = (row / (a.q_heads * a.q_len), row % (a.q_heads * a.q_len));
     let h = rest / a.q_len / a.group();
@@ -113,7 +124,13 @@ fn scores(a: &DecodeDims, q: &Array, k: &Array, scale: f32, row: usize, keys: st
 }
 
 /// Σ p_j · V_j over `keys` of row `row`'s K/V head.
-fn weighted_values(a: &DecodeDims, v: &Array, row: usize, keys: std::ops::Range<usize>, p: &[f32]) -> Vec<f32> {
+fn weighted_values(
+    a: &DecodeDims,
+    v: &Array,
+    row: usize,
+    keys: std::ops::Range<usize>,
+    p: &[f32],
+) -> Vec<f32> {
     let d = a.head_dim;
     let (b, rest) = (row / (a.q_heads * a.q_len), row % (a.q_heads * a.q_len));
     let h = rest / a.q_len / a.group();
@@ -237,14 +254,21 @@ pub fn decode_combine(p: &Partials, q_shape: &[usize]) -> Result<Forward> {
     if d == 0 || p.max_sum.len() != rows * p.chunks * 2 || p.out.len() != rows * p.chunks * d {
         return Err(Error::shape(
             OP,
-            format!("partials of {} chunks do not match Q's shape {q_shape:?}", p.chunks),
+            format!(
+                "partials of {} chunks do not match Q's shape {q_shape:?}",
+                p.chunks
+            ),
         ));
     }
     let mut out = vec![0.0f32; rows * d];
     let mut lse = vec![f32::INFINITY; rows];
     for row in 0..rows {
         let ms = &p.max_sum[row * p.chunks * 2..][..p.chunks * 2];
-        let m = ms.iter().step_by(2).copied().fold(f32::NEG_INFINITY, f32::max);
+        let m = ms
+            .iter()
+            .step_by(2)
+            .copied()
+            .fold(f32::NEG_INFINITY, f32::max);
         if m == f32::NEG_INFINITY {
             continue;
         }
@@ -280,7 +304,11 @@ mod tests {
     #[test]
     fn split_and_combine_equal_the_standard_algorithm() {
         let mut rng = fastrand::Rng::with_seed(7);
-        for (b, hq, hkv, nq, cap, len) in [(1, 4, 1, 1, 40, 37), (2, 6, 2, 3, 30, 29), (1, 2, 2, 2, 9, 9)] {
+        for (b, hq, hkv, nq, cap, len) in [
+            (1, 4, 1, 1, 40, 37),
+            (2, 6, 2, 3, 30, 29),
+            (1, 2, 2, 2, 9, 9),
+        ] {
             let q = random(&[b, hq, nq, 8], &mut rng);
             let k = random(&[b, hkv, cap, 8], &mut rng);
             let v = random(&[b, hkv, cap, 8], &mut rng);
@@ -289,7 +317,10 @@ mod tests {
                 for chunk in [1, 4, 16, 64] {
                     let parts = decode_split(&q, &k, &v, len, causal, 0.3, chunk).unwrap();
                     let got = decode_combine(&parts, &q.shape).unwrap();
-                    assert!(rel_l2(&got.out.data, &want.out.data) < 1e-6, "chunk {chunk}");
+                    assert!(
+                        rel_l2(&got.out.data, &want.out.data) < 1e-6,
+                        "chunk {chunk}"
+                    );
                     assert!(rel_l2(&got.lse, &want.lse) < 1e-6, "chunk {chunk}");
                 }
             }

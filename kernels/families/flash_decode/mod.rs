@@ -130,10 +130,17 @@ impl Call for DecodeCall {
                     "a chunk that leaves ≥ 1024 workgroups (16 on a software adapter)",
                     move |v| Ok(i64::from(workgroups(v)? >= enough)),
                 ),
-                prefer("then the largest chunk if one does, else the smallest", move |v| {
-                    let chunk = i64::from(Design::parse(v)?.chunk);
-                    Ok(if workgroups(v)? >= enough { chunk } else { -chunk })
-                }),
+                prefer(
+                    "then the largest chunk if one does, else the smallest",
+                    move |v| {
+                        let chunk = i64::from(Design::parse(v)?.chunk);
+                        Ok(if workgroups(v)? >= enough {
+                            chunk
+                        } else {
+                            -chunk
+                        })
+                    },
+                ),
                 prefer("unrolled", |v| Ok(i64::from(Design::parse(v)?.unroll))),
             ],
             left_open: &[],
@@ -156,7 +163,13 @@ pub struct DecodePlan {
 
 /// Checks Q and the caches (one device and dtype, f32 or f16, Hq a multiple of Hkv,
 /// 1 ≤ len ≤ capacity, a finite scale, a head dimension the kernels are rendered for).
-pub fn decode_dims(q: &Tensor, k: &Tensor, v: &Tensor, len: usize, scale: f32) -> Result<DecodeDims> {
+pub fn decode_dims(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    len: usize,
+    scale: f32,
+) -> Result<DecodeDims> {
     check_operands(OP, &[q, k, v])?;
     if q.dtype() == DType::U32 {
         return Err(Error::shape(OP, "Q and the caches must be f32 or f16"));
@@ -169,12 +182,21 @@ pub fn decode_dims(q: &Tensor, k: &Tensor, v: &Tensor, len: usize, scale: f32) -
     }
     let d = DecodeDims::new(q.shape(), k.shape(), v.shape(), len)?;
     if u32::try_from(d.batch * d.kv_heads * d.capacity * d.head_dim).is_err() {
-        return Err(Error::shape(OP, format!("a cache of {:?} is too large to index in 32 bits", k.shape())));
+        return Err(Error::shape(
+            OP,
+            format!(
+                "a cache of {:?} is too large to index in 32 bits",
+                k.shape()
+            ),
+        ));
     }
     if !HEAD_DIMS.contains(&d.head_dim) {
         return Err(q.gpu().unsupported(
             OP,
-            format!("head dimension {}: flash-decoding is rendered for {HEAD_DIMS:?}", d.head_dim),
+            format!(
+                "head dimension {}: flash-decoding is rendered for {HEAD_DIMS:?}",
+                d.head_dim
+            ),
         ));
     }
     Ok(d)
@@ -272,7 +294,8 @@ pub fn plan(
         &params,
         groups,
     )?;
-    let (combine, combine_choice) = flash_decode_combine::plan(&part_out, &part_max_sum, o, lse, None)?;
+    let (combine, combine_choice) =
+        flash_decode_combine::plan(&part_out, &part_max_sum, o, lse, None)?;
     Ok(DecodePlan {
         split,
         combine,

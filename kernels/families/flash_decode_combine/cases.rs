@@ -67,7 +67,10 @@ pub(crate) fn problems(gpu: &Gpu, z: &Sizes, family: &str) -> Result<Vec<Decode>
     let mut out = Vec::new();
     for [b, hq, hkv, nq, len, cap] in shapes(gpu, z) {
         for &d in head_dims {
-            for dtype in dtypes(gpu, z).into_iter().chain((!z.full && gpu.profile().features.shader_f16).then_some(DType::F16)) {
+            for dtype in dtypes(gpu, z)
+                .into_iter()
+                .chain((!z.full && gpu.profile().features.shader_f16).then_some(DType::F16))
+            {
                 for &causal in masks {
                     let q = inputs.pair(gpu, &[b, hq, nq, d], dtype)?;
                     let k = inputs.pair(gpu, &[b, hkv, cap, d], dtype)?;
@@ -102,11 +105,13 @@ pub(crate) fn problems(gpu: &Gpu, z: &Sizes, family: &str) -> Result<Vec<Decode>
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut cases = Vec::new();
     for p in problems(gpu, z, "flash_decode_combine")? {
-        let parts = cpu::decode_split(&p.q.1, &p.k.1, &p.v.1, p.dims.len, p.causal, p.scale, CHUNK)?;
+        let parts =
+            cpu::decode_split(&p.q.1, &p.k.1, &p.v.1, p.dims.len, p.causal, p.scale, CHUNK)?;
         let rows = p.dims.rows();
         let d = p.dims.head_dim;
         let part_out = Tensor::from_slice(gpu, &[rows, parts.chunks, d], &parts.out, DType::F32)?;
-        let part_ms = Tensor::from_slice(gpu, &[rows, parts.chunks, 2], &parts.max_sum, DType::F32)?;
+        let part_ms =
+            Tensor::from_slice(gpu, &[rows, parts.chunks, 2], &parts.max_sum, DType::F32)?;
         let want = cpu::decode_combine(&parts, &p.q.1.shape)?;
         let (o, o_t) = out(gpu, &p.q.1.shape, p.dtype, want.out.data)?;
         let (lse, lse_t) = out(gpu, &p.q.1.shape[..3], DType::F32, want.lse)?;
@@ -116,10 +121,13 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             name: format!("flash_decode_combine {} chunks{}", p.suffix, parts.chunks),
             tolerance: tolerance(z, p.dtype, CAMPAIGN_TOLERANCE, 7e-7),
             flops: (rows * parts.chunks * d * 2) as f64,
-            bytes: ((rows * parts.chunks * (d + 2)) * 4) as f64 + (rows * d) as f64 * p.dtype.size() as f64,
+            bytes: ((rows * parts.chunks * (d + 2)) * 4) as f64
+                + (rows * d) as f64 * p.dtype.size() as f64,
             outputs: vec![o, lse],
             plan: Box::new(move |name| {
-                Ok(single(super::plan(&part_out, &part_ms, &o_t, &lse_t, name)?))
+                Ok(single(super::plan(
+                    &part_out, &part_ms, &o_t, &lse_t, name,
+                )?))
             }),
         });
     }

@@ -59,26 +59,48 @@ pub fn plan(
     let &[rows, chunks, d] = part_out.shape() else {
         return Err(Error::shape(
             OP,
-            format!("the partial output has shape {:?}: expected [rows, chunks, D]", part_out.shape()),
+            format!(
+                "the partial output has shape {:?}: expected [rows, chunks, D]",
+                part_out.shape()
+            ),
         ));
     };
-    for (name, t) in [("the partial output", part_out), ("the partial (max, sum)", part_max_sum), ("the LSE", lse)] {
+    for (name, t) in [
+        ("the partial output", part_out),
+        ("the partial (max, sum)", part_max_sum),
+        ("the LSE", lse),
+    ] {
         if t.dtype() != DType::F32 {
             return Err(Error::shape(OP, format!("{name} must be f32")));
         }
     }
-    check_input_shape(OP, "the partial (max, sum)", part_max_sum, &[rows, chunks, 2])?;
+    check_input_shape(
+        OP,
+        "the partial (max, sum)",
+        part_max_sum,
+        &[rows, chunks, 2],
+    )?;
     if o.dtype() == DType::U32 || o.shape().last() != Some(&d) || o.numel() != rows * d {
         return Err(Error::shape(
             OP,
-            format!("O has shape {:?} ({}): expected f32 or f16, {rows} rows of {d}", o.shape(), o.dtype().wgsl()),
+            format!(
+                "O has shape {:?} ({}): expected f32 or f16, {rows} rows of {d}",
+                o.shape(),
+                o.dtype().wgsl()
+            ),
         ));
     }
     if lse.numel() != rows {
-        return Err(Error::shape(OP, format!("the LSE has {} elements, expected {rows}", lse.numel())));
+        return Err(Error::shape(
+            OP,
+            format!("the LSE has {} elements, expected {rows}", lse.numel()),
+        ));
     }
     if d % 4 != 0 || chunks == 0 {
-        return Err(Error::shape(OP, format!("{chunks} chunks of D {d}: D must be a multiple of 4, chunks ≥ 1")));
+        return Err(Error::shape(
+            OP,
+            format!("{chunks} chunks of D {d}: D must be a multiple of 4, chunks ≥ 1"),
+        ));
     }
     let gpu = o.gpu();
     let choice = gpu.selector().choose(&call(o.dtype(), chunks), named)?;
@@ -89,6 +111,12 @@ pub fn plan(
         inf_bits: f32::INFINITY.to_bits(),
     };
     let groups = gpu.groups(OP, rows as u64)?;
-    let dispatch = Dispatch::new(gpu, &choice.variant, &[part_out, part_max_sum, o, lse], &params, groups)?;
+    let dispatch = Dispatch::new(
+        gpu,
+        &choice.variant,
+        &[part_out, part_max_sum, o, lse],
+        &params,
+        groups,
+    )?;
     Ok((dispatch, choice))
 }

@@ -10,7 +10,10 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     // [B, Hkv, n, Cap, len, D]: a prefill's rows and a decode step's, not multiples of a workgroup.
     let shapes: Vec<[usize; 6]> = if z.full {
         let [b, h, n] = z.attention[0];
-        vec![[b, h + 1, n, 2 * n + 3, n - 1, 36], [b + 1, h, 1, n + 2, n, 128]]
+        vec![
+            [b, h + 1, n, 2 * n + 3, n - 1, 36],
+            [b + 1, h, 1, n + 2, n, 128],
+        ]
     } else {
         vec![[1, 8, 1, 4096, 4000, 128], [1, 8, 512, 4096, 0, 128]]
     };
@@ -31,7 +34,10 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             cases.push(Case {
                 family: "kv_append",
                 fixed: vec![dtype_is(dtype)],
-                name: format!("kv_append B{b} Hkv{h} n{n} into {len}/{cap} D{d} {}", dtype.wgsl()),
+                name: format!(
+                    "kv_append B{b} Hkv{h} n{n} into {len}/{cap} D{d} {}",
+                    dtype.wgsl()
+                ),
                 tolerance: 0.0,
                 flops: 0.0,
                 bytes: 4.0 * (b * h * n * d) as f64 * dtype.size() as f64,

@@ -13,13 +13,19 @@ pub fn cache_append(cache: &mut Array, rows: &Array, len: usize) -> Result<()> {
     let (&[b, h, cap, d], &[rb, rh, n, rd]) = (&cache.shape[..], &rows.shape[..]) else {
         return Err(Error::shape(
             OP,
-            format!("cache {:?} and rows {:?}: expected [B, Hkv, Cap, D] and [B, Hkv, n, D]", cache.shape, rows.shape),
+            format!(
+                "cache {:?} and rows {:?}: expected [B, Hkv, Cap, D] and [B, Hkv, n, D]",
+                cache.shape, rows.shape
+            ),
         ));
     };
     if (rb, rh, rd) != (b, h, d) {
         return Err(Error::shape(
             OP,
-            format!("rows {:?} do not match the cache {:?}", rows.shape, cache.shape),
+            format!(
+                "rows {:?} do not match the cache {:?}",
+                rows.shape, cache.shape
+            ),
         ));
     }
     if len + n > cap {

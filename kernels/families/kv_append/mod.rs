@@ -79,7 +79,10 @@ pub fn plan(
         ));
     }
     if !d.is_multiple_of(4) {
-        return Err(Error::shape(OP, format!("head dimension {d}: must be a multiple of 4")));
+        return Err(Error::shape(
+            OP,
+            format!("head dimension {d}: must be a multiple of 4"),
+        ));
     }
     if len + n > cap {
         return Err(Error::InvalidArgument {
@@ -114,7 +117,13 @@ pub fn plan(
         len: len as u32,
         _pad: [0; 3],
     };
-    let dispatch = Dispatch::new(gpu, &choice.variant, &[k, v, k_cache, v_cache], &params, groups)?;
+    let dispatch = Dispatch::new(
+        gpu,
+        &choice.variant,
+        &[k, v, k_cache, v_cache],
+        &params,
+        groups,
+    )?;
     Ok((dispatch, choice))
 }
 
