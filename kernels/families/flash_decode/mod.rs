@@ -92,12 +92,12 @@ impl Call for DecodeCall {
     }
 
     /// The fewest rows per workgroup that hold a K/V head's rows (else the most); then the
-    /// largest chunk that still leaves enough workgroups to fill the device (1024 on a GPU, 16 on
+    /// largest chunk that still leaves enough workgroups to fill the device (256 on a GPU, 16 on
     /// a software adapter), or the smallest chunk when none does; unrolled where offered.
     fn request(&self, profile: &DeviceProfile) -> Request<'_> {
         let d = self.dims;
         let rows = self.rows() as i64;
-        let enough = if software(profile) { 16 } else { 1024 };
+        let enough = if software(profile) { 16 } else { 256 };
         let heads = d.batch * d.kv_heads;
         let workgroups = move |v: &Variant| -> Result<usize> {
             let design = Design::parse(v)?;
@@ -127,7 +127,7 @@ impl Call for DecodeCall {
                     },
                 ),
                 prefer(
-                    "a chunk that leaves ≥ 1024 workgroups (16 on a software adapter)",
+                    "a chunk that leaves ≥ 256 workgroups (16 on a software adapter)",
                     move |v| Ok(i64::from(workgroups(v)? >= enough)),
                 ),
                 prefer(

@@ -118,7 +118,10 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         cases.push(Case {
             family: "flash_decode_combine",
             fixed: vec![dtype_is(p.dtype)],
-            name: format!("flash_decode_combine {} chunks{}", p.suffix, parts.chunks),
+            name: format!(
+                "flash_decode_combine {} chunks of {}",
+                parts.chunks, p.suffix
+            ),
             tolerance: tolerance(z, p.dtype, CAMPAIGN_TOLERANCE, 7e-7),
             flops: (rows * parts.chunks * d * 2) as f64,
             bytes: ((rows * parts.chunks * (d + 2)) * 4) as f64
