@@ -97,9 +97,10 @@ impl DecodeDims {
         }
     }
 
-    /// Element offset of row `j` of K/V head `h` of batch `b` in a cache.
-    fn cache_row(&self, b: usize, h: usize, j: usize) -> usize {
-        ((b * self.kv_heads + h) * self.capacity + j) * self.head_dim
+    /// Element offset in a cache of key `j` of the K/V head query row `row` reads: rows run
+    /// (b · Hq + hq) · Nq + i, and that head is b · Hkv + hq / group = row / (Nq · group).
+    fn key_row(&self, row: usize, j: usize) -> usize {
+        (row / (self.q_len * self.group()) * self.capacity + j) * self.head_dim
     }
 }
 
@@ -113,11 +114,9 @@ fn scores(
     keys: std::ops::Range<usize>,
 ) -> Vec<f32> {
     let d = a.head_dim;
-    let (b, rest) = (row / (a.q_heads * a.q_len), row % (a.q_heads * a.q_len));
-    let h = rest / a.q_len / a.group();
     let qi = &q.data[row * d..][..d];
     keys.map(|j| {
-        let kj = &k.data[a.cache_row(b, h, j)..][..d];
+        let kj = &k.data[a.key_row(row, j)..][..d];
         scale * qi.iter().zip(kj).map(|(x, y)| x * y).sum::<f32>()
     })
     .collect()
@@ -132,11 +131,9 @@ fn weighted_values(
     p: &[f32],
 ) -> Vec<f32> {
     let d = a.head_dim;
-    let (b, rest) = (row / (a.q_heads * a.q_len), row % (a.q_heads * a.q_len));
-    let h = rest / a.q_len / a.group();
     let mut o = vec![0.0f32; d];
     for (j, &pj) in keys.zip(p) {
-        for (oc, vc) in o.iter_mut().zip(&v.data[a.cache_row(b, h, j)..][..d]) {
+        for (oc, vc) in o.iter_mut().zip(&v.data[a.key_row(row, j)..][..d]) {
             *oc += pj * vc;
         }
     }

@@ -102,7 +102,7 @@ impl Call for DecodeCall {
         let workgroups = move |v: &Variant| -> Result<usize> {
             let design = Design::parse(v)?;
             let tiles = (rows as usize).div_ceil(design.rows as usize);
-            Ok(heads * tiles * d.len.div_ceil(design.chunk as usize))
+            Ok(heads * tiles * cpu::chunk_count(d.len, design.chunk as usize))
         };
         Request {
             op: OP,
@@ -267,7 +267,7 @@ pub fn plan(
     };
     let choice = gpu.selector().choose(&call, named)?;
     let design = Design::parse(&choice.variant)?;
-    let chunks = d.len.div_ceil(design.chunk as usize);
+    let chunks = cpu::chunk_count(d.len, design.chunk as usize);
     let rows = call.rows();
     let tiles = rows.div_ceil(design.rows as usize);
     let all_rows = d.rows();
