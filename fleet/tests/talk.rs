@@ -21,10 +21,10 @@ const HEADING: &str = x11::TALK_HEADING;
 
 #[test]
 fn talk_window_walks_through_four_live_stages() {
-    let display = ":77";
     let dir = std::env::temp_dir().join(format!("kiln-fleet-talk-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let _xvfb = xvfb(display, "1280x720x24");
+    let server = xvfb("1280x720x24");
+    let display = server.display();
     let mut talk = start(display, FLEET, &["talk"]);
     let shot = |name: &str| -> PathBuf {
         let path = dir.join(format!("{name}.png"));

@@ -13,10 +13,10 @@ use x11::{crop, differing_pixels, focus, key, screenshot, start, stat, wait_for_
 
 #[test]
 fn window_draws_the_heatmap_and_follows_typing() {
-    let display = ":74";
     let dir = std::env::temp_dir().join(format!("kiln-attention-window-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let _xvfb = xvfb(display, "1600x900x24");
+    let server = xvfb("1600x900x24");
+    let display = server.display();
     let mut demo = start(
         display,
         env!("CARGO_BIN_EXE_attention"),
@@ -70,10 +70,10 @@ fn window_draws_the_heatmap_and_follows_typing() {
 #[test]
 fn talk_mode_steps_through_the_walkthrough() {
     const STAGES: usize = 10;
-    let display = ":75";
     let dir = std::env::temp_dir().join(format!("kiln-attention-talk-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let _xvfb = xvfb(display, "1280x720x24");
+    let server = xvfb("1280x720x24");
+    let display = server.display();
     // No key auto-repeat: on a loaded machine a press held past the repeat delay would step
     // two stages at once.
     let repeat_off = Command::new("xset")

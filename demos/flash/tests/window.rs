@@ -21,10 +21,10 @@ fn key(display: &str, name: &str) {
 
 #[test]
 fn window_draws_the_charts_and_trains() {
-    let display = ":76";
     let dir = std::env::temp_dir().join(format!("kiln-flash-window-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let _xvfb = xvfb(display, "1600x900x24");
+    let server = xvfb("1600x900x24");
+    let display = server.display();
     let mut demo = start(display, env!("CARGO_BIN_EXE_flash"), &["--preset", "small"]);
     let (first, second) = (dir.join("first.png"), dir.join("second.png"));
     wait_for_picture(&mut demo, display, &first);
@@ -80,10 +80,10 @@ fn wait_until(
 
 #[test]
 fn talk_walks_through_four_live_stages() {
-    let display = ":86";
     let dir = std::env::temp_dir().join(format!("kiln-flash-talk-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let _xvfb = xvfb(display, "1280x720x24");
+    let server = xvfb("1280x720x24");
+    let display = server.display();
     let mut talk = start(display, FLASH, &["--talk"]);
     let file = |name: &str| dir.join(format!("{name}.png"));
     wait_for_picture(&mut talk, display, &file("first"));

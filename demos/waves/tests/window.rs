@@ -13,10 +13,10 @@ use x11::{crop, differing_pixels, focus, key, screenshot, start, stat, wait_for_
 
 #[test]
 fn window_draws_moving_waves_under_xvfb() {
-    let display = ":73";
     let dir = std::env::temp_dir().join(format!("kiln-window-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let _xvfb = xvfb(display, "1024x1024x24");
+    let server = xvfb("1024x1024x24");
+    let display = server.display();
     let mut demo = start(display, env!("CARGO_BIN_EXE_waves"), &[]);
 
     // Wait until the window shows a picture with contrast (the first frames and the
@@ -48,10 +48,10 @@ const PANEL_TOP: &str = "716x220+564+0";
 
 #[test]
 fn talk_mode_steps_through_five_live_stages_under_xvfb() {
-    let display = ":74";
     let dir = std::env::temp_dir().join(format!("kiln-talk-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let _xvfb = xvfb(display, "1280x720x24");
+    let server = xvfb("1280x720x24");
+    let display = server.display();
     let mut demo = start(display, env!("CARGO_BIN_EXE_waves"), &["--talk"]);
     wait_for_picture(&mut demo, display, &dir.join("start.png"));
     focus(display, "waves");

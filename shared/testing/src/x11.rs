@@ -3,9 +3,10 @@
 //! and their differences.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::os::unix::net::UnixStream;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -69,30 +70,52 @@ pub fn differing_pixels(a: &Path, b: &Path) -> u64 {
     count.unwrap_or_else(|| panic!("compare {} {}: {text:?}", a.display(), b.display())) as u64
 }
 
-/// Starts Xvfb on `display` with a `size` screen ("1024x1024x24").
-pub fn xvfb(display: &str, size: &str) -> Killed {
-    let mut server = Killed(
-        Command::new("Xvfb")
-            .args([display, "-screen", "0", size, "-nolisten", "tcp"])
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("Xvfb is needed for the window tests (scripts/test.sh installs it)"),
-    );
-    // Ready once its socket takes connections: on a loaded machine that can take more than the
-    // second once waited here, and a window started sooner finds no X server.
-    let socket = format!("/tmp/.X11-unix/X{}", display.trim_start_matches(':'));
-    let started = Instant::now();
-    while UnixStream::connect(&socket).is_err() {
-        if let Ok(Some(status)) = server.0.try_wait() {
-            panic!("Xvfb {display} exited: {status}");
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "Xvfb {display}: no connection after 30 s"
-        );
-        sleep(Duration::from_millis(100));
+/// An Xvfb server on a display it chose itself, killed when dropped.
+#[derive(Debug)]
+pub struct Xvfb {
+    _server: Killed,
+    display: String,
+}
+
+impl Xvfb {
+    /// The display (":N") to hand to clients.
+    pub fn display(&self) -> &str {
+        &self.display
     }
-    server
+}
+
+/// Starts Xvfb with a `size` screen ("1024x1024x24") and waits until it takes connections.
+///
+/// Xvfb picks a free display and writes its number once it is ready (`-displayfd`): a fixed
+/// number can be held by another server on a shared machine, whose socket then answers our
+/// clients with a refusal.
+pub fn xvfb(size: &str) -> Xvfb {
+    let mut child = Command::new("Xvfb")
+        .args(["-displayfd", "1", "-screen", "0", size, "-nolisten", "tcp"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("Xvfb is needed for the window tests (scripts/test.sh installs it)");
+    let stdout = child.stdout.take().unwrap();
+    let server = Killed(child);
+    let (tx, rx) = mpsc::channel();
+    // Read on a thread so that a server which never gets ready fails the test, not hangs it.
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("Xvfb: not ready after 60 s");
+    let number: u32 = line
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("Xvfb exited before it was ready (it wrote {line:?})"));
+    Xvfb {
+        _server: server,
+        display: format!(":{number}"),
+    }
 }
 
 /// Starts `binary` with `args` on `display` (no Wayland, the adapter in hand).
