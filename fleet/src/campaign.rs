@@ -293,7 +293,7 @@ async fn run_one(
         }
     };
     result.compile_ms = (!built).then(|| t0.elapsed().as_secs_f64() * 1e3);
-    result.bucket = planned.choice.bucket.clone();
+    result.bucket = planned.choice.bucket.to_string();
 
     // Poison, run everything once, and check against the CPU reference.
     let err = match case.check(gpu, &planned).await {

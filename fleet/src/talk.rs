@@ -325,7 +325,7 @@ impl RacePlan {
     pub fn view(&self, target: Target<'_>) -> RaceView {
         RaceView {
             case: self.case.clone(),
-            bucket: self.picked.bucket.clone(),
+            bucket: self.picked.bucket.to_string(),
             class: target.profile().class(),
             racers: self
                 .racers
@@ -537,7 +537,7 @@ impl Race {
         );
         RaceView {
             case: self.case.clone(),
-            bucket: self.picked.bucket.clone(),
+            bucket: self.picked.bucket.to_string(),
             class: self.gpu.profile().class(),
             of: SAMPLES,
             clock: if lo == hi {

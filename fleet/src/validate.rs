@@ -83,6 +83,9 @@ pub fn report(r: &Report) -> Check {
         identifier(&at("variant"), &x.variant, 128)?;
         line(&at("case"), &x.case, 256)?;
         identifier(&at("bucket"), &x.bucket, 128)?;
+        x.bucket
+            .parse::<kiln::select::Bucket>()
+            .map_err(|e| format!("{}: {e}", at("bucket")))?;
         if x.family.is_empty() || x.variant.is_empty() || x.case.is_empty() {
             return Err(format!(
                 "results[{i}]: family, variant and case must be named"

@@ -38,7 +38,7 @@ pub struct TunedEntry {
     /// Device class, as `DeviceProfile::class` writes it.
     pub class: String,
     pub family: String,
-    /// Shape bucket, as the op writes it (`m256_n256_k256`, …).
+    /// Shape bucket, a [`Bucket`] as written (`m256_n256_k256`, …; checked on load).
     pub bucket: String,
     pub variant: String,
     /// Where the entry came from (reports merged, date).
@@ -57,6 +57,12 @@ impl TunedTable {
             what: what.to_string(),
             detail: e.to_string(),
         })?;
+        for e in &table.entries {
+            e.bucket.parse::<Bucket>().map_err(|err| Error::Parse {
+                what: what.to_string(),
+                detail: format!("{} {} {}: {err}", e.class, e.family, e.variant),
+            })?;
+        }
         if table.version != TUNED_VERSION {
             return Err(Error::Parse {
                 what: what.to_string(),
@@ -74,7 +80,7 @@ impl TunedTable {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Reason {
     /// The tuned table has an entry for this device class and shape bucket.
-    Tuned { class: String, bucket: String },
+    Tuned { class: String, bucket: Bucket },
     /// No tuned entry applied: the op's rule picked it (the rule in words).
     Rule(String),
     /// The caller named the variant.
@@ -98,8 +104,8 @@ impl fmt::Display for Reason {
 pub struct Choice {
     pub variant: Arc<Variant>,
     pub reason: Reason,
-    /// The call's shape bucket, as tuned-table entries name it.
-    pub bucket: String,
+    /// The call's shape bucket, under which tuned-table entries would file it.
+    pub bucket: Bucket,
 }
 
 /// A question asked of each variant; an error when the variant lacks a value it reads.
@@ -147,10 +153,10 @@ pub fn prefer<'a>(what: &'static str, key: impl Fn(&Variant) -> Result<i64> + 'a
 
 /// What an op asks of the selector for one call.
 pub struct Request<'a> {
-    pub op: &'static str,
+    /// The call's key: its family names the op, its bucket the tuned entries that apply.
+    pub key: Key,
     /// Variables the call fixes (the dtype of its tensors, causal, …).
     pub fixed: Vec<(&'static str, Param)>,
-    pub bucket: String,
     /// Variants the call's shapes rule out (vec4 needs a multiple of 4, …): never picked,
     /// not by the tuned table either.
     pub filters: Vec<Filter<'a>>,
@@ -163,6 +169,11 @@ pub struct Request<'a> {
 }
 
 impl Request<'_> {
+    /// The op's family.
+    pub fn op(&self) -> &'static str {
+        self.key.family
+    }
+
     /// Whether a variant takes the call's fixed values and shapes.
     pub fn takes(&self, v: &Variant) -> Result<bool> {
         if !v.takes(&self.fixed) {
@@ -194,9 +205,8 @@ impl Request<'_> {
 impl fmt::Debug for Request<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Request")
-            .field("op", &self.op)
+            .field("key", &self.key)
             .field("fixed", &self.fixed)
-            .field("bucket", &self.bucket)
             .field("rule", &self.rule())
             .finish()
     }
@@ -210,17 +220,26 @@ pub trait Call {
     fn request(&self, profile: &DeviceProfile) -> Request<'_>;
 }
 
-/// A call's memo key: the family, dtype, up to six dims and flag bits.
+/// A call as the selector keys it: the family, dtype, up to six dims and flag bits (every value
+/// that can change the choice: the memo's key), and the shape bucket its tuned entries are
+/// filed under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     pub family: &'static str,
     pub dtype: DType,
     pub dims: [u64; 6],
     pub flags: u32,
+    pub bucket: Bucket,
 }
 
 impl Key {
-    pub fn new(family: &'static str, dtype: DType, dims: &[usize], flags: u32) -> Key {
+    pub fn new(
+        family: &'static str,
+        dtype: DType,
+        dims: &[usize],
+        flags: u32,
+        bucket: Bucket,
+    ) -> Key {
         let mut d = [0u64; 6];
         for (slot, &x) in d.iter_mut().zip(dims) {
             *slot = x as u64;
@@ -230,7 +249,103 @@ impl Key {
             dtype,
             dims: d,
             flags,
+            bucket,
         }
+    }
+}
+
+/// A shape bucket: up to four sizes, each named by a lowercase letter, written `m256_n256_k256`
+/// (empty for a family whose tuned entries ignore shape). Most sizes are rounded up to a power
+/// of two ([`bucket`]) so that calls within a factor of two share an entry.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Bucket {
+    /// (letter, size); a zero letter ends the list.
+    axes: [(u8, u64); Bucket::MAX_AXES],
+}
+
+impl Bucket {
+    const MAX_AXES: usize = 4;
+
+    /// The bucket of a family whose tuned entries ignore shape.
+    pub const NONE: Bucket = Bucket {
+        axes: [(0, 0); Bucket::MAX_AXES],
+    };
+
+    /// A bucket of `axes` as given (round them first where the family buckets by powers of
+    /// two). Letters must be lowercase ASCII and at most four axes are kept; the families'
+    /// code writes these, so a mistake here is a programming error caught by the tests.
+    pub fn new(axes: &[(char, usize)]) -> Bucket {
+        debug_assert!(axes.len() <= Bucket::MAX_AXES);
+        debug_assert!(axes.iter().all(|(c, _)| c.is_ascii_lowercase()));
+        let mut out = Bucket::NONE;
+        for (slot, &(letter, size)) in out.axes.iter_mut().zip(axes) {
+            *slot = (letter as u8, size as u64);
+        }
+        out
+    }
+
+    fn axes(&self) -> impl Iterator<Item = (char, u64)> + '_ {
+        self.axes
+            .iter()
+            .take_while(|(letter, _)| *letter != 0)
+            .map(|&(letter, size)| (char::from(letter), size))
+    }
+}
+
+impl fmt::Display for Bucket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (letter, size)) in self.axes().enumerate() {
+            if i > 0 {
+                f.write_str("_")?;
+            }
+            write!(f, "{letter}{size}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Bucket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Bucket({self})")
+    }
+}
+
+impl std::str::FromStr for Bucket {
+    type Err = Error;
+
+    /// The written form back (`m256_n256_k256`, or empty).
+    fn from_str(text: &str) -> Result<Bucket> {
+        let bad = |why: &str| Error::Parse {
+            what: format!("shape bucket `{text}`"),
+            detail: why.to_string(),
+        };
+        let mut out = Bucket::NONE;
+        if text.is_empty() {
+            return Ok(out);
+        }
+        let parts: Vec<&str> = text.split('_').collect();
+        if parts.len() > Bucket::MAX_AXES {
+            return Err(bad("more than four sizes"));
+        }
+        for (slot, part) in out.axes.iter_mut().zip(parts) {
+            let mut chars = part.chars();
+            let letter = chars
+                .next()
+                .filter(char::is_ascii_lowercase)
+                .ok_or_else(|| bad("each size starts with a lowercase letter"))?;
+            let size: u64 = chars
+                .as_str()
+                .parse()
+                .map_err(|_| bad("each letter is followed by a size"))?;
+            *slot = (letter as u8, size);
+        }
+        Ok(out)
+    }
+}
+
+impl Serialize for Bucket {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -312,17 +427,17 @@ pub fn choose(
     named: Option<&str>,
 ) -> Result<Choice> {
     if let Some(name) = named {
-        let variant = registry.variant(req.op, name)?;
+        let variant = registry.variant(req.op(), name)?;
         if let Some(why) = unsupported_reason(variant, profile) {
             return Err(Error::Unsupported {
-                op: req.op,
+                op: req.op(),
                 adapter: profile.name.clone(),
                 detail: format!("variant {name} {why}"),
             });
         }
         if !req.takes(variant)? {
             return Err(Error::shape(
-                req.op,
+                req.op(),
                 format!(
                     "variant {name} does not take this call ({})",
                     describe(&req.fixed)
@@ -332,7 +447,7 @@ pub fn choose(
         return Ok(Choice {
             variant: Arc::new(variant.clone()),
             reason: Reason::Forced,
-            bucket: req.bucket.clone(),
+            bucket: req.key.bucket,
         });
     }
 
@@ -348,14 +463,14 @@ pub fn choose(
         }
     }
     let (best, _) = best.ok_or_else(|| Error::Unsupported {
-        op: req.op,
+        op: req.op(),
         adapter: profile.name.clone(),
         detail: format!("no variant takes this call ({})", describe(&req.fixed)),
     })?;
     Ok(Choice {
         variant: Arc::new(best.clone()),
         reason: Reason::Rule(req.rule()),
-        bucket: req.bucket.clone(),
+        bucket: req.key.bucket,
     })
 }
 
@@ -368,10 +483,11 @@ pub fn choose_tuned(
     req: &Request<'_>,
 ) -> Result<Option<Choice>> {
     let class = profile.class();
+    let bucket = req.key.bucket.to_string();
     let mut entries = tuned
         .entries
         .iter()
-        .filter(|e| e.class == class && e.family == req.op && e.bucket == req.bucket)
+        .filter(|e| e.class == class && e.family == req.op() && e.bucket == bucket)
         .peekable();
     if entries.peek().is_none() {
         return Ok(None);
@@ -381,7 +497,7 @@ pub fn choose_tuned(
     let matches = |v: &Variant, entry: &str| {
         v.name == entry
             || (!req.left_open.is_empty()
-                && registry.variant(req.op, entry).is_ok_and(|e| {
+                && registry.variant(req.op(), entry).is_ok_and(|e| {
                     e.values.iter().all(|(name, value)| {
                         req.left_open.contains(&name.as_str()) || v.get(name) == Some(value)
                     })
@@ -393,9 +509,9 @@ pub fn choose_tuned(
             variant: Arc::new((*v).clone()),
             reason: Reason::Tuned {
                 class: class.clone(),
-                bucket: req.bucket.clone(),
+                bucket: req.key.bucket,
             },
-            bucket: req.bucket.clone(),
+            bucket: req.key.bucket,
         }))
 }
 
@@ -417,7 +533,7 @@ fn candidates<'a>(
 ) -> Result<Vec<&'a Variant>> {
     let tier = profile.tier();
     let mut out = Vec::new();
-    for v in registry.supported(req.op, profile)? {
+    for v in registry.supported(req.op(), profile)? {
         let offered = offer == Offer::All || v.experimental_on(tier).is_none();
         if offered && req.takes(v)? {
             out.push(v);
@@ -437,4 +553,33 @@ fn describe(fixed: &[(&'static str, Param)]) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Bucket;
+
+    #[test]
+    fn a_bucket_reads_back_what_it_writes() {
+        let b = Bucket::new(&[('m', 256), ('n', 1024), ('k', 64)]);
+        assert_eq!(b.to_string(), "m256_n1024_k64");
+        assert_eq!("m256_n1024_k64".parse::<Bucket>().ok(), Some(b));
+        assert_eq!("".parse::<Bucket>().ok(), Some(Bucket::NONE));
+        assert_eq!(Bucket::NONE.to_string(), "");
+    }
+
+    #[test]
+    fn a_malformed_bucket_is_an_error() {
+        for bad in [
+            "m",
+            "M256",
+            "256",
+            "m256__k4",
+            "a1_b2_c3_d4_e5",
+            "m-1",
+            "m256_",
+        ] {
+            assert!(bad.parse::<Bucket>().is_err(), "{bad:?} parsed");
+        }
+    }
 }

@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::Dispatch;
 use crate::registry::Variant;
-use crate::select::{self, Choice, Key, Request, filter, prefer};
+use crate::select::{self, Bucket, Choice, Key, Request, filter, prefer};
 use crate::shape::Broadcast;
 use crate::tensor::Tensor;
 
@@ -87,15 +87,20 @@ pub struct Call {
 
 impl select::Call for Call {
     fn key(&self) -> Key {
-        Key::new(OP, self.dtype, &[self.count], u32::from(self.same_shape))
+        Key::new(
+            OP,
+            self.dtype,
+            &[self.count],
+            u32::from(self.same_shape),
+            Bucket::new(&[('n', select::bucket(self.count))]),
+        )
     }
 
     fn request(&self, _: &DeviceProfile) -> Request<'_> {
         let (same, count) = (self.same_shape, self.count);
         Request {
-            op: OP,
+            key: self.key(),
             fixed: vec![dtype_value(self.dtype)],
-            bucket: format!("n{}", select::bucket(count)),
             filters: vec![
                 filter("contiguous needs equal shapes", move |v| {
                     Ok(Design::parse(v)?.form != Form::Contiguous || same)

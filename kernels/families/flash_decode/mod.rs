@@ -15,7 +15,7 @@ use crate::families::flash_decode_combine;
 use crate::gpu::Dispatch;
 use crate::launch::{check_no_alias, check_operands, check_out_shape, dtype_value, grid, software};
 use crate::registry::Variant;
-use crate::select::{self, Call, Choice, Key, Request, prefer};
+use crate::select::{self, Bucket, Call, Choice, Key, Request, prefer};
 use crate::tensor::Tensor;
 
 pub use cpu::DecodeDims;
@@ -88,6 +88,12 @@ impl Call for DecodeCall {
             self.dtype,
             &[d.batch * d.kv_heads, self.rows(), d.len, d.head_dim],
             0,
+            Bucket::new(&[
+                ('d', d.head_dim),
+                ('r', select::bucket(self.rows())),
+                ('n', select::bucket(d.len)),
+                ('h', select::bucket(d.batch * d.kv_heads)),
+            ]),
         )
     }
 
@@ -105,18 +111,11 @@ impl Call for DecodeCall {
             Ok(heads * tiles * cpu::chunk_count(d.len, design.chunk as usize))
         };
         Request {
-            op: OP,
+            key: self.key(),
             fixed: vec![
                 dtype_value(self.dtype),
                 ("head_dim", Param::Int(d.head_dim as i64)),
             ],
-            bucket: format!(
-                "d{}_r{}_n{}_h{}",
-                d.head_dim,
-                select::bucket(self.rows()),
-                select::bucket(d.len),
-                select::bucket(heads)
-            ),
             filters: Vec::new(),
             order: vec![
                 prefer(

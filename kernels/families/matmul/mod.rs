@@ -10,7 +10,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::registry::Variant;
-use crate::select::{self, Choice, Key, Request, filter, prefer};
+use crate::select::{self, Bucket, Choice, Key, Request, filter, prefer};
 use crate::shape::MatmulDims;
 use crate::tensor::Tensor;
 
@@ -175,7 +175,7 @@ impl select::Call for Call {
         let flags = u32::from(self.layout.a_trans)
             | u32::from(self.layout.b_trans) << 1
             | (self.epilogue as u32) << 2;
-        Key::new(OP, self.dtype, &[d.batch, d.m, d.n, d.k], flags)
+        Key::new(OP, self.dtype, &[d.batch, d.m, d.n, d.k], flags, bucket(d))
     }
 
     /// On a GPU the cooperative-matrix route that loads straight from the buffers when it
@@ -209,12 +209,11 @@ impl select::Call for Call {
             })
         };
         Request {
-            op: OP,
+            key: self.key(),
             fixed: vec![
                 dtype_value(self.dtype),
                 ("epilogue", Param::Str(self.epilogue.name().into())),
             ],
-            bucket: bucket(&d),
             filters: vec![filter(
                 "coop_global needs M, N and K multiples of 16",
                 move |v| fits(v, &d),
@@ -466,13 +465,12 @@ pub fn fits(variant: &Variant, d: &MatmulDims) -> Result<bool> {
 }
 
 /// The tuned-table bucket of a call: each size rounded up to a power of two.
-pub fn bucket(d: &MatmulDims) -> String {
-    format!(
-        "m{}_n{}_k{}",
-        select::bucket(d.m),
-        select::bucket(d.n),
-        select::bucket(d.k)
-    )
+pub fn bucket(d: &MatmulDims) -> Bucket {
+    Bucket::new(&[
+        ('m', select::bucket(d.m)),
+        ('n', select::bucket(d.n)),
+        ('k', select::bucket(d.k)),
+    ])
 }
 
 /// Checks the call and prepares its launch.

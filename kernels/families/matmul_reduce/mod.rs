@@ -12,7 +12,7 @@ use crate::families::matmul::Epilogue;
 use crate::gpu::Dispatch;
 use crate::launch::{check_input_shape, check_no_alias, check_operands, dtype_value};
 use crate::registry::Variant;
-use crate::select::{self, Choice, Key, Request, prefer};
+use crate::select::{self, Bucket, Choice, Key, Request, prefer};
 use crate::tensor::Tensor;
 
 const OP: &str = "matmul_reduce";
@@ -105,17 +105,16 @@ pub struct Call(pub Epilogue);
 
 impl select::Call for Call {
     fn key(&self) -> Key {
-        Key::new(OP, DType::F32, &[], self.0 as u32)
+        Key::new(OP, DType::F32, &[], self.0 as u32, Bucket::NONE)
     }
 
     fn request(&self, _: &DeviceProfile) -> Request<'_> {
         Request {
-            op: OP,
+            key: self.key(),
             fixed: vec![
                 dtype_value(DType::F32),
                 ("epilogue", Param::Str(self.0.name().into())),
             ],
-            bucket: String::new(),
             filters: Vec::new(),
             order: vec![prefer("the widest workgroup", |v| {
                 Ok(i64::from(Design::parse(v)?.wg))

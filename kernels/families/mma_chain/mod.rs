@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::launch::{check_no_alias, check_same_device, dtype_value};
 use crate::registry::Variant;
-use crate::select::{self, Choice, Key, Request, prefer};
+use crate::select::{self, Bucket, Choice, Key, Request, prefer};
 use crate::tensor::Tensor;
 
 const OP: &str = "mma_chain";
@@ -72,14 +72,13 @@ pub struct Call;
 
 impl select::Call for Call {
     fn key(&self) -> Key {
-        Key::new(OP, DType::F16, &[], 0)
+        Key::new(OP, DType::F16, &[], 0, Bucket::NONE)
     }
 
     fn request(&self, _: &DeviceProfile) -> Request<'_> {
         Request {
-            op: OP,
+            key: self.key(),
             fixed: vec![dtype_value(DType::F16)],
-            bucket: String::new(),
             filters: Vec::new(),
             order: vec![
                 prefer("the operands in registers", |v| {

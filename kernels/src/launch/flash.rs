@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::registry::Variant;
-use crate::select::{self, Choice, Key, Request, filter, prefer};
+use crate::select::{self, Bucket, Choice, Key, Request, filter, prefer};
 use crate::shape::AttentionDims;
 use crate::tensor::Tensor;
 
@@ -212,6 +212,11 @@ impl select::Call for FlashCall {
             self.dtype,
             &[d.batch_heads, d.q_len, d.kv_len, d.head_dim],
             u32::from(self.causal),
+            Bucket::new(&[
+                ('d', d.head_dim),
+                ('q', select::bucket(d.q_len)),
+                ('k', select::bucket(d.kv_len)),
+            ]),
         )
     }
 
@@ -235,18 +240,12 @@ impl select::Call for FlashCall {
             .find(|&b| groups(b) >= enough)
             .unwrap_or(4) as i64;
         Request {
-            op: self.family,
+            key: self.key(),
             fixed: vec![
                 dtype_value(self.dtype),
                 ("head_dim", Param::Int(d.head_dim as i64)),
                 ("causal", Param::Bool(self.causal)),
             ],
-            bucket: format!(
-                "d{}_q{}_k{}",
-                d.head_dim,
-                select::bucket(d.q_len),
-                select::bucket(d.kv_len)
-            ),
             filters: vec![filter(
                 "routes that load whole cooperative fragments need lengths that are multiples of 16",
                 move |v| sizes_fit(v, &[d.q_len, d.kv_len]),

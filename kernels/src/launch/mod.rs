@@ -10,7 +10,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::{Dispatch, Gpu};
 use crate::registry::Variant;
-use crate::select::{self, Call, Choice, Key, Request, prefer};
+use crate::select::{self, Bucket, Call, Choice, Key, Request, prefer};
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
 
@@ -242,17 +242,15 @@ pub struct Elementwise {
 
 impl Call for Elementwise {
     fn key(&self) -> Key {
-        let count = self.count.map_or(0, select::bucket);
-        Key::new(self.family, self.dtype, &[count], 0)
+        let count = self.count.map(select::bucket);
+        let bucket = count.map_or(Bucket::NONE, |n| Bucket::new(&[('n', n)]));
+        Key::new(self.family, self.dtype, &[count.unwrap_or(0)], 0, bucket)
     }
 
     fn request(&self, _: &DeviceProfile) -> Request<'_> {
         Request {
-            op: self.family,
+            key: self.key(),
             fixed: vec![dtype_value(self.dtype)],
-            bucket: self
-                .count
-                .map_or_else(String::new, |n| format!("n{}", select::bucket(n))),
             filters: Vec::new(),
             order: vec![prefer("the widest workgroup", |v| {
                 Ok(i64::from(ElementDesign::parse(v)?.wg))
@@ -310,7 +308,8 @@ pub struct Rowwise {
 impl Call for Rowwise {
     fn key(&self) -> Key {
         let flag = self.flag.map_or(0, |(_, on)| 1 + u32::from(on));
-        Key::new(self.family, self.dtype, &[self.cols], flag)
+        let bucket = Bucket::new(&[('c', select::bucket(self.cols))]);
+        Key::new(self.family, self.dtype, &[self.cols], flag, bucket)
     }
 
     /// Subgroup reductions where offered; about as many threads as the row is long (64 to 256).
@@ -321,9 +320,8 @@ impl Call for Rowwise {
             fixed.push((name, Param::Bool(on)));
         }
         Request {
-            op: self.family,
+            key: self.key(),
             fixed,
-            bucket: format!("c{}", select::bucket(self.cols)),
             filters: Vec::new(),
             order: vec![
                 prefer("subgroup reductions where offered", |v| {
