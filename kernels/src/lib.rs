@@ -15,6 +15,7 @@
 pub mod backend;
 pub mod bench;
 pub mod cases;
+pub mod choices;
 pub mod contract;
 pub mod cpu;
 pub mod device;
@@ -33,6 +34,7 @@ pub mod shape;
 pub mod tensor;
 
 pub use backend::{Backend, CpuBackend, GpuBackend};
+pub use choices::ChoiceBackend;
 pub use device::DeviceProfile;
 pub use dtype::DType;
 pub use error::{Error, Result};

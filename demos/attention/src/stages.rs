@@ -1,75 +1,86 @@
 //! The walkthrough's stages: the kernels one forward pass runs, chosen for a target as the ops
 //! choose them, and the ten stages that show them.
 
-use kiln_app::kiln::ops::matmul::{self, Epilogue};
-use kiln_app::kiln::{self, Choice, DType, ops};
+use kiln_app::kiln::choices::Made;
+use kiln_app::kiln::cpu::Array;
+use kiln_app::kiln::{self, Backend, Choice, ChoiceBackend};
 use kiln_app::talk::{Code, Stage, Target};
 
-use crate::model::Model;
+use crate::encoder;
+use crate::model::{Model, Weights};
 use crate::walkthrough::{self};
 
-/// The kernels one forward pass over `tokens` tokens runs, each with its role in the layer,
-/// chosen for `target` exactly as the ops choose them (from the shapes alone): for the device in
-/// hand, or for a stored profile where the page has no WebGPU adapter.
+/// The walkthrough's roles, each the `nth` call of a backend op in one forward pass's first
+/// layer (the embeddings before it): the role's kernel is that call's first launch.
+const ROLES: [(&str, &str, usize); 10] = [
+    ("embeddings", "add", 0),
+    ("layernorm", "layernorm", 0),
+    ("projection", "linear", 0),
+    ("split heads", "split_qkv", 0),
+    ("scores", "matmul_bt", 0),
+    ("softmax", "softmax", 0),
+    ("values", "matmul", 0),
+    ("residual", "add_layernorm", 0),
+    ("expand", "linear_gelu", 0),
+    ("project back", "linear", 2),
+];
+
+/// The calls one forward pass over `tokens` tokens makes through one layer of `model`, and the
+/// kernels each launches: the model's own code (`encoder::forward`) run plan-only for `target`,
+/// so the choices are the ops' own, from the shapes alone — for the device in hand, or for a
+/// stored profile where the page has no WebGPU adapter.
+pub fn forward_calls(target: Target<'_>, model: &Model, tokens: usize) -> kiln::Result<Vec<Made>> {
+    let plan = ChoiceBackend::new(target.selector());
+    let (n, d) = (tokens.max(1), model.config.hidden_size);
+    let shaped =
+        |shape: &[usize]| plan.upload(&Array::new(shape, vec![0.0; shape.iter().product()])?);
+    let rows = [shaped(&[n, d])?, shaped(&[n, d])?, shaped(&[d])?];
+    let w = &model.weights;
+    let weights = Weights {
+        emb_ln_g: plan.upload(&w.emb_ln_g)?,
+        emb_ln_b: plan.upload(&w.emb_ln_b)?,
+        layers: w
+            .layers
+            .iter()
+            .take(1)
+            .map(|l| l.try_map(|a| plan.upload(a)))
+            .collect::<kiln::Result<_>>()?,
+    };
+    let c = &model.config;
+    encoder::forward(
+        &plan,
+        &rows,
+        &weights,
+        c.num_attention_heads,
+        c.layer_norm_eps,
+    )?;
+    Ok(plan.made())
+}
+
+/// The kernels of [`forward_calls`], each with its role in the layer.
 pub fn kernel_choices(
     target: Target<'_>,
     model: &Model,
     tokens: usize,
 ) -> kiln::Result<Vec<(&'static str, Choice)>> {
-    let c = &model.config;
-    let (n, d, heads, inner) = (
-        tokens.max(1),
-        c.hidden_size,
-        c.num_attention_heads,
-        c.intermediate_size,
-    );
-    let hd = d / heads.max(1);
-    let sel = target.selector();
-    let f32 = DType::F32;
-    let product = |batch, m, n, k, b_trans, epilogue| {
-        let mut call = matmul::Call::new(f32, batch, m, n, k);
-        call.layout.b_trans = b_trans;
-        call.epilogue = epilogue;
-        matmul::choose(&sel, &call, None)
-    };
-    let swap = ops::Elementwise {
-        family: "swap_axes",
-        dtype: f32,
-        count: None,
-    };
-    Ok(vec![
-        (
-            "embeddings",
-            sel.choose(&ops::add::call(f32, &[n, d], &[n, d])?, None)?,
-        ),
-        (
-            "layernorm",
-            sel.choose(&ops::layernorm::call(f32, d, false), None)?,
-        ),
-        (
-            "projection",
-            product(1, n, 3 * d, d, false, Epilogue::Bias)?,
-        ),
-        ("split heads", sel.choose(&swap, None)?),
-        ("scores", product(heads, n, n, hd, true, Epilogue::None)?),
-        (
-            "softmax",
-            sel.choose(&ops::softmax::call(f32, n, false), None)?,
-        ),
-        ("values", product(heads, n, hd, n, false, Epilogue::None)?),
-        (
-            "residual",
-            sel.choose(&ops::layernorm::call(f32, d, true), None)?,
-        ),
-        (
-            "expand",
-            product(1, n, inner, d, false, Epilogue::BiasGelu)?,
-        ),
-        (
-            "project back",
-            product(1, n, d, inner, false, Epilogue::Bias)?,
-        ),
-    ])
+    let calls = forward_calls(target, model, tokens)?;
+    ROLES
+        .iter()
+        .map(|&(role, op, nth)| {
+            calls
+                .iter()
+                .filter(|m| m.op == op)
+                .nth(nth)
+                .and_then(|m| m.launches.first())
+                .map(|choice| (role, choice.clone()))
+                .ok_or_else(|| kiln::Error::InvalidArgument {
+                    op: "walkthrough",
+                    detail: format!(
+                        "a forward pass makes no call {nth} of {op} (the {role} stage's kernel)"
+                    ),
+                })
+        })
+        .collect()
 }
 
 /// The walkthrough's ten stages, their kernels (`kernels`, from [`kernel_choices`]) rendered

@@ -110,3 +110,44 @@ fn whole_forward_pass_gpu_matches_cpu_on_the_synthetic_model() {
     let long: Vec<u32> = vec![5; m.config.max_position_embeddings + 1];
     assert!(m.embedding_rows(&long).is_err());
 }
+
+/// The walkthrough's kernels come from a plan-only run of the encoder's code: the launches it
+/// lists are the ones a captured forward pass on the device runs (the embeddings and the first
+/// layer; every later layer repeats the first's), at token counts on both sides of a tile.
+#[test]
+fn the_plan_only_run_lists_the_launches_the_device_runs() {
+    use attention::load::Loaded;
+    use attention::stages::forward_calls;
+    use kiln_app::talk::Target;
+
+    let gpu = gpu();
+    let loaded = Loaded::new(&gpu, Some("synthetic")).unwrap();
+    let layers = loaded.model.weights.layers.len();
+    for tokens in [5usize, 16, 37] {
+        let ids: Vec<u32> = (0..tokens as u32).map(|i| 1 + i % 7).collect();
+        let planned = loaded.gpu_forward_planned(&gpu, &ids).unwrap();
+        let ran = planned.plan.kernels();
+        let listed: Vec<String> = forward_calls(Target::Device(&gpu), &loaded.model, tokens)
+            .unwrap()
+            .iter()
+            .flat_map(|m| m.launches.iter())
+            .map(|c| format!("{}/{}", c.variant.family, c.variant.name))
+            .collect();
+        // The embeddings' launches (two adds and a layernorm), then one layer's.
+        let per_layer = listed.len() - 3;
+        assert_eq!(
+            ran.len(),
+            3 + layers * per_layer,
+            "{tokens} tokens: {ran:?}"
+        );
+        assert_eq!(ran[..listed.len()], listed[..], "{tokens} tokens");
+        for l in 1..layers {
+            let at = 3 + l * per_layer;
+            assert_eq!(
+                ran[at..at + per_layer],
+                listed[3..],
+                "{tokens} tokens, layer {l}"
+            );
+        }
+    }
+}

@@ -377,6 +377,34 @@ pub fn plan_split(
     plan_split_named(a, b, c, layout, epilogue, force, None)
 }
 
+/// A product's variant and how its K is cut: the named variant or the selector's, cut as
+/// [`split_for`] says (or into `force` slices).
+fn decide(
+    sel: &select::Selector<'_>,
+    call: &Call,
+    named: Option<&str>,
+    force: Option<usize>,
+) -> Result<(Choice, Split)> {
+    let choice = choose(sel, call, named)?;
+    let split = match force {
+        Some(n) => Split::of_k(call.dims.k, n),
+        None => split_for(sel.profile, &choice.variant, call)?,
+    };
+    Ok((choice, split))
+}
+
+/// The choices of the launches [`plan_split`] makes for `call`, from the call alone (a
+/// plan-only run): the product's, then the sum's when K is cut. Under a cut the slices run the
+/// chosen variant's plain form and its epilogue rides on the sum.
+pub fn choices_for(sel: &select::Selector<'_>, call: &Call) -> Result<Vec<Choice>> {
+    let (choice, split) = decide(sel, call, None, None)?;
+    if split.splits == 1 {
+        return Ok(vec![choice]);
+    }
+    let sum = crate::families::matmul_reduce::Call(call.epilogue);
+    Ok(vec![choice, sel.choose(&sum, None)?])
+}
+
 /// [`plan_split`] with a named variant (for tests and benchmarks).
 pub fn plan_split_named(
     a: &Tensor,
@@ -389,11 +417,7 @@ pub fn plan_split_named(
 ) -> Result<SplitPlan> {
     let (call, bias) = checked_call(a, b, c, layout, epilogue)?;
     let gpu = a.gpu();
-    let choice = choose(&gpu.selector(), &call, named)?;
-    let split = match force {
-        Some(n) => Split::of_k(call.dims.k, n),
-        None => split_for(gpu.profile(), &choice.variant, &call)?,
-    };
+    let (choice, split) = decide(&gpu.selector(), &call, named, force)?;
     if split.splits == 1 {
         let dispatch = launch(a, b, c, bias, &call, &choice, Split::NONE)?;
         return Ok(SplitPlan {

@@ -1,0 +1,382 @@
+//! A plan-only run of a model: [`ChoiceBackend`] implements [`Backend`] over shapes alone and
+//! asks the selector, for a device or a stored profile, for each launch the GPU path would make,
+//! keeping the choices in order. A page without an adapter shows the kernels the model's own
+//! code picks, not a hand-kept copy of them.
+//!
+//! It models the ops of a forward pass. The training ops (backward passes, the loss, the
+//! optimiser) are refused with an error that names them.
+
+use std::cell::RefCell;
+
+use crate::backend::Backend;
+use crate::cpu::Array;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::families::{add, layernorm, matmul, softmax};
+use crate::launch::Elementwise;
+use crate::optim::AdamW;
+use crate::select::{Choice, Selector};
+use crate::shape::{self, Broadcast, MatmulDims};
+
+/// A tensor of a plan-only run: its shape and dtype, no values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shaped {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+}
+
+/// One call of the backend: the op (the [`Backend`] method) and the choices of the launches it
+/// makes, in order.
+#[derive(Clone, Debug)]
+pub struct Made {
+    pub op: &'static str,
+    pub launches: Vec<Choice>,
+}
+
+/// The plan-only backend: every call checked for shape as the GPU path checks it, and its
+/// launches chosen by `selector`.
+#[derive(Debug)]
+pub struct ChoiceBackend<'a> {
+    selector: Selector<'a>,
+    made: RefCell<Vec<Made>>,
+}
+
+impl<'a> ChoiceBackend<'a> {
+    pub fn new(selector: Selector<'a>) -> Self {
+        ChoiceBackend {
+            selector,
+            made: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The calls made so far, in order.
+    pub fn made(&self) -> Vec<Made> {
+        self.made.borrow().clone()
+    }
+
+    /// The launches' choices so far, in order.
+    pub fn launches(&self) -> Vec<Choice> {
+        self.made
+            .borrow()
+            .iter()
+            .flat_map(|m| m.launches.iter().cloned())
+            .collect()
+    }
+
+    fn note(&self, op: &'static str, launches: Vec<Choice>) {
+        self.made.borrow_mut().push(Made { op, launches });
+    }
+
+    fn elementwise(&self, family: &'static str, dtype: DType) -> Result<Choice> {
+        let call = Elementwise {
+            family,
+            dtype,
+            count: None,
+        };
+        self.selector.choose(&call, None)
+    }
+
+    /// A product of `a` and `b` (as `matmul::product` runs it): its output.
+    fn product(
+        &self,
+        op: &'static str,
+        a: &Shaped,
+        b: &Shaped,
+        layout: matmul::Layout,
+        epilogue: matmul::Epilogue,
+    ) -> Result<Shaped> {
+        same_dtype(op, a, b)?;
+        let dims = MatmulDims::transposed(&a.shape, &b.shape, layout.a_trans, layout.b_trans)?;
+        let call = matmul::Call {
+            dtype: a.dtype,
+            dims,
+            layout,
+            epilogue,
+        };
+        self.note(op, matmul::choices_for(&self.selector, &call)?);
+        Ok(Shaped {
+            shape: dims.out_shape(&a.shape, &b.shape),
+            dtype: a.dtype,
+        })
+    }
+
+    /// x · W + b over the last axis of x (as `matmul::linear` runs it).
+    fn linear_with(
+        &self,
+        op: &'static str,
+        x: &Shaped,
+        w: &Shaped,
+        b: &Shaped,
+        epilogue: matmul::Epilogue,
+    ) -> Result<Shaped> {
+        let (rows, k) = shape::rows_cols("matmul", &x.shape)?;
+        let flat = Shaped {
+            shape: vec![rows, k],
+            dtype: x.dtype,
+        };
+        let y = self.product(op, &flat, w, matmul::Layout::default(), epilogue)?;
+        let n = y.shape[y.shape.len() - 1];
+        if b.shape != [n] {
+            return Err(Error::shape(
+                "matmul",
+                format!("bias has shape {:?}, expected [{n}]", b.shape),
+            ));
+        }
+        Ok(Shaped {
+            shape: shape::with_last(&x.shape, &y.shape),
+            dtype: y.dtype,
+        })
+    }
+
+    fn rowwise(&self, op: &'static str, x: &Shaped, call: crate::launch::Rowwise) -> Result<()> {
+        shape::non_empty(op, &x.shape)?;
+        self.note(op, vec![self.selector.choose(&call, None)?]);
+        Ok(())
+    }
+
+    /// `x` with its middle two axes swapped (rank 4), the launch counted under `op`.
+    fn swapped12(&self, x: &Shaped) -> Result<(Shaped, Choice)> {
+        let [a, b, c, d] = rank4("swap_axes", &x.shape)?;
+        let choice = self.elementwise("swap_axes", x.dtype)?;
+        let y = Shaped {
+            shape: vec![a, c, b, d],
+            dtype: x.dtype,
+        };
+        Ok((y, choice))
+    }
+
+    fn not_modelled(&self, op: &'static str) -> Error {
+        Error::Unsupported {
+            op,
+            adapter: self.selector.profile.name.clone(),
+            detail: "the plan-only backend models a forward pass; this op is not modelled".into(),
+        }
+    }
+}
+
+fn same_dtype(op: &'static str, a: &Shaped, b: &Shaped) -> Result<()> {
+    if a.dtype != b.dtype {
+        return Err(Error::shape(
+            op,
+            format!("operands of dtypes {:?} and {:?}", a.dtype, b.dtype),
+        ));
+    }
+    Ok(())
+}
+
+fn rank4(op: &'static str, shape: &[usize]) -> Result<[usize; 4]> {
+    match *shape {
+        [a, b, c, d] => Ok([a, b, c, d]),
+        _ => Err(Error::shape(
+            op,
+            format!("shape {shape:?}: expected rank 4"),
+        )),
+    }
+}
+
+fn last(op: &'static str, shape: &[usize]) -> Result<usize> {
+    shape::non_empty(op, shape)?;
+    Ok(shape[shape.len() - 1])
+}
+
+impl Backend for ChoiceBackend<'_> {
+    type T = Shaped;
+    type Ids = Shaped;
+
+    fn name(&self) -> String {
+        format!("plan only ({})", self.selector.profile.name)
+    }
+    fn upload(&self, a: &Array) -> Result<Shaped> {
+        Ok(Shaped {
+            shape: a.shape.clone(),
+            dtype: DType::F32,
+        })
+    }
+    fn ids(&self, ids: &[u32]) -> Result<Shaped> {
+        Ok(Shaped {
+            shape: vec![ids.len()],
+            dtype: DType::U32,
+        })
+    }
+    async fn read(&self, _: &Shaped) -> Result<Vec<f32>> {
+        Err(self.not_modelled("read"))
+    }
+    fn shape<'s>(&self, t: &'s Shaped) -> &'s [usize] {
+        &t.shape
+    }
+    fn reshape(&self, t: &Shaped, shape: &[usize]) -> Result<Shaped> {
+        if shape::numel(shape) != shape::numel(&t.shape) {
+            return Err(Error::shape(
+                "reshape",
+                format!("{:?} cannot become {shape:?}", t.shape),
+            ));
+        }
+        Ok(Shaped {
+            shape: shape.to_vec(),
+            dtype: t.dtype,
+        })
+    }
+    fn matmul(&self, a: &Shaped, b: &Shaped) -> Result<Shaped> {
+        let layout = matmul::Layout::default();
+        self.product("matmul", a, b, layout, matmul::Epilogue::None)
+    }
+    fn matmul_bt(&self, a: &Shaped, b: &Shaped) -> Result<Shaped> {
+        let layout = matmul::Layout {
+            a_trans: false,
+            b_trans: true,
+        };
+        self.product("matmul_bt", a, b, layout, matmul::Epilogue::None)
+    }
+    fn matmul_at(&self, a: &Shaped, b: &Shaped) -> Result<Shaped> {
+        let layout = matmul::Layout {
+            a_trans: true,
+            b_trans: false,
+        };
+        self.product("matmul_at", a, b, layout, matmul::Epilogue::None)
+    }
+    fn linear(&self, x: &Shaped, w: &Shaped, b: &Shaped) -> Result<Shaped> {
+        self.linear_with("linear", x, w, b, matmul::Epilogue::Bias)
+    }
+    fn linear_gelu(&self, x: &Shaped, w: &Shaped, b: &Shaped) -> Result<Shaped> {
+        self.linear_with("linear_gelu", x, w, b, matmul::Epilogue::BiasGelu)
+    }
+    fn add(&self, a: &Shaped, b: &Shaped) -> Result<Shaped> {
+        same_dtype("add", a, b)?;
+        let bc = Broadcast::new("add", &a.shape, &b.shape)?;
+        let call = add::call(a.dtype, &a.shape, &b.shape)?;
+        self.note("add", vec![self.selector.choose(&call, None)?]);
+        Ok(Shaped {
+            shape: bc.shape,
+            dtype: a.dtype,
+        })
+    }
+    fn softmax(&self, x: &Shaped, causal: bool, _scale: f32) -> Result<Shaped> {
+        let cols = last("softmax", &x.shape)?;
+        self.rowwise("softmax", x, softmax::call(x.dtype, cols, causal))?;
+        Ok(x.clone())
+    }
+    fn layernorm(&self, x: &Shaped, _g: &Shaped, _b: &Shaped, _eps: f32) -> Result<Shaped> {
+        let cols = last("layernorm", &x.shape)?;
+        self.rowwise("layernorm", x, layernorm::call(x.dtype, cols, false))?;
+        Ok(x.clone())
+    }
+    fn add_layernorm(
+        &self,
+        x: &Shaped,
+        r: &Shaped,
+        _g: &Shaped,
+        _b: &Shaped,
+        _eps: f32,
+    ) -> Result<(Shaped, Shaped)> {
+        if x != r {
+            return Err(Error::shape(
+                "add_layernorm",
+                format!("x {:?} and the residual {:?} differ", x.shape, r.shape),
+            ));
+        }
+        let cols = last("add_layernorm", &x.shape)?;
+        self.rowwise("add_layernorm", x, layernorm::call(x.dtype, cols, true))?;
+        Ok((x.clone(), x.clone()))
+    }
+    fn layernorm_backward(
+        &self,
+        _x: &Shaped,
+        _g: &Shaped,
+        _dy: &Shaped,
+        _eps: f32,
+    ) -> Result<(Shaped, Shaped, Shaped)> {
+        Err(self.not_modelled("layernorm_backward"))
+    }
+    fn gelu(&self, x: &Shaped) -> Result<Shaped> {
+        self.note("gelu", vec![self.elementwise("gelu", x.dtype)?]);
+        Ok(x.clone())
+    }
+    fn gelu_backward(&self, _x: &Shaped, _dy: &Shaped) -> Result<Shaped> {
+        Err(self.not_modelled("gelu_backward"))
+    }
+    fn transpose(&self, x: &Shaped) -> Result<Shaped> {
+        if x.shape.len() < 2 {
+            return Err(Error::shape(
+                "transpose",
+                format!("shape {:?} has no two axes to swap", x.shape),
+            ));
+        }
+        self.note("transpose", vec![self.elementwise("transpose", x.dtype)?]);
+        let mut shape = x.shape.clone();
+        let r = shape.len();
+        shape.swap(r - 2, r - 1);
+        Ok(Shaped {
+            shape,
+            dtype: x.dtype,
+        })
+    }
+    fn swap12(&self, x: &Shaped) -> Result<Shaped> {
+        let (y, choice) = self.swapped12(x)?;
+        self.note("swap12", vec![choice]);
+        Ok(y)
+    }
+    /// As the GPU path splits: the heads to the front (one swap), and for a batch over one the
+    /// batch behind Q, K and V (a second).
+    fn split_qkv(&self, qkv: &Shaped, [b, t, h, d]: [usize; 4]) -> Result<[Shaped; 3]> {
+        let (heads, first) = self.swapped12(&self.reshape(qkv, &[b, t, 3 * h, d])?)?;
+        let mut launches = vec![first];
+        if b != 1 {
+            let (_, second) = self.swapped12(&self.reshape(&heads, &[1, b, 3, h * t * d])?)?;
+            launches.push(second);
+        }
+        self.note("split_qkv", launches);
+        let part = Shaped {
+            shape: vec![b, h, t, d],
+            dtype: qkv.dtype,
+        };
+        Ok([part.clone(), part.clone(), part])
+    }
+    fn attention(
+        &self,
+        _q: &Shaped,
+        _k: &Shaped,
+        _v: &Shaped,
+        _scale: f32,
+    ) -> Result<(Shaped, Shaped)> {
+        Err(self.not_modelled("attention"))
+    }
+    fn attention_backward(
+        &self,
+        _q: &Shaped,
+        _k: &Shaped,
+        _v: &Shaped,
+        _o: &Shaped,
+        _lse: &Shaped,
+        _d_o: &Shaped,
+        _scale: f32,
+    ) -> Result<Shaped> {
+        Err(self.not_modelled("attention_backward"))
+    }
+    fn embedding(&self, _table: &Shaped, _ids: &Shaped) -> Result<Shaped> {
+        Err(self.not_modelled("embedding"))
+    }
+    fn embedding_backward(&self, _dy: &Shaped, _ids: &Shaped, _vocab: usize) -> Result<Shaped> {
+        Err(self.not_modelled("embedding_backward"))
+    }
+    fn cross_entropy(
+        &self,
+        _logits: &Shaped,
+        _targets: &Shaped,
+        _grad_scale: f32,
+    ) -> Result<(Shaped, Shaped)> {
+        Err(self.not_modelled("cross_entropy"))
+    }
+    fn adamw(
+        &self,
+        _p: &mut Shaped,
+        _g: &Shaped,
+        _m: &mut Shaped,
+        _v: &mut Shaped,
+        _h: &AdamW,
+    ) -> Result<()> {
+        Err(self.not_modelled("adamw"))
+    }
+    async fn idle(&self) -> Result<()> {
+        Ok(())
+    }
+}
