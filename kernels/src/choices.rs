@@ -114,14 +114,14 @@ impl<'a> ChoiceBackend<'a> {
             shape: vec![rows, k],
             dtype: x.dtype,
         };
-        let y = self.product(op, &flat, w, matmul::Layout::default(), epilogue)?;
-        let n = y.shape[y.shape.len() - 1];
+        let n = last("matmul", &w.shape)?;
         if b.shape != [n] {
             return Err(Error::shape(
                 "matmul",
                 format!("bias has shape {:?}, expected [{n}]", b.shape),
             ));
         }
+        let y = self.product(op, &flat, w, matmul::Layout::default(), epilogue)?;
         Ok(Shaped {
             shape: shape::with_last(&x.shape, &y.shape),
             dtype: y.dtype,
@@ -378,5 +378,56 @@ impl Backend for ChoiceBackend<'_> {
     }
     async fn idle(&self) -> Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use crate::select::TunedTable;
+
+    fn shaped(shape: &[usize]) -> Shaped {
+        Shaped {
+            shape: shape.to_vec(),
+            dtype: DType::F32,
+        }
+    }
+
+    #[test]
+    fn a_linear_layer_is_one_product_and_bad_shapes_are_errors() {
+        let (registry, tuned) = (Registry::builtin().unwrap(), TunedTable::builtin().unwrap());
+        let profiles = crate::device::stored_profiles().unwrap();
+        let (_, profile) = profiles
+            .iter()
+            .find(|(n, _)| *n == "webgpu-defaults")
+            .unwrap();
+        let b = ChoiceBackend::new(Selector::new(&registry, profile, &tuned));
+        let y = b
+            .linear(&shaped(&[2, 5, 8]), &shaped(&[8, 12]), &shaped(&[12]))
+            .unwrap();
+        assert_eq!(y.shape, [2, 5, 12]);
+        let made = b.made();
+        assert_eq!(made.len(), 1);
+        assert_eq!(made[0].op, "linear");
+        assert_eq!(made[0].launches[0].variant.family, "matmul");
+        assert_eq!(
+            made[0].launches[0]
+                .variant
+                .get("epilogue")
+                .map(|e| e.to_string()),
+            Some("bias".into())
+        );
+
+        assert!(b.matmul(&shaped(&[4, 3]), &shaped(&[4, 3])).is_err());
+        assert!(
+            b.linear(&shaped(&[4, 8]), &shaped(&[8, 12]), &shaped(&[11]))
+                .is_err()
+        );
+        assert!(b.reshape(&shaped(&[4, 3]), &[5, 2]).is_err());
+        let refused = b.gelu_backward(&shaped(&[4]), &shaped(&[4])).unwrap_err();
+        assert!(refused.to_string().contains("not modelled"), "{refused}");
+        assert_eq!(b.made().len(), 1, "a refused call records nothing");
     }
 }
