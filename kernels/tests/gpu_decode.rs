@@ -11,11 +11,15 @@ use kiln::cpu::{self, Array};
 use kiln::ops::{KvCache, flash_decode};
 use kiln::{DType, Error, Tensor};
 
-/// Relative L2 tolerance against the CPU: about 10× the worst measured on lavapipe (f32 with
-/// logits ×10: 1.1e-6); f16 carries 11 significant bits.
+/// Relative L2 tolerance against the CPU: about 10× the worst measured on lavapipe with logits
+/// ×10 (f32 1.1e-6; f16 2.0e-4, its 11 significant bits).
+/// The LSE's relative L2 tolerance, both dtypes (accumulated in f32 from inputs the CPU also
+/// sees rounded): about 10× the worst measured on lavapipe, 1.1e-7.
+const LSE_TOLERANCE: f64 = 1e-6;
+
 fn tolerance(dtype: DType) -> f64 {
     match dtype {
-        DType::F16 => 3e-3,
+        DType::F16 => 2e-3,
         _ => 1e-5,
     }
 }
@@ -36,6 +40,7 @@ fn a_cache_filled_by_prefill_and_steps_attends_like_the_cpu() {
         let mut k_cpu = Array::new(&[b, hkv, cap, d], vec![0.0; b * hkv * cap * d]).unwrap();
         let mut v_cpu = k_cpu.clone();
         let mut seed = 100;
+        let mut worst = [0.0f64; 2];
         for n in [300, 1, 1, 1, 1] {
             seed += 10;
             let q = scaled_input(seed, &[b, hq, n, d], 10.0, dtype);
@@ -48,9 +53,16 @@ fn a_cache_filled_by_prefill_and_steps_attends_like_the_cpu() {
             let want =
                 cpu::decode_attention(&q.1, &k_cpu, &v_cpu, cache.len(), true, scale).unwrap();
             let case = format!("{dtype:?} len {} Nq {n}", cache.len());
-            assert_close(&case, &read(&o), &want.out.data, tolerance(dtype));
-            assert_close(&format!("{case} LSE"), &read(&lse), &want.lse, 1e-6);
+            let (o, lse) = (read(&o), read(&lse));
+            assert_close(&case, &o, &want.out.data, tolerance(dtype));
+            assert_close(&format!("{case} LSE"), &lse, &want.lse, LSE_TOLERANCE);
+            worst[0] = worst[0].max(cpu::rel_l2(&o, &want.out.data));
+            worst[1] = worst[1].max(cpu::rel_l2(&lse, &want.lse));
         }
+        println!(
+            "decode {dtype:?}: worst relative L2 error O {:.1e}, LSE {:.1e}",
+            worst[0], worst[1]
+        );
         assert_eq!(cache.len(), 304);
     }
 }
@@ -66,8 +78,15 @@ fn a_full_cache_without_groups_matches_the_flash_forward() {
     for causal in [false, true] {
         let (o, lse) = flash_decode(&q.0, &k.0, &v.0, 700, causal, 0.1).unwrap();
         let (fo, flse) = kiln::ops::flash_attention(&q.0, &k.0, &v.0, causal, 0.1).unwrap();
-        assert_close("O", &read(&o), &read(&fo), 1e-5);
-        assert_close("LSE", &read(&lse), &read(&flse), 1e-6);
+        let (o, fo, lse, flse) = (read(&o), read(&fo), read(&lse), read(&flse));
+        println!(
+            "causal {causal}: relative L2 difference O {:.1e}, LSE {:.1e}",
+            cpu::rel_l2(&o, &fo),
+            cpu::rel_l2(&lse, &flse)
+        );
+        // About 10× the differences measured on lavapipe (O 5.4e-7, LSE 6.6e-8).
+        assert_close("O", &o, &fo, 5e-6);
+        assert_close("LSE", &lse, &flse, 6e-7);
     }
 }
 
