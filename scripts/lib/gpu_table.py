@@ -94,6 +94,19 @@ def main(out):
           f"CPU: kiln::cpu single-threaded, wall clock, sampled rows / slices scaled to the whole.")
 
 
+def eager_step_ms(torch, preset):
+    """PyTorch's eager training step for a flash preset on the GPU: the graph anchors' eager run
+    (fused AdamW, wall clock) where the file has one, else the older eager anchor's time."""
+    for t in torch:
+        if t.get("what") == "train step" and t.get("preset") == preset and t.get("how") == "eager fused adamw":
+            return t["wall_ms"]
+    for t in torch:
+        if (t.get("what", "").startswith("pytorch eager training step") and t.get("preset") == preset
+                and t["device"] == "cuda"):
+            return t["ms"]
+    return None
+
+
 def models(out):
     """The whole-model rows: each demo's unit of work beside PyTorch eager and PyTorch's
     CUDA-graph replay on the same GPU (torch-graph-anchors.py)."""
@@ -139,12 +152,7 @@ def models(out):
         elif "comparison" in r:
             cmp_ = r["comparison"]
             prof = cmp_.get("gpu_step") or {}
-            eager = next((t for t in torch if t.get("what", "").startswith("pytorch eager training step")
-                          and t.get("preset") == cmp_["preset"] and t["device"] == "cuda"), None)
-            eager = eager and eager["ms"]
-            fused = next((t for t in torch if t.get("what") == "train step" and t.get("preset") == cmp_["preset"]
-                          and t.get("how") == "eager fused adamw"), None)
-            eager = fused["wall_ms"] if fused else eager
+            eager = eager_step_ms(torch, cmp_["preset"])
             graph = next((t for t in torch if t.get("what") == "train step" and t.get("preset") == cmp_["preset"]
                           and t.get("how") == "cuda graph"), None)
             g = cmp_["gpu_median_ms_per_step"]

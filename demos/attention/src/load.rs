@@ -85,7 +85,7 @@ impl Loaded {
     /// allocating or binding anything per call. The results are in the returned plan's
     /// `forward` once read; the next replay at this count overwrites them.
     pub fn gpu_forward_planned(&self, gpu: &Gpu, ids: &[u32]) -> Result<Rc<Planned>, ModelError> {
-        let [word, position, token_type] = self.model.embedding_rows(ids)?;
+        let word = self.model.word_rows(ids)?;
         let planned = {
             let mut plans = self.plans.borrow_mut();
             let at = plans
@@ -93,7 +93,7 @@ impl Loaded {
                 .position(|p| p.tokens == ids.len() && p.plan.gpu().same_device(gpu));
             let planned = match at {
                 Some(i) => plans.remove(i),
-                None => Rc::new(self.capture(gpu, [&word, &position, &token_type])?),
+                None => Rc::new(self.capture(gpu, &self.model.embedding_rows(ids)?)?),
             };
             plans.insert(0, planned.clone());
             plans.truncate(PLANS_KEPT);
@@ -104,9 +104,9 @@ impl Loaded {
         Ok(planned)
     }
 
-    fn capture(&self, gpu: &Gpu, rows: [&Array; 3]) -> Result<Planned, ModelError> {
+    fn capture(&self, gpu: &Gpu, rows: &[Array; 3]) -> Result<Planned, ModelError> {
         let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32);
-        let rows = [up(rows[0])?, up(rows[1])?, up(rows[2])?];
+        let rows = [up(&rows[0])?, up(&rows[1])?, up(&rows[2])?];
         let path = kiln::GpuBackend { gpu: gpu.clone() };
         let (plan, forward) = gpu.capture(|| {
             encoder::forward(&path, &rows, &self.gpu_weights, self.heads(), self.eps())

@@ -274,6 +274,19 @@ impl Model {
     /// looked up on the CPU, each [N, D] (type [D]); the sum and layernorm run on the path.
     pub fn embedding_rows(&self, ids: &[u32]) -> Result<[Array; 3], ModelError> {
         let d = self.config.hidden_size;
+        let word = self.word_rows(ids)?;
+        let n = ids.len();
+        Ok([
+            word,
+            Array::new(&[n, d], self.position.data[..n * d].to_vec())?,
+            Array::new(&[d], self.token_type.data[..d].to_vec())?,
+        ])
+    }
+
+    /// The word rows alone, [N, D]: all a replayed forward pass rewrites (the position and type
+    /// rows depend on the token count, which the plan fixes).
+    pub fn word_rows(&self, ids: &[u32]) -> Result<Array, ModelError> {
+        let d = self.config.hidden_size;
         if ids.len() > self.config.max_position_embeddings {
             return Err(ModelError::Config(format!(
                 "{} tokens: the model takes at most {}",
@@ -291,12 +304,7 @@ impl Model {
             }
             word.extend_from_slice(&self.word.data[id * d..][..d]);
         }
-        let n = ids.len();
-        Ok([
-            Array::new(&[n, d], word)?,
-            Array::new(&[n, d], self.position.data[..n * d].to_vec())?,
-            Array::new(&[d], self.token_type.data[..d].to_vec())?,
-        ])
+        Ok(Array::new(&[ids.len(), d], word)?)
     }
 
     /// The layers' weights uploaded to the GPU (f32).
