@@ -124,6 +124,15 @@ export function useSite(built) {
   return site;
 }
 
+// A screenshot of an element's box, taken as the page's own: an element screenshot waits for
+// the element to be still, and a live canvas never is (one timed out on a loaded machine).
+export async function boxShot(locator) {
+  await locator.evaluate((e) => e.scrollIntoView({ block: 'nearest', inline: 'nearest' }));
+  const box = await locator.boundingBox();
+  if (!box) throw new Error(`no box to photograph: ${locator}`);
+  return locator.page().screenshot({ clip: box });
+}
+
 // Statistics of a PNG screenshot, decoded by the browser in `page`: the mean and spread of its
 // grey levels (0..1), its number of distinct colours, and the share of its pixels that stand out
 // from the site's background (a frame of headings alone has few).
@@ -188,7 +197,7 @@ export async function walkStages(page, decoder, visual, titles,
     let shot, stats, changed;
     do {
       await page.waitForTimeout(settle);
-      shot = await visual.screenshot();
+      shot = await boxShot(visual);
       stats = await pixelStats(decoder, shot);
       changed = previous ? await changedShare(decoder, previous, shot, threshold) : 1;
     } while ((stats.std <= 0.05 || stats.colours <= minColours || changed <= minChange) && Date.now() < until);

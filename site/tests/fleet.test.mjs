@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { test } from 'node:test';
 
-import { useSite, smallPageTexts } from './browser.mjs';
+import { boxShot, useSite, smallPageTexts } from './browser.mjs';
 
 const site = useSite('fleet/fleet_web_bg.wasm');
 
@@ -190,7 +190,7 @@ test('the walkthrough steps through four live stages at 1280×720', async () => 
     visuals: [...document.querySelectorAll('#talk-visuals > [data-talk-visual]')]
       .filter((v) => !v.hidden && v.getBoundingClientRect().height > 0).map((v) => v.id),
   }));
-  const shot = () => page.locator('#talk-visuals').screenshot();
+  const shot = () => boxShot(page.locator('#talk-visuals'));
   const fills = (selector) => page.$$eval(selector, (f) => f.map((x) => x.getBoundingClientRect().width));
   const shots = [];
 

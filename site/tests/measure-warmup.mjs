@@ -5,7 +5,7 @@
 // copy in place). Usage: node site/tests/measure-warmup.mjs (needs site/dist).
 import { fileURLToPath } from 'node:url';
 
-import { launch, pixelStats, serve } from './browser.mjs';
+import { boxShot, launch, pixelStats, serve } from './browser.mjs';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
 const server = await serve(dist);
@@ -22,7 +22,7 @@ async function time(context, path) {
   const listed = Date.now() - t0;
   let stats;
   do {
-    stats = await pixelStats(decoder, await page.locator('#talk-visuals').screenshot());
+    stats = await pixelStats(decoder, await boxShot(page.locator('#talk-visuals')));
     if (stats.std > 0.05) break;
     await page.waitForTimeout(200);
   } while (Date.now() - t0 < 180000);

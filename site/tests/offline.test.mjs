@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launch, pixelStats, serve, sourceSite } from './browser.mjs';
+import { boxShot, launch, pixelStats, serve, sourceSite } from './browser.mjs';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
 const DEMOS = ['waves', 'attention', 'flash', 'fleet'];
@@ -69,7 +69,7 @@ test('after one visit the whole site runs with the server stopped', async () => 
     let stats;
     do {
       await page.waitForTimeout(500);
-      stats = await pixelStats(page, await page.locator('#talk-visuals').screenshot());
+      stats = await pixelStats(page, await boxShot(page.locator('#talk-visuals')));
     } while (stats.std <= 0.05 && Date.now() - t0 < 60000);
     console.log(`${demo} walkthrough: stage 1 drawn from the cache in ${Date.now() - t0} ms`);
     assert.ok(stats.std > 0.05, `${demo}: nothing drawn ${JSON.stringify(stats)}`);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { assertLegible, changedShare, pictureTexts, pixelStats, useSite, walkStages, smallPageTexts } from './browser.mjs';
+import { assertLegible, boxShot, changedShare, pictureTexts, pixelStats, useSite, walkStages, smallPageTexts } from './browser.mjs';
 
 const site = useSite('waves/waves_bg.wasm');
 
@@ -32,9 +32,9 @@ test('the waves page reports its adapter, animates and draws real pixels', async
   // Hide the HUD: its changing text must not stand in for a moving picture.
   await page.addStyleTag({ content: '#hud { visibility: hidden; }' });
   const canvas = page.locator('#canvas');
-  const first = await canvas.screenshot();
+  const first = await boxShot(canvas);
   await page.waitForTimeout(1500);
-  const second = await canvas.screenshot();
+  const second = await boxShot(canvas);
   assert.notDeepEqual(first, second, 'two screenshots 1.5 s apart are identical: not animating');
   const stats = await pixelStats(page, second);
   console.log(`canvas: mean ${stats.mean.toFixed(3)}, spread ${stats.std.toFixed(3)}`);
@@ -87,7 +87,7 @@ test('the walkthrough steps through five live stages at 1280×720', async () => 
   let live = 0;
   for (let i = 0; i < 10 && live <= 0.01; i++) {
     await page.waitForTimeout(1000);
-    live = await changedShare(decoder, previous, await canvas.screenshot());
+    live = await changedShare(decoder, previous, await boxShot(canvas));
   }
   assert.ok(live > 0.01, `the last stage's picture is not live: ${live}`);
   await decoder.close();
@@ -135,9 +135,9 @@ test('a browser without WebGPU gets a clear message and the CPU path drawn, not 
   assert.match(hud, /drawing: CPU path \(no WebGPU\)/);
   await page.addStyleTag({ content: '#hud { visibility: hidden; }' });
   const canvas = page.locator('#canvas');
-  const first = await canvas.screenshot();
+  const first = await boxShot(canvas);
   await page.waitForTimeout(1500);
-  const second = await canvas.screenshot();
+  const second = await boxShot(canvas);
   const moved = await changedShare(page, first, second);
   const stats = await pixelStats(page, second);
   console.log(`CPU fallback canvas: mean ${stats.mean.toFixed(3)}, spread ${stats.std.toFixed(3)}, ` +
