@@ -17,3 +17,7 @@ export function codeBlock(code) {
   }
   return el('pre', { class: 'code' }, inner);
 }
+
+// A page URL with its flags (?talk, &speaker, &embed) written bare, as a visitor types them:
+// URLSearchParams writes them `talk=`.
+export const bareFlags = (url) => url.toString().replace(/([?&](?:talk|speaker|embed))=(?=&|$)/g, '$1');

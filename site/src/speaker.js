@@ -1,14 +1,13 @@
 // The speaker view's pieces: opening it (S), and its bar (the timer, the next stage, whether the
 // audience screen is blank, whether the offline copy is ready). talk.js keeps the two windows in
 // step.
-import { el } from './dom.js';
+import { bareFlags, el } from './dom.js';
 
 export function openSpeaker() {
   const url = new URL(location.href);
   url.searchParams.set('speaker', '');
-  const href = url.toString().replace(/([?&](?:talk|speaker))=(?=&|$)/g, '$1');
   // One speaker window per page: the name brings an open one forward.
-  window.open(href, `kiln-speaker:${location.pathname}`, 'popup,width=1280,height=800');
+  window.open(bareFlags(url), `kiln-speaker:${location.pathname}`, 'popup,width=1280,height=800');
 }
 
 // The speaker's bar: the timer (from the window's opening, or the last reset), the next

@@ -21,7 +21,7 @@
 // a QR code of the page, B (or .) blanks the screen, and a service worker (sw.js) keeps the
 // whole site for offline use (secure contexts only); body[data-offline] says how far it got.
 
-import { codeBlock, el } from './dom.js';
+import { bareFlags, codeBlock, el } from './dom.js';
 import { showKernels } from './kernel-view.js';
 import { TITLES, explainNoWebGPU } from './no-webgpu.js';
 import { offline } from './offline.js';
@@ -102,7 +102,7 @@ function show() {
   document.body.dataset.talkStage = String(current);
   const url = new URL(location.href);
   url.searchParams.set('stage', String(current + 1));
-  history.replaceState(null, '', url.toString().replace('talk=&', 'talk&').replace(/talk=$/, 'talk'));
+  history.replaceState(null, '', bareFlags(url));
   document.title = `${speaker ? 'Speaker · ' : ''}${s.title} · ${document.title.split(' · ').slice(-2).join(' · ')}`;
   if (speaker) {
     const next = stages[current + 1];

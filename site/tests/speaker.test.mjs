@@ -90,6 +90,8 @@ test('S opens the speaker view, and either window moves both', async () => {
   await speaker.click('#talk-prev');
   await until(audience, { counter: '2 / 3' });
   assert.equal(new URL(audience.url()).searchParams.get('stage'), '2', 'the audience URL keeps the place');
+  // Both windows' URLs keep their flags bare, as typed (`?talk&…&speaker`, never `speaker=`).
+  for (const w of [audience, speaker]) assert.doesNotMatch(w.url(), /(talk|speaker)=/, w.url());
 
   // B in the speaker view blanks the audience screen, and says so; B or . brings it back.
   await speaker.keyboard.press('b');
