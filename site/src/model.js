@@ -9,30 +9,31 @@ export async function fetchModel(dir) {
   const listed = await fetch(`${dir.slice(0, slash)}/index.json`)
     .then((r) => (r.ok ? r.json() : { models: [] }))
     .catch(() => ({ models: [] }));
-  const name = dir.slice(slash + 1);
-  if (!listed.models.includes(name)) {
+  if (!listed.models.includes(dir.slice(slash + 1))) {
     if (note) note.textContent = 'built-in synthetic weights (this site was built without the model)';
     return false;
   }
-  if (note) note.textContent = `downloading ${dir}…`;
+  // The visitor reads the model's name (the page's data-model-name), not its folder on the site.
+  const name = document.querySelector('script[data-model]')?.dataset.modelName ?? dir;
+  if (note) note.textContent = `downloading ${name}…`;
   // The weights are tens of megabytes: a progress bar (#model-progress) follows the download,
   // read as a stream against its Content-Length, so a slow network shows where it stands.
   const bar = document.getElementById('model-progress');
   const files = {};
-  for (const name of ['config.json', 'model.safetensors', 'vocab.txt']) {
-    const r = await fetch(`${dir}/${name}`);
-    if (!r.ok) throw new Error(`${dir}/${name}: HTTP ${r.status}`);
-    files[name] = name === 'model.safetensors' ? await readWithProgress(r, bar, note, dir) : new Uint8Array(await r.arrayBuffer());
+  for (const file of ['config.json', 'model.safetensors', 'vocab.txt']) {
+    const r = await fetch(`${dir}/${file}`);
+    if (!r.ok) throw new Error(`${dir}/${file}: HTTP ${r.status}`);
+    files[file] = file === 'model.safetensors' ? await readWithProgress(r, bar, note, name) : new Uint8Array(await r.arrayBuffer());
   }
-  window.kilnModel = { source: dir, ...files };
+  window.kilnModel = { source: name, ...files };
   if (bar) bar.hidden = true;
-  if (note) note.textContent = dir;
+  if (note) note.textContent = name;
   return true;
 }
 
 // A response's body, read chunk by chunk into one array; the bar and the note show the bytes
 // read of the total (without a Content-Length, the bytes read alone).
-async function readWithProgress(response, bar, note, dir) {
+async function readWithProgress(response, bar, note, name) {
   const total = Number(response.headers.get('Content-Length')) || 0;
   if (!response.body) return new Uint8Array(await response.arrayBuffer());
   const reader = response.body.getReader();
@@ -50,7 +51,7 @@ async function readWithProgress(response, bar, note, dir) {
     chunks.push(value);
     got += value.length;
     if (bar && total) bar.value = got;
-    if (note) note.textContent = `downloading ${dir}: ${mb(got)}${total ? ` of ${mb(total)}` : ''} MB of weights`;
+    if (note) note.textContent = `downloading ${name}: ${mb(got)}${total ? ` of ${mb(total)}` : ''} MB of weights`;
   }
   const bytes = new Uint8Array(got);
   let at = 0;

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { assertLegible, changedShare, pictureTexts, pixelStats, useSite, walkStages, smallPageTexts } from './browser.mjs';
+import { assertLegible, boxShot, changedShare, pictureTexts, pixelStats, useSite, walkStages, smallPageTexts } from './browser.mjs';
 
 const site = useSite('attention/attention_bg.wasm');
 
@@ -14,7 +14,7 @@ const hud = (page) => page.textContent('#hud');
 
 // Colour variety in the canvas's right half (the heatmap), decoded by the browser.
 async function heatmapColours(page) {
-  const png = await page.locator('#canvas').screenshot();
+  const png = await boxShot(page.locator('#canvas'));
   return page.evaluate(async (b64) => {
     const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
     const bitmap = await createImageBitmap(blob);
@@ -159,7 +159,8 @@ test('the site carries the real model as f16, its download shown as a progress b
   console.log(`model: ${(size / 1e6).toFixed(1)} MB; the bar and note changed ${seen.length} times; ${JSON.stringify(seen.slice(-3))}`);
   assert.ok(size > 40e6 && size < 50e6, `model.safetensors is ${size} bytes: not the f16 copy (about 45 MB)`);
   assert.doesNotMatch(text, /SYNTHETIC/);
-  assert.equal(await page.textContent('#weights'), 'models/all-minilm-l6-v2');
+  // Named as the visitor knows it, not by its folder on the site.
+  assert.equal(await page.textContent('#weights'), 'all-MiniLM-L6-v2');
   assert.equal(await page.isHidden('#model-progress'), true, 'the bar stays after the download');
   const bars = seen.filter((s) => s.length === 3 && s[1] === size);
   assert.ok(bars.length > 0, `the bar never showed the file's size: ${JSON.stringify(seen.slice(0, 5))}`);
@@ -189,7 +190,7 @@ test('the walkthrough steps through ten live stages at 1280×720', async () => {
   const previous = await walkStages(page, decoder, canvas, titles, { threshold: 24, minColours: 8 });
   // A still tensor is still live: the lit row moves on.
   await page.waitForTimeout(1200);
-  const live = await changedShare(decoder, previous, await canvas.screenshot(), 24);
+  const live = await changedShare(decoder, previous, await boxShot(canvas), 24);
   console.log(`stage 10 after 1.2 s: ${(100 * live).toFixed(2)} % changed`);
   assert.ok(live > 0.002, `the last stage's picture is not live: ${live}`);
   await decoder.close();
@@ -258,7 +259,7 @@ test('a browser without WebGPU gets the explanation and the CPU path heatmap', a
   assert.ok(drawnLabels.px >= 16 && drawnLabels.stride === 1, JSON.stringify(drawnLabels));
   await page.addStyleTag({ content: '#hud { visibility: hidden; }' });
   const canvas = page.locator('#canvas');
-  const first = await canvas.screenshot();
+  const first = await boxShot(canvas);
   const stats = await pixelStats(page, first);
   const colours = await heatmapColours(page);
   console.log(`CPU fallback canvas: spread ${stats.std.toFixed(3)}, ${colours} colours in the heatmap region`);
@@ -268,7 +269,7 @@ test('a browser without WebGPU gets the explanation and the CPU path heatmap', a
   await page.fill('#text', 'the dog ran in the park with a red ball');
   await page.waitForFunction((n) => Number(document.getElementById('canvas').dataset.drawn) > n, drawn, { timeout: 30000 });
   assert.match(await hud(page), /tokens: \[CLS\] the dog ran in the park/);
-  const changed = await changedShare(page, first, await canvas.screenshot(), 24);
+  const changed = await changedShare(page, first, await boxShot(canvas), 24);
   console.log(`after typing: ${(100 * changed).toFixed(1)} % of the canvas changed`);
   assert.ok(changed > 0.01, 'the CPU path did not redraw for the new text');
   assert.deepEqual(errors, []);

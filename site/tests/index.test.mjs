@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { pixelStats, useSite } from './browser.mjs';
+import { boxShot, pixelStats, useSite } from './browser.mjs';
 
 const site = useSite('fleet/fleet_web_bg.wasm');
 const DEMOS = ['waves', 'attention', 'flash', 'fleet'];
@@ -32,6 +32,12 @@ test('the index shows this device and four live demo cards with walkthrough link
 
   // Poster frames first; a card's live demo starts when the pointer enters it.
   assert.equal(await page.locator('.card iframe').count(), 0, 'a live demo started unasked');
+  // What pointing at the cards fetches (the demos' modules; no model weights).
+  const fetched = [];
+  page.on('response', async (r) => {
+    const body = await r.body().catch(() => Buffer.alloc(0));
+    fetched.push([new URL(r.url()).pathname, body.length]);
+  });
   const posters = await page.$$eval('.card img.poster', (list) => list.map((i) => i.getAttribute('src')));
   assert.deepEqual(posters, DEMOS.map((d) => `posters/${d}.jpg`));
   for (const demo of DEMOS) {
@@ -52,7 +58,9 @@ test('the index shows this device and four live demo cards with walkthrough link
   for (const c of cards) {
     assert.equal(c.heading, `${c.demo}.html`);
     assert.equal(c.walkthrough, `${c.demo}.html?talk`);
-    assert.match(c.frame.src, new RegExp(`^${c.demo}\\.html\\?talk&stage=\\d&embed$`));
+    // The attention preview runs the built-in weights: pointing at a card fetches no model.
+    const extra = c.demo === 'attention' ? '&model=synthetic' : '';
+    assert.match(c.frame.src, new RegExp(`^${c.demo}\\.html\\?talk&stage=\\d&embed${extra}$`));
     assert.ok(c.frame.title.length > 10, c.frame.title);
     assert.equal(c.frame.pointer, 'none');
   }
@@ -72,9 +80,7 @@ test('the index shows this device and four live demo cards with walkthrough link
     const began = Date.now();
     do {
       await page.waitForTimeout(1000);
-      // The page's own screenshot of the card's box: an element screenshot waits for the
-      // element to be still, and a live thumbnail never is (it timed out on a loaded machine).
-      stats = await pixelStats(page, await page.screenshot({ clip: await thumb.boundingBox() }));
+      stats = await pixelStats(page, await boxShot(thumb));
     } while (!drawn(stats) && Date.now() - began < 180000);
     console.log(`${demo} thumbnail: mean ${stats.mean.toFixed(3)}, spread ${stats.std.toFixed(3)}, ` +
       `${(100 * stats.lit).toFixed(1)} % lit after ${((Date.now() - began) / 1000).toFixed(0)} s`);
@@ -82,6 +88,12 @@ test('the index shows this device and four live demo cards with walkthrough link
     const hidden = await frame.locator('#talk').evaluate((t) => getComputedStyle(t).display);
     assert.equal(hidden, 'none', `${demo}: the embedded walkthrough shows its panel`);
   }
+  const previews = fetched.reduce((sum, [, n]) => sum + n, 0);
+  const models = fetched.filter(([p]) => p.includes('/models/')).map(([p, n]) => `${p} ${n}`);
+  console.log(`the four previews fetched ${fetched.length} responses, ${(previews / 1e6).toFixed(1)} MB`);
+  assert.deepEqual(models, [], 'a preview fetched model weights');
+  // The four demos' modules: 18.1 MB measured (2026-12-03); the model alone would add 45 MB.
+  assert.ok(previews < 25e6, `the previews fetched ${(previews / 1e6).toFixed(1)} MB`);
   // The thumbnails' demos never take the focus (their canvases are not made active).
   assert.notEqual(await page.evaluate(() => document.activeElement?.tagName), 'IFRAME',
     'a thumbnail took the focus');
