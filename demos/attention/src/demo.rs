@@ -46,11 +46,17 @@ pub fn token_summary(tokens: &Tokens, limit: usize) -> Vec<String> {
     lines.push(line);
     if tokens.full > n {
         lines.push(format!(
-            "cut: the text has {} tokens; the model takes {limit}",
+            "cut: the text has {}{} tokens; the model takes {limit}",
+            over(tokens),
             tokens.full
         ));
     }
     lines
+}
+
+/// "over " where the count is of the part of the text read before the cut, not all of it.
+fn over(tokens: &Tokens) -> &'static str {
+    if tokens.counted_all { "" } else { "over " }
 }
 
 /// The heatmap's lines under its title: the path and token count, the cut, the weights.
@@ -58,8 +64,9 @@ pub fn view_notes(path: &str, tokens: &Tokens, model: &Model) -> Vec<String> {
     let mut notes = vec![format!("{path} path · {} tokens", tokens.tokens.len())];
     if tokens.full > tokens.tokens.len() {
         notes.push(format!(
-            "cut: {} of {} tokens (the model's limit)",
+            "cut: {} of {}{} tokens (the model's limit)",
             tokens.tokens.len(),
+            over(tokens),
             tokens.full
         ));
     }
@@ -230,14 +237,12 @@ impl Attention {
                     self.heads(),
                 );
                 // The cut is the current text's; the shown tokens may be an earlier text's.
+                let current = c.tokens == self.tokens.tokens;
                 let shown = Tokens {
                     tokens: c.tokens.clone(),
                     ids: Vec::new(),
-                    full: if c.tokens == self.tokens.tokens {
-                        self.tokens.full
-                    } else {
-                        n
-                    },
+                    full: if current { self.tokens.full } else { n },
+                    counted_all: !current || self.tokens.counted_all,
                 };
                 (&c.tokens, head, title, view_notes(c.path, &shown, model))
             }
@@ -274,6 +279,7 @@ impl Demo for Attention {
                 tokens: Vec::new(),
                 ids: Vec::new(),
                 full: 0,
+                counted_all: true,
             },
             on_gpu: true,
             layer: 0,

@@ -22,6 +22,28 @@ pub struct Tokens {
     /// The text's token count before the cut, [CLS] and [SEP] included: more than
     /// `tokens.len()` when the text was cut, so that the page can say so.
     pub full: usize,
+    /// Whether `full` counts the whole text; a text far past the limit is read only as far as
+    /// the cut needs, and `full` counts that part.
+    pub counted_all: bool,
+}
+
+/// How far past the limit a text is read: this many bytes per kept token before the first
+/// attempt, four times as many at each next. A pasted book costs no more than the cut needs.
+const BYTES_PER_TOKEN: usize = 16;
+
+/// The longest prefix of `text` within `max_bytes` that ends where a word or punctuation mark
+/// ends (BERT's pre-tokeniser splits there, so the prefix's tokens are the text's first
+/// tokens); `None` when the text is no longer, or has no such place.
+fn prefix_at_break(text: &str, max_bytes: usize) -> Option<&str> {
+    if text.len() <= max_bytes {
+        return None;
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let at = text[..end].rfind(|c: char| c.is_whitespace() || c.is_ascii_punctuation())?;
+    (at > 0).then(|| &text[..at])
 }
 
 impl Tokenizer {
@@ -65,11 +87,9 @@ impl Tokenizer {
     /// [CLS] + the text's tokens + [SEP], truncated to `max_len` tokens in all.
     pub fn encode(&self, text: &str, max_len: usize) -> Result<Tokens, ModelError> {
         // talk:begin wordpiece
-        let enc = self
-            .inner
-            .encode(text, false)
-            .map_err(|e| ModelError::Vocab(format!("cannot tokenise: {e}")))?;
+        // The text's tokens, read only as far as the cut needs; [CLS] and [SEP] around them.
         let keep = max_len.saturating_sub(2);
+        let (enc, counted_all) = self.encode_prefix(text, keep)?;
         let mut tokens = vec!["[CLS]".to_string()];
         let mut ids = vec![self.cls];
         for (t, &i) in enc.get_tokens().iter().zip(enc.get_ids()).take(keep) {
@@ -80,6 +100,34 @@ impl Tokenizer {
         ids.push(self.sep);
         // talk:end wordpiece
         let full = enc.get_ids().len() + 2;
-        Ok(Tokens { tokens, ids, full })
+        Ok(Tokens {
+            tokens,
+            ids,
+            full,
+            counted_all,
+        })
+    }
+
+    /// The encoding of `text`, or of a prefix of it that already has more than `keep` tokens
+    /// (then `false`: the rest was not read).
+    fn encode_prefix(
+        &self,
+        text: &str,
+        keep: usize,
+    ) -> Result<(tokenizers::Encoding, bool), ModelError> {
+        let run = |t: &str| {
+            self.inner
+                .encode(t, false)
+                .map_err(|e| ModelError::Vocab(format!("cannot tokenise: {e}")))
+        };
+        let mut budget = (keep + 1).saturating_mul(BYTES_PER_TOKEN);
+        while let Some(prefix) = prefix_at_break(text, budget) {
+            let enc = run(prefix)?;
+            if enc.get_ids().len() > keep {
+                return Ok((enc, false));
+            }
+            budget = budget.saturating_mul(4);
+        }
+        Ok((run(text)?, true))
     }
 }

@@ -186,6 +186,52 @@ fn tokenizer_splits_known_sentences() {
     assert_eq!(t.encode("the the the the the", 4).unwrap().tokens.len(), 4);
 }
 
+/// A text far past the limit is read only as far as the cut needs: its tokens are the first
+/// ones of the whole text's, the count is said to be a lower bound, and a 100,000-character
+/// paste costs about what a text at the limit does.
+#[test]
+fn a_pasted_book_is_cut_before_it_is_read() {
+    let m = Model::synthetic().unwrap();
+    let t = Tokenizer::new(&m.vocab).unwrap();
+    let words = ["the", "cat,", "sat", "on", "the", "mat.", "cats", "walked"];
+    let book: String = (0..25_000)
+        .map(|i| words[i % words.len()])
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(book.len() > 100_000);
+    let start = std::time::Instant::now();
+    let cut = t.encode(&book, 512).unwrap();
+    let cut_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = std::time::Instant::now();
+    let short = t.encode(&book[..4_000], 512).unwrap();
+    let short_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = std::time::Instant::now();
+    let all = t.encode(&book, usize::MAX).unwrap();
+    let all_ms = start.elapsed().as_secs_f64() * 1e3;
+    assert!(all.counted_all);
+    println!(
+        "100,000 characters cut: {cut_ms:.1} ms; read whole: {all_ms:.1} ms ({} tokens); 4,000: {short_ms:.1} ms",
+        all.full
+    );
+    assert_eq!(cut.tokens.len(), 512);
+    assert!(
+        !cut.counted_all && cut.full > 512,
+        "{} {}",
+        cut.full,
+        cut.counted_all
+    );
+    // The same first tokens as a text that is read whole (4,000 characters hold over 510).
+    assert!(short.counted_all && short.full > 512);
+    assert_eq!(cut.tokens, short.tokens);
+    assert_eq!(cut.ids, short.ids);
+    // A text within the limit is read whole, its count exact.
+    let whole = t.encode(&book[..200], 512).unwrap();
+    assert!(whole.counted_all && whole.full == whole.tokens.len());
+    // One word with no break to cut at is read whole (WordPiece gives it one unknown token).
+    let word = "a".repeat(100_000);
+    assert!(t.encode(&word, 512).unwrap().counted_all);
+}
+
 #[test]
 fn tokenizer_of_a_real_bert_vocabulary_when_fetched() {
     // With all-MiniLM-L6-v2 present (scripts/fetch-model.sh), the ids are BERT's own; the
