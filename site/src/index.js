@@ -27,7 +27,7 @@ for (const t of thumbs) {
   const poster = Object.assign(document.createElement('img'),
     { src: `posters/${demo}.jpg`, alt: '', loading: 'lazy', decoding: 'async', className: 'poster' });
   t.prepend(poster);
-  t.querySelector('.placeholder').textContent = 'A still picture: the live demo starts when you point at it.';
+  t.querySelector('.placeholder').textContent = 'A still: point at it for the live demo.';
 }
 
 // A demo page, live, in place of its poster: out of the tab order and the pointer's way (the
