@@ -2,6 +2,8 @@
 //! `unstable_wasm` build, so the page runs the same code): BERT's normaliser (clean text,
 //! lower case, CJK characters split), its pre-tokeniser (whitespace and punctuation), then
 //! greedy longest-match WordPiece with `##` continuations; [CLS] … [SEP] around the result.
+//! BERT's special tokens in a text stay whole, as in Hugging Face's tokenizer (tested against
+//! its output, `tests/hf_tokens.json`).
 
 use std::str::FromStr;
 
@@ -27,13 +29,16 @@ pub struct Tokens {
     pub counted_all: bool,
 }
 
+/// BERT's special tokens: kept whole where a text contains them.
+const SPECIAL: [&str; 5] = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
+
 /// How far past the limit a text is read: this many bytes per kept token before the first
 /// attempt, four times as many at each next. A pasted book costs no more than the cut needs.
 const BYTES_PER_TOKEN: usize = 16;
 
-/// The longest prefix of `text` within `max_bytes` that ends where a word or punctuation mark
-/// ends (BERT's pre-tokeniser splits there, so the prefix's tokens are the text's first
-/// tokens); `None` when the text is no longer, or has no such place.
+/// The longest prefix of `text` within `max_bytes` that ends at a space (BERT's pre-tokeniser
+/// splits there, and no special token holds one, so the prefix's tokens are the text's first
+/// tokens); `None` when the text is no longer, or has no space to cut at.
 fn prefix_at_break(text: &str, max_bytes: usize) -> Option<&str> {
     if text.len() <= max_bytes {
         return None;
@@ -42,7 +47,7 @@ fn prefix_at_break(text: &str, max_bytes: usize) -> Option<&str> {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let at = text[..end].rfind(|c: char| c.is_whitespace() || c.is_ascii_punctuation())?;
+    let at = text[..end].rfind(char::is_whitespace)?;
     (at > 0).then(|| &text[..at])
 }
 
@@ -62,10 +67,20 @@ impl Tokenizer {
             .enumerate()
             .map(|(i, w)| (w.clone(), (i as u32).into()))
             .collect();
+        // BERT's special tokens the vocabulary has stay whole in a text ("[MASK]" is one token,
+        // not "[", "mask", "]"), as Hugging Face's tokenizer keeps them.
+        let added: Vec<serde_json::Value> = SPECIAL
+            .iter()
+            .filter_map(|t| {
+                let i = id(t).ok()?;
+                Some(serde_json::json!({"id": i, "content": t, "special": true,
+                    "single_word": false, "lstrip": false, "rstrip": false, "normalized": false}))
+            })
+            .collect();
         // The crate builds a tokenizer from its JSON form; this is the form of BERT's uncased
         // tokenizer.json, with the vocabulary given.
         let json = serde_json::json!({
-            "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+            "version": "1.0", "truncation": null, "padding": null, "added_tokens": added,
             // talk:begin normalise
             "normalizer": {"type": "BertNormalizer",
                            "lowercase": true,

@@ -252,6 +252,30 @@ fn tokenizer_of_a_real_bert_vocabulary_when_fetched() {
                     101, 1996, 4937, 2938, 2006, 1996, 13523, 2138, 2009, 2001, 5458, 1012, 102
                 ]
             );
+            // Held-out sentences as Hugging Face's own tokenizer splits them
+            // (scripts/hf-tokens.py): special tokens whole, accents, CJK, unknowns, long words.
+            let fixture: serde_json::Value =
+                serde_json::from_str(include_str!("hf_tokens.json")).unwrap();
+            let cases = fixture["cases"].as_array().unwrap();
+            assert!(cases.len() >= 10);
+            for case in cases {
+                let text = case["text"].as_str().unwrap();
+                let enc = t.encode(text, 512).unwrap();
+                let want: Vec<&str> = case["tokens"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t.as_str().unwrap())
+                    .collect();
+                let want_ids: Vec<u32> = case["ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| i.as_u64().unwrap() as u32)
+                    .collect();
+                assert_eq!(enc.tokens, want, "{text:?}");
+                assert_eq!(enc.ids, want_ids, "{text:?}");
+            }
         }
         Err(_) => {
             eprintln!(
@@ -270,6 +294,12 @@ fn tokenizer_of_a_real_bert_vocabulary_when_fetched() {
             assert_eq!(
                 enc.tokens,
                 ["[CLS]", "un", "##aff", "##able", "!", "[UNK]", "[SEP]"]
+            );
+            // Special tokens the vocabulary has stay whole.
+            let enc = t.encode("un[SEP]able [PAD]", 16).unwrap();
+            assert_eq!(
+                enc.tokens,
+                ["[CLS]", "un", "[SEP]", "[UNK]", "[PAD]", "[SEP]"]
             );
         }
     }
