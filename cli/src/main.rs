@@ -77,7 +77,7 @@ enum Command {
 
 #[derive(Args)]
 struct KernelsArgs {
-    /// A stored profile name (lavapipe, chromium-swiftshader, webgpu-defaults, nvidia-h200) or
+    /// A stored profile name (lavapipe, chromium-swiftshader, webgpu-defaults, nvidia-h200, dawn-nvidia-h200) or
     /// a profile JSON file, instead of the adapter in hand.
     #[arg(long)]
     profile: Option<String>,

@@ -285,7 +285,7 @@ impl DeviceProfile {
 
 /// The profiles stored in the repository, by name: rendering and validation are tested on each.
 pub fn stored_profiles() -> Result<Vec<(&'static str, DeviceProfile)>> {
-    const STORED: [(&str, &str); 4] = [
+    const STORED: [(&str, &str); 5] = [
         ("lavapipe", include_str!("../profiles/lavapipe.json")),
         (
             "chromium-swiftshader",
@@ -296,6 +296,11 @@ pub fn stored_profiles() -> Result<Vec<(&'static str, DeviceProfile)>> {
             include_str!("../profiles/webgpu-defaults.json"),
         ),
         ("nvidia-h200", include_str!("../profiles/nvidia-h200.json")),
+        // Chrome's WebGPU (Dawn) on the same GPU, as dawn.node reported it there: f32 only.
+        (
+            "dawn-nvidia-h200",
+            include_str!("../profiles/dawn-nvidia-h200.json"),
+        ),
     ];
     STORED
         .iter()
