@@ -148,6 +148,7 @@ pub fn sample_picks(sel: &Selector<'_>) -> Vec<Pick> {
                             q_len: n,
                             kv_len: n,
                             head_dim: d,
+                            group: 1,
                         },
                         causal,
                     };

@@ -119,17 +119,43 @@ impl MatmulDims {
 }
 
 /// The dimensions of an attention call: Q [.., Nq, D], K and V [.., Nk, D], the leading
-/// extents (batch, heads, …) equal across the three and flattened into `batch_heads`.
+/// extents (batch, heads, …) equal across the three and flattened into `batch_heads` (Q's).
+/// With grouped query heads ([`grouped`](Self::grouped)) K and V have `group` times fewer heads
+/// than Q, and query matrix `bh` reads K/V matrix `bh / group`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttentionDims {
     pub batch_heads: usize,
     pub q_len: usize,
     pub kv_len: usize,
     pub head_dim: usize,
+    /// Query heads per K/V head (1: one each).
+    pub group: usize,
 }
 
 impl AttentionDims {
+    /// Q, K and V with the same leading extents (no grouping).
     pub fn new(op: &'static str, q: &[usize], k: &[usize], v: &[usize]) -> Result<Self> {
+        Self::with_groups(op, q, k, v, false)
+    }
+
+    /// Q [.., Hq, Nq, D] against K and V [.., Hkv, Nk, D] where Hkv divides Hq (grouped-query
+    /// attention); the extents before the heads equal.
+    pub fn grouped(op: &'static str, q: &[usize], k: &[usize], v: &[usize]) -> Result<Self> {
+        Self::with_groups(op, q, k, v, true)
+    }
+
+    /// The K/V matrix query matrix `bh` reads.
+    pub fn kv_matrix(&self, bh: usize) -> usize {
+        bh / self.group.max(1)
+    }
+
+    fn with_groups(
+        op: &'static str,
+        q: &[usize],
+        k: &[usize],
+        v: &[usize],
+        groups: bool,
+    ) -> Result<Self> {
         for (name, s) in [("Q", q), ("K", k), ("V", v)] {
             non_empty(op, s)?;
             if s.len() < 2 {
@@ -140,12 +166,27 @@ impl AttentionDims {
             }
         }
         let lead = |s: &[usize]| s[..s.len() - 2].to_vec();
-        if lead(q) != lead(k) || lead(k) != lead(v) {
-            return Err(Error::shape(
-                op,
-                format!("Q {q:?}, K {k:?}, V {v:?}: the leading (batch, head) extents differ"),
-            ));
-        }
+        let (lq, lk) = (lead(q), lead(k));
+        // Grouped: the head extents (the last leading ones) may differ, Hkv dividing Hq.
+        let group = match (lq.split_last(), lk.split_last()) {
+            (Some((&hq, outer_q)), Some((&hk, outer_k)))
+                if groups && outer_q == outer_k && hk > 0 && hq % hk == 0 =>
+            {
+                hq / hk
+            }
+            _ if lq == lk => 1,
+            _ => {
+                let want = if groups {
+                    "the K/V heads must divide the query heads, the extents before them equal"
+                } else {
+                    "the leading (batch, head) extents differ"
+                };
+                return Err(Error::shape(
+                    op,
+                    format!("Q {q:?}, K {k:?}, V {v:?}: {want}"),
+                ));
+            }
+        };
         if k != v {
             return Err(Error::shape(
                 op,
@@ -164,6 +205,7 @@ impl AttentionDims {
             q_len: q[q.len() - 2],
             kv_len: k[k.len() - 2],
             head_dim,
+            group,
         })
     }
 
@@ -330,5 +372,38 @@ pub fn embedding_table(op: &'static str, shape: &[usize]) -> Result<(usize, usiz
             op,
             format!("table has shape {shape:?}: expected [vocab, cols], both ≥ 1"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AttentionDims;
+
+    #[test]
+    fn grouped_heads_divide_the_query_heads_and_nothing_else_differs() {
+        let g = AttentionDims::grouped("t", &[2, 8, 5, 64], &[2, 2, 9, 64], &[2, 2, 9, 64]);
+        let g = g.expect("8 query heads over 2 K/V heads");
+        assert_eq!((g.batch_heads, g.group, g.q_len, g.kv_len), (16, 4, 5, 9));
+        assert_eq!(
+            (
+                g.kv_matrix(0),
+                g.kv_matrix(3),
+                g.kv_matrix(4),
+                g.kv_matrix(15)
+            ),
+            (0, 0, 1, 3)
+        );
+        let same = AttentionDims::grouped("t", &[1, 4, 5, 64], &[1, 4, 9, 64], &[1, 4, 9, 64]);
+        assert_eq!(same.map(|d| d.group).ok(), Some(1));
+        for (q, k) in [
+            (&[2, 8, 5, 64][..], &[2, 3, 9, 64][..]), // 3 does not divide 8
+            (&[2, 8, 5, 64], &[1, 2, 9, 64]),         // the batches differ
+            (&[2, 8, 5, 64], &[2, 0, 9, 64]),         // no K/V head
+            (&[8, 5, 64], &[2, 2, 9, 64]),            // ranks differ
+        ] {
+            assert!(AttentionDims::grouped("t", q, k, k).is_err(), "{q:?} {k:?}");
+        }
+        // Without grouping the heads must match.
+        assert!(AttentionDims::new("t", &[2, 8, 5, 64], &[2, 2, 9, 64], &[2, 2, 9, 64]).is_err());
     }
 }

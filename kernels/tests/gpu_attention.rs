@@ -350,6 +350,114 @@ fn check_forward(name: &str, c: &Case, causal: bool, variant: &str) {
     gpu().check().unwrap();
 }
 
+/// Grouped query heads in the forward pass: Q with 4 heads against K and V with 2 and 1, on one
+/// variant of every route the adapter offers (f16 for the cooperative one, whose fragments are
+/// f16) and the rule's choice; lengths that are not block multiples, both masks; against the
+/// CPU reference, itself checked against the same call with K and V repeated per query head.
+/// The backward passes refuse grouped K and V.
+#[test]
+fn grouped_query_heads_in_the_forward_pass() {
+    let profile = gpu().profile();
+    // One offered variant per (route, mask), head dim 64.
+    let mut picked: Vec<(String, bool, String)> = Vec::new();
+    for v in gpu().registry().supported("flash_fwd", profile).unwrap() {
+        let route = v.text("route").unwrap().to_string();
+        let dtype = if route == "coop" { "f16" } else { "f32" };
+        let causal = v.flag("causal").unwrap();
+        if v.int("head_dim").unwrap() == 64
+            && v.text("dtype").unwrap() == dtype
+            && v.experimental_on(profile.tier()).is_none()
+            && !picked.iter().any(|(r, c, _)| *r == route && *c == causal)
+        {
+            picked.push((route, causal, v.name.clone()));
+        }
+    }
+    let mut routes: Vec<(String, DType)> = Vec::new();
+    for (route, _, _) in &picked {
+        if !routes.iter().any(|(r, _)| r == route) {
+            let dtype = if route == "coop" {
+                DType::F16
+            } else {
+                DType::F32
+            };
+            routes.push((route.clone(), dtype));
+        }
+    }
+    assert!(routes.len() >= 3, "routes offered: {picked:?}");
+    let mut runs = 0;
+    for (i, (route, dtype)) in routes.iter().enumerate() {
+        // The cooperative route takes lengths that are multiples of 16 only.
+        let (nq, nk) = if route == "coop" { (48, 80) } else { (37, 70) };
+        for (j, kv_heads) in [2usize, 1].into_iter().enumerate() {
+            let seed = 3000 + 100 * i as u64 + 10 * j as u64;
+            let q = input(seed, &[2, 4, nq, 64], 10.0, *dtype);
+            let k = input(seed + 1, &[2, kv_heads, nk, 64], 1.0, *dtype);
+            let v = input(seed + 2, &[2, kv_heads, nk, 64], 1.0, *dtype);
+            for causal in [false, true] {
+                let scale = 0.125;
+                let want = cpu::attention(&q.1, &k.1, &v.1, causal, scale).unwrap();
+                // The reference equals the ungrouped call with each K/V head repeated.
+                let repeat = |a: &Array| {
+                    let per = nk * 64;
+                    let mut data = Vec::new();
+                    for b in 0..2 {
+                        for h in 0..4 {
+                            let m = b * kv_heads + h / (4 / kv_heads);
+                            data.extend_from_slice(&a.data[m * per..][..per]);
+                        }
+                    }
+                    Array::new(&[2, 4, nk, 64], data).unwrap()
+                };
+                let full =
+                    cpu::attention(&q.1, &repeat(&k.1), &repeat(&v.1), causal, scale).unwrap();
+                assert_eq!(want, full, "the grouped reference");
+                let variant = picked
+                    .iter()
+                    .find(|(r, c, _)| r == route && *c == causal)
+                    .map(|(_, _, name)| name.as_str());
+                for named in [variant, None] {
+                    let o = poisoned_like(&q.0);
+                    let lse = Tensor::full(gpu(), &[2, 4, nq], f32::NAN, DType::F32).unwrap();
+                    attention::flash_attention_into(
+                        &q.0, &k.0, &v.0, &o, &lse, causal, scale, named,
+                    )
+                    .unwrap();
+                    let name =
+                        format!("{} Hkv {kv_heads} causal={causal}", named.unwrap_or("rule"));
+                    assert_close(
+                        &format!("{name} O"),
+                        &read(&o),
+                        &want.out.data,
+                        tolerance(*dtype).0,
+                    );
+                    assert_lse(&format!("{name} LSE"), &read(&lse), &want.lse);
+                    runs += 1;
+                }
+            }
+            // The backward passes take one K/V head per query head only.
+            let d_o = input(seed + 3, &[2, 4, nq, 64], 1.0, *dtype);
+            let (o, lse) = attention::flash_attention(&q.0, &k.0, &v.0, false, 0.125).unwrap();
+            let g = Grads::like(&q.0, &k.0, &v.0).unwrap();
+            let e = attention::plan_backward(
+                &q.0,
+                &k.0,
+                &v.0,
+                &o,
+                &lse,
+                &d_o.0,
+                &g,
+                false,
+                0.125,
+                BackwardVariants::default(),
+            )
+            .unwrap_err();
+            assert!(matches!(e, Error::Shape { .. }), "{e}");
+        }
+    }
+    gpu().check().unwrap();
+    println!("grouped forward: {runs} runs, variants {picked:?}");
+}
+
 #[test]
 fn outer_route_every_offered_variant() {
     forward_route_every_offered_variant("outer", 700, &[64], &[128]);

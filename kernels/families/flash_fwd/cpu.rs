@@ -25,6 +25,11 @@ pub(crate) fn dims(q: &Array, k: &Array, v: &Array) -> Result<AttentionDims> {
     AttentionDims::new(OP, &q.shape, &k.shape, &v.shape)
 }
 
+/// [`dims`] where K and V may have fewer heads than Q, dividing them (the forward pass).
+fn grouped_dims(q: &Array, k: &Array, v: &Array) -> Result<AttentionDims> {
+    AttentionDims::grouped(OP, &q.shape, &k.shape, &v.shape)
+}
+
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -49,7 +54,7 @@ pub(crate) fn probs_row(
     let s: Vec<Option<f32>> = (0..nk)
         .map(|j| {
             a.visible(causal, i, j)
-                .then(|| scale * dot(qi, row(&k.data, nk, d, bh, j)))
+                .then(|| scale * dot(qi, row(&k.data, nk, d, a.kv_matrix(bh), j)))
         })
         .collect();
     let m = s
@@ -68,7 +73,7 @@ pub(crate) fn probs_row(
 
 /// Standard attention: softmax(scale · Q·Kᵀ, masked) · V, one full score row at a time.
 pub fn attention(q: &Array, k: &Array, v: &Array, causal: bool, scale: f32) -> Result<Forward> {
-    let a = dims(q, k, v)?;
+    let a = grouped_dims(q, k, v)?;
     let (nq, nk, d) = (a.q_len, a.kv_len, a.head_dim);
     let mut out = vec![0.0f32; a.batch_heads * nq * d];
     let mut lse = vec![f32::INFINITY; a.batch_heads * nq];
@@ -79,7 +84,7 @@ pub fn attention(q: &Array, k: &Array, v: &Array, causal: bool, scale: f32) -> R
             };
             let o = &mut out[(bh * nq + i) * d..][..d];
             for (j, pj) in p.iter().enumerate() {
-                for (o, vj) in o.iter_mut().zip(row(&v.data, nk, d, bh, j)) {
+                for (o, vj) in o.iter_mut().zip(row(&v.data, nk, d, a.kv_matrix(bh), j)) {
                     *o += pj * vj;
                 }
             }
@@ -103,7 +108,7 @@ pub fn flash_forward(
     block_q: usize,
     block_k: usize,
 ) -> Result<Forward> {
-    let a = dims(q, k, v)?;
+    let a = grouped_dims(q, k, v)?;
     let (nq, nk, d) = (a.q_len, a.kv_len, a.head_dim);
     let (block_q, block_k) = (block_q.max(1), block_k.max(1));
     let mut out = vec![0.0f32; q.data.len()];
@@ -122,7 +127,7 @@ pub fn flash_forward(
                     let s: Vec<Option<f32>> = (k0..k0 + cols)
                         .map(|j| {
                             a.visible(causal, i, j)
-                                .then(|| scale * dot(qi, row(&k.data, nk, d, bh, j)))
+                                .then(|| scale * dot(qi, row(&k.data, nk, d, a.kv_matrix(bh), j)))
                         })
                         .collect();
                     let m_new = s.iter().flatten().copied().fold(m[r], f32::max);
@@ -137,7 +142,11 @@ pub fn flash_forward(
                         let Some(sj) = sj else { continue };
                         let p = (sj - m_new).exp();
                         l[r] += p;
-                        for (o, vj) in acc_r.iter_mut().zip(row(&v.data, nk, d, bh, k0 + jj)) {
+                        for (o, vj) in
+                            acc_r
+                                .iter_mut()
+                                .zip(row(&v.data, nk, d, a.kv_matrix(bh), k0 + jj))
+                        {
                             *o += p * vj;
                         }
                     }

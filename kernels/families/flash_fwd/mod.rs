@@ -9,7 +9,9 @@ pub mod cpu;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::Dispatch;
-use crate::launch::flash::{FlashDesign, check_lse, choose_flash, flash_dims, lse_shape, params};
+use crate::launch::flash::{
+    FlashDesign, check_lse, choose_flash, grouped_flash_dims, lse_shape, params,
+};
 use crate::launch::{check_no_alias, check_operands, check_out_shape, grid, record};
 use crate::select::Choice;
 use crate::tensor::Tensor;
@@ -63,7 +65,7 @@ pub fn plan_forward(
     scale: f32,
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
-    let d = flash_dims(q, k, v, scale)?;
+    let d = grouped_flash_dims(q, k, v, scale)?;
     check_operands(OP, &[q, o])?;
     check_out_shape(OP, o, q.shape())?;
     check_lse(lse, q)?;

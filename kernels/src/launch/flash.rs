@@ -29,7 +29,7 @@ pub(crate) struct Params {
     scale: f32,
     scale_log2: f32,
     inf_bits: u32,
-    _pad: u32,
+    group: u32,
 }
 
 /// The gradients of Q, K and V.
@@ -51,8 +51,26 @@ impl Grads {
     }
 }
 
-/// Checks Q, K, V: one device, one dtype (f32 or f16), compatible shapes, a finite scale.
+/// Checks Q, K, V: one device, one dtype (f32 or f16), compatible shapes (one head each), a
+/// finite scale.
 pub fn dims(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32) -> Result<AttentionDims> {
+    dims_of(q, k, v, scale, AttentionDims::new)
+}
+
+/// [`dims`] where K and V may have fewer heads than Q, dividing them (the forward pass).
+pub fn grouped_dims(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32) -> Result<AttentionDims> {
+    dims_of(q, k, v, scale, AttentionDims::grouped)
+}
+
+type Shapes = fn(&'static str, &[usize], &[usize], &[usize]) -> Result<AttentionDims>;
+
+fn dims_of(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f32,
+    shapes: Shapes,
+) -> Result<AttentionDims> {
     check_operands(OP, &[q, k, v])?;
     if q.dtype() == DType::U32 {
         return Err(Error::shape(OP, "Q, K and V must be f32 or f16"));
@@ -63,7 +81,7 @@ pub fn dims(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32) -> Result<AttentionD
             detail: format!("scale must be finite, got {scale}"),
         });
     }
-    let d = AttentionDims::new(OP, q.shape(), k.shape(), v.shape())?;
+    let d = shapes(OP, q.shape(), k.shape(), v.shape())?;
     let check = |what: &str, n: usize| -> Result<()> {
         if n > u32::MAX as usize {
             return Err(Error::shape(
@@ -82,7 +100,20 @@ pub fn dims(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32) -> Result<AttentionD
 /// `dims`, for the flash kernels: the head dimension must be one they are rendered for (a
 /// multiple of 4, as the D pre-pass reads vec4s), checked before any launch is prepared.
 pub(crate) fn flash_dims(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32) -> Result<AttentionDims> {
-    let d = dims(q, k, v, scale)?;
+    head_dim_rendered(q, dims(q, k, v, scale)?)
+}
+
+/// [`flash_dims`] with grouped query heads (the forward pass).
+pub(crate) fn grouped_flash_dims(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f32,
+) -> Result<AttentionDims> {
+    head_dim_rendered(q, grouped_dims(q, k, v, scale)?)
+}
+
+fn head_dim_rendered(q: &Tensor, d: AttentionDims) -> Result<AttentionDims> {
     if !HEAD_DIMS.contains(&d.head_dim) {
         return Err(q.gpu().unsupported(
             OP,
@@ -104,7 +135,7 @@ pub(crate) fn params(d: &AttentionDims, scale: f32) -> Params {
         scale,
         scale_log2: scale * std::f32::consts::LOG2_E,
         inf_bits: f32::INFINITY.to_bits(),
-        _pad: 0,
+        group: d.group.max(1) as u32,
     }
 }
 
