@@ -217,7 +217,8 @@ impl FlashPage {
             format!(", GPU times from {}", p.gpu_clock)
         });
         let note = format!(
-            "{} on {}{clock}; CPU path: kiln's standard attention, one thread",
+            "{}{} on {}{clock}; CPU path: kiln's standard attention, one thread",
+            visual::software_caveat(self.gpu.profile()),
             status,
             self.gpu.profile().name
         );

@@ -831,16 +831,34 @@ fn charts(pen: &mut Pen, m: &Measured<'_>) {
     if let Some(text) = summary {
         y = pen.para(20.0, y, &text, chart::TEXT);
     }
-    // The sweep's note, as many lines as fit.
+    for (y, line) in note_lines(m.note, y) {
+        pen.text(20.0, y + 4.0, &line, chart::DIM, SMALL);
+    }
+}
+
+/// The sweep's note from `y` down: as many of its lines as fit, each with its height.
+fn note_lines(note: &str, mut y: f64) -> Vec<(f64, String)> {
     let cols = ((SIZE.0 as f64 - MARGIN - 20.0) / (8.0 * SMALL))
         .floor()
         .max(1.0) as usize;
-    for line in wrap(m.note, cols) {
+    let mut out = Vec::new();
+    for line in wrap(note, cols) {
         if y + 8.0 * SMALL > SIZE.1 as f64 - 4.0 {
             break;
         }
-        pen.text(20.0, y + 4.0, &line, chart::DIM, SMALL);
+        out.push((y, line));
         y += LINE;
+    }
+    out
+}
+
+/// The first words of stage 4's note on a software adapter (empty elsewhere): why the CPU path
+/// can beat the "GPU" there, said first so that it is never among the lines left out.
+pub fn software_caveat(profile: &kiln_app::kiln::DeviceProfile) -> &'static str {
+    if profile.is_software() {
+        "A software adapter: its GPU path runs on the CPU, so the CPU path can win. "
+    } else {
+        ""
     }
 }
 
@@ -957,6 +975,33 @@ mod tests {
         assert_eq!(scene.steps.len(), 2 * causal);
         assert!(scene.steps[..causal].iter().all(|s| s.pass == 1));
         assert!(scene.steps[causal..].iter().all(|s| s.pass == 2));
+    }
+
+    /// On a software adapter stage 4's note starts with why the CPU path can win, and the
+    /// lines that fit under a two-line summary hold all of it.
+    #[test]
+    fn the_software_caveat_is_never_left_out() {
+        let profiles = kiln_app::kiln::device::stored_profiles().unwrap();
+        for (name, profile) in &profiles {
+            let caveat = software_caveat(profile);
+            assert_eq!(caveat.is_empty(), !profile.is_software(), "{name}");
+            let note = format!(
+                "{caveat}measured on {}, GPU times from the adapter's timestamps; CPU path: \
+                 this page's wasm build, one thread",
+                profile.name
+            );
+            let shown: Vec<String> = note_lines(&note, 588.0 + 2.0 * LINE)
+                .into_iter()
+                .map(|(_, l)| l)
+                .collect();
+            let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+            let shown = words(&shown.join(" "));
+            assert!(
+                shown.len() >= words(caveat).len()
+                    && shown[..words(caveat).len()] == words(caveat)[..],
+                "{name}: {shown:?}"
+            );
+        }
     }
 
     /// In presenter mode at 1920×1080 the visual's canvas is 813×1032 pixels, at 1280×720

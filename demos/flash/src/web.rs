@@ -18,7 +18,7 @@ use crate::preset::Preset;
 use crate::run::Setup;
 use crate::sweep::{self, FlashChoices};
 use crate::train::{Comparison, Trainer};
-use crate::visual::{Measured, Scene, Timed};
+use crate::visual::{self, Measured, Scene, Timed};
 use web_time::Instant;
 
 /// What the walkthrough's chart stage shows: the lengths swept, the times so far, their source.
@@ -75,12 +75,14 @@ pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
     let gpu = page_gpu().await?;
     let shape = SHAPE;
     let lengths = sweep_lengths(&gpu);
+    // Where the CPU path beats the "GPU", stage 4's chart says why.
+    let software = visual::software_caveat(gpu.profile());
     SWEEPING.with(|s| {
         *s.borrow_mut() = Sweeping {
             lengths: lengths.clone(),
             points: Vec::new(),
             note: format!(
-                "measuring on {}; CPU path: this page's wasm build, one thread",
+                "{software}measuring on {}; CPU path: this page's wasm build, one thread",
                 gpu.profile().name
             ),
             measuring: None,
@@ -102,7 +104,8 @@ pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
             w.points.extend(s.points.iter().map(Timed::from));
             if let Some(p) = s.points.first() {
                 w.note = format!(
-                    "measured on {}, GPU times from {}; CPU path: this page's wasm build, one thread",
+                    "{software}measured on {}, GPU times from {}; CPU path: this page's wasm \
+                     build, one thread",
                     gpu.profile().name,
                     p.gpu_clock
                 );
