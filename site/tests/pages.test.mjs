@@ -49,6 +49,17 @@ for (const name of ['index', ...DEMOS]) {
         scroll: Math.round(scrollY),
         fg: body.color,
         bg: body.backgroundColor,
+        // A canvas's own background shows where its picture does not fill the box.
+        canvases: [...document.querySelectorAll('canvas')]
+          .map((c) => getComputedStyle(c).backgroundColor)
+          .filter((c) => c === 'rgb(0, 0, 0)'),
+        // The HUD stays inside its stage.
+        hud: (() => {
+          const hud = document.getElementById('hud');
+          if (!hud || hud.offsetParent === null) return null;
+          const [h, s] = [hud.getBoundingClientRect(), hud.parentElement.getBoundingClientRect()];
+          return { right: h.right, stage: s.right, overflow: hud.scrollWidth - hud.clientWidth };
+        })(),
       };
     });
     // WebGPU on SwiftShader: nothing to explain, and the page has not scrolled itself.
@@ -59,6 +70,11 @@ for (const name of ['index', ...DEMOS]) {
     assert.deepEqual(report.unnamed, [], 'controls without an accessible name');
     assert.ok(report.walkthrough, 'a link to a walkthrough');
     if (name !== 'index') assert.ok(report.kernels, 'a kernel-source view (#kernels)');
+    assert.deepEqual(report.canvases, [], 'black canvas backgrounds (bars beside a picture)');
+    if (report.hud) {
+      assert.ok(report.hud.right <= report.hud.stage + 0.5 && report.hud.overflow <= 1,
+        `the HUD runs out of its stage: ${JSON.stringify(report.hud)}`);
+    }
     const ratio = contrast(report.fg, report.bg);
     assert.ok(ratio >= 7, `text contrast ${ratio.toFixed(1)}:1`);
     // Tab reaches a control and shows where the focus is.
