@@ -224,6 +224,50 @@ test('the walkthrough steps through four stages, each with its own live visual',
   await page.close();
 });
 
+// Stage 4's chart from its first frame: while nothing is measured the empty chart says how far
+// the sweep is; once the first length is in, its one x value has one label (the axis read
+// "64 … 64", the point on it, for the 40 s the next length took). The picture publishes its
+// texts' words (`strings`) beside their boxes.
+test('stage 4 draws a sound chart from its first frame', async () => {
+  const { page, errors } = await site.open('/flash.html?talk&stage=4', { width: 1280, height: 720 });
+  const began = Date.now();
+  const read = () => page.evaluate(() => {
+    const t = document.getElementById('flash-visual').dataset.texts;
+    return t ? JSON.parse(t) : null;
+  });
+  const until = async (ok) => {
+    let t = null;
+    while (Date.now() - began < SLOW) {
+      t = await read();
+      if (t && ok(t)) return t;
+      await page.waitForTimeout(250);
+    }
+    return t;
+  };
+  const first = await until((t) => t.stage === 3);
+  assert.equal(first?.stage, 3, 'stage 4 never drew');
+  assert.equal(first.strings.length, first.texts.length, 'a word for every text box');
+  console.log(`stage 4 first frame after ${((Date.now() - began) / 1000).toFixed(1)} s: ` +
+    JSON.stringify(first.strings.slice(0, 4)));
+  const summary = (t) => t.strings.some((w) => /^N = \d+: flash/.test(w));
+  if (!summary(first)) {
+    assert.ok(first.strings.some((w) => /measuring N = \d+|waiting for the sweep/.test(w)),
+      `the empty chart does not say how far the sweep is: ${JSON.stringify(first.strings)}`);
+  }
+  const t = await until(summary);
+  assert.ok(summary(t), 'no length measured');
+  // The time chart is the top one: its labels are the numbers drawn above the byte chart.
+  const u = Math.min(t.width / 564, t.height / 720);
+  const top = (t.height - 720 * u) / 2 + 316 * u;
+  const labels = t.strings.filter((w, i) => t.texts[i][1] < top && /^\d+(\.\d+)?$/.test(w));
+  const twice = labels.filter((w, i) => labels.indexOf(w) !== i);
+  console.log(`stage 4 after the first length (${((Date.now() - began) / 1000).toFixed(0)} s): ` +
+    `the time chart's numbers ${JSON.stringify(labels)}`);
+  assert.deepEqual(twice, [], `a label drawn twice on the time chart: ${JSON.stringify(labels)}`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 // A page at `path` that runs `script` before the page's own (a browser without WebGPU, …),
 // recording console errors. Opened directly rather than reloaded: a page with WebGPU would start
 // its sweep first, and a software adapter's first pipelines can hold its thread for a while.

@@ -27,6 +27,8 @@ pub struct Canvas {
     /// Every text drawn: its box (x, y, width, height) and its letters' height, in pixels of the
     /// canvas: the page's tests check that each is readable and inside the picture.
     pub texts: Vec<[f64; 5]>,
+    /// The words of each of `texts`, in the same order: the page's tests read the axes' labels.
+    pub strings: Vec<String>,
 }
 
 fn pack([r, g, b]: [u8; 3]) -> u32 {
@@ -52,6 +54,7 @@ impl Canvas {
             label: 1.0,
             title: 2.0,
             texts: Vec::new(),
+            strings: Vec::new(),
         }
     }
 
@@ -91,6 +94,7 @@ impl Canvas {
         let (x, y) = (x.max(0.0).round(), y.max(0.0).round());
         self.texts
             .push([x, y, count as f64 * 8.0 * scale, 8.0 * scale, 8.0 * scale]);
+        self.strings.push(s.to_string());
         let at = |v: f64, n: usize| (v + n as f64 * scale).round() as usize;
         for (k, ch) in s.chars().enumerate() {
             let glyph = kiln_app::raster::font_glyph(ch).unwrap_or([0; 8]);
@@ -107,9 +111,17 @@ impl Canvas {
     }
 
     /// What the page's tests read: the picture's size and every text's box and letter height
-    /// (`stage`: the walkthrough stage drawn).
+    /// (`stage`: the walkthrough stage drawn), as every page publishes them, and here also
+    /// their words (`strings`).
     pub fn texts_json(&self, stage: Option<usize>) -> String {
-        kiln_app::raster::texts_json(self.width, self.height, stage, &self.texts)
+        let boxes = kiln_app::raster::texts_json(self.width, self.height, stage, &self.texts);
+        match serde_json::from_str::<serde_json::Value>(&boxes) {
+            Ok(serde_json::Value::Object(mut json)) => {
+                json.insert("strings".into(), self.strings.clone().into());
+                serde_json::Value::Object(json).to_string()
+            }
+            _ => boxes,
+        }
     }
 
     /// Lines over x in the box (x, y, w, h); y on a log scale when `log`.
