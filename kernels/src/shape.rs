@@ -376,6 +376,7 @@ pub fn embedding_table(op: &'static str, shape: &[usize]) -> Result<(usize, usiz
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::AttentionDims;
 
