@@ -536,7 +536,7 @@ fn observations(
             }),
             Ok((bucket, kind)) => {
                 let key = (
-                    merge::key_of(&class, &x.family, &bucket, &x.variant),
+                    merge::key_in(registry, &class, &x.family, &bucket, &x.variant),
                     x.variant.clone(),
                 );
                 let slot = out.entry(key).or_insert(Obs { id: s.id, kind });

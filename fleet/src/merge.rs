@@ -21,8 +21,18 @@ pub type Key = (String, String, String, String);
 /// registry. A variant this build does not have is its own scope, `not in this build`: it can
 /// never share a pick with one the selector can run.
 pub fn scope_of(family: &str, variant: &str) -> String {
-    builtin()
-        .and_then(|r| r.variant(family, variant).ok())
+    builtin().map_or_else(
+        || "not in this build".to_string(),
+        |r| scope_in(r, family, variant),
+    )
+}
+
+/// [`scope_of`], read from `registry` (one the caller has loaded already: loading this build's
+/// again takes seconds).
+pub fn scope_in(registry: &Registry, family: &str, variant: &str) -> String {
+    registry
+        .variant(family, variant)
+        .ok()
         .and_then(|v| v.scope().ok())
         .map_or_else(|| "not in this build".to_string(), |s| s.to_string())
 }
@@ -40,6 +50,16 @@ pub fn key_of(class: &str, family: &str, bucket: &str, variant: &str) -> Key {
         family.to_string(),
         bucket.to_string(),
         scope_of(family, variant),
+    )
+}
+
+/// [`key_of`], the scope read from `registry` ([`scope_in`]).
+pub fn key_in(registry: &Registry, class: &str, family: &str, bucket: &str, variant: &str) -> Key {
+    (
+        class.to_string(),
+        family.to_string(),
+        bucket.to_string(),
+        scope_in(registry, family, variant),
     )
 }
 

@@ -12,6 +12,13 @@
 //! new connection from one of 250 local addresses (127.0.0.2-251: senders, each with four
 //! devices), as devices send their reports; the latency runs from the connection's start to the
 //! answer's last byte. The server, the database and this driver (one thread) share the machine.
+//!
+//! With `--new-classes N` it measures instead what a report per new device class costs the
+//! summary: N reports (the checked-in H200 report, a vendor id each), 100 from each of N/100
+//! addresses (within the default quotas; only the rate limit is lifted); then the summary's
+//! size, its last update's time, and how soon each of 20 more reports shows in it; then the
+//! first summary after a restart, which reads every report again.
+//!
 //! `cargo test` builds this file and runs it without `--bench`, which measures nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -52,6 +59,9 @@ struct Args {
     /// How long the read phase runs, seconds.
     #[arg(long, default_value_t = 10.0)]
     read_seconds: f64,
+    /// Reports each naming a new device class, instead of the load figure (0: the load figure).
+    #[arg(long, default_value_t = 0)]
+    new_classes: usize,
     /// Passed by `cargo bench`.
     #[arg(long, hide = true)]
     bench: bool,
@@ -339,6 +349,161 @@ fn measure(backend: &Backend, args: &Args) {
     println!("(load average {} at the end)", load());
 }
 
+/// Report `i` of the new-classes run: the H200 report with a vendor id of its own (a class of
+/// its own), from one of `i / 100`'s addresses.
+fn new_class(template: &Value, i: usize) -> (Vec<u8>, [u8; 4]) {
+    let mut v = template.clone();
+    v["device"]["vendor"] = json!(0x2_0000 + i);
+    v["device"]["name"] = json!(format!("class {i}"));
+    let sender = i / 100;
+    (
+        v.to_string().into_bytes(),
+        [127, 1, (sender / 250) as u8, 2 + (sender % 250) as u8],
+    )
+}
+
+fn post_head(body: &[u8]) -> String {
+    format!(
+        "POST /reports HTTP/1.1\r\nHost: x\r\nX-Kiln-Consent: yes\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+}
+
+/// `/summary` as served: its JSON and size.
+async fn summary_now(addr: std::net::SocketAddr) -> (Value, usize) {
+    let head = "GET /summary HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let (_, body, _) = request(addr, [127, 0, 1, 2], head, b"").await;
+    (
+        serde_json::from_slice(&body).unwrap_or(Value::Null),
+        body.len(),
+    )
+}
+
+/// Waits until the summary covers `reports`: how long until it counted them, and until every
+/// class was merged too (`classes_pending` 0), and that summary and its size.
+async fn covered(addr: std::net::SocketAddr, reports: usize) -> (f64, f64, Value, usize) {
+    let started = Instant::now();
+    let mut counted = None;
+    loop {
+        let (v, bytes) = summary_now(addr).await;
+        if v["reports"] == reports {
+            let at = *counted.get_or_insert(started.elapsed().as_secs_f64());
+            if v["classes_pending"] == 0 {
+                return (at, started.elapsed().as_secs_f64(), v, bytes);
+            }
+        }
+        assert!(
+            started.elapsed() < FILL_LIMIT,
+            "the summary never covered {reports}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn measure_new_classes(backend: &Backend, args: &Args) {
+    let n = args.new_classes;
+    println!(
+        "== {} (load average {}): {n} reports, a new class each",
+        backend.name(),
+        load()
+    );
+    let server = Launch::fresh(backend, 1_000_000_000, "")
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let addr: std::net::SocketAddr = server.url.trim_start_matches("http://").parse().unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../reports/nvidia-h200.json");
+    let template: Arc<Value> =
+        Arc::new(serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, async {
+        let next = Arc::new(AtomicUsize::new(0));
+        let started = Instant::now();
+        let mut posting = Vec::new();
+        for _ in 0..args.writers {
+            let (template, next) = (template.clone(), next.clone());
+            posting.push(tokio::task::spawn_local(async move {
+                let mut t = Timings::default();
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= n {
+                        return t;
+                    }
+                    let (body, from) = new_class(&template, i);
+                    let (status, answer, ms) = request(addr, from, &post_head(&body), &body).await;
+                    t.ms.push(ms);
+                    if status != 201 {
+                        t.failed += 1;
+                        t.first_failure.get_or_insert_with(|| {
+                            format!("{status} {}", String::from_utf8_lossy(&answer))
+                        });
+                    }
+                }
+            }));
+        }
+        let mut posts = Timings::default();
+        for task in posting {
+            let t = task.await.unwrap();
+            posts.ms.extend(t.ms);
+            posts.failed += t.failed;
+            posts.first_failure = posts.first_failure.or(t.first_failure);
+        }
+        println!("{}", posts.line("POST /reports", started.elapsed().as_secs_f64()));
+        let stored = n - posts.failed;
+        let (counted, merged, summary, bytes) = covered(addr, stored).await;
+        println!(
+            "the summary counted the {stored} reports {counted:.2} s after the last was stored, and had merged every class {merged:.2} s after: {bytes} bytes; {} classes, {} devices listed of {}",
+            summary["classes"],
+            summary["devices"].as_array().map_or(0, Vec::len),
+            summary["devices_total"]
+        );
+        // One report at a time: how soon each shows, and the update that merged it.
+        let (mut shown, mut merges, mut updates, mut sizes) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for k in 0..20 {
+            let (body, _) = new_class(&template, n + k);
+            let (status, answer, _) =
+                request(addr, [127, 2, 0, 2 + k as u8], &post_head(&body), &body).await;
+            assert_eq!(status, 201, "{}", String::from_utf8_lossy(&answer));
+            let (counted, merged, summary, bytes) = covered(addr, stored + k + 1).await;
+            shown.push(counted * 1e3);
+            merges.push(merged * 1e3);
+            updates.push(summary["update_ms"].as_f64().unwrap_or(f64::NAN));
+            sizes.push(bytes);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let p50 = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+        println!(
+            "20 more reports, one at a time: counted in the summary after p50 {:.0} ms (max {:.0}), merged after p50 {:.0} ms (max {:.0}); the update that merged each took p50 {:.0} ms (max {:.0}); the summary at most {} bytes",
+            p50(&shown),
+            max(&shown),
+            p50(&merges),
+            max(&merges),
+            p50(&updates),
+            max(&updates),
+            sizes.iter().max().copied().unwrap_or(0)
+        );
+    });
+    // After a restart the first summary reads every report again.
+    let server = server.kill_and_restart(1_000_000_000, "");
+    let addr: std::net::SocketAddr = server.url.trim_start_matches("http://").parse().unwrap();
+    let (counted, merged, summary, bytes) = local.block_on(&runtime, covered(addr, n + 20));
+    println!(
+        "after a restart: the summary counted the {} reports {counted:.1} s after the server listened, and had merged every class {merged:.1} s after ({bytes} bytes, its update {} ms)",
+        n + 20,
+        summary["update_ms"]
+    );
+    println!("(load average {} at the end)", load());
+}
+
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         println!(
@@ -365,6 +530,10 @@ fn main() {
             "sqlite" => Backend::Sqlite,
             _ => Backend::Postgres(common::pg::Cluster::start().unwrap_or_else(|e| panic!("{e}"))),
         };
-        measure(&backend, &args);
+        if args.new_classes > 0 {
+            measure_new_classes(&backend, &args);
+        } else {
+            measure(&backend, &args);
+        }
     }
 }

@@ -221,18 +221,23 @@ async fn post_report(
     let mut writer = state.writer.clone().lock_owned().await;
     // The guard moves into the blocking task: the write runs, and the next waits, off the
     // async threads.
-    let stored = blocking(move || writer.store(&report, now, &sender, received)).await;
+    let stored = blocking(move || {
+        writer
+            .store(&report, now, &sender, received)
+            .map(|stored| (stored, report, sender))
+    })
+    .await;
     Ok(match stored {
-        Ok(Stored::New(id, count)) => {
+        Ok((Stored::New(id, count), report, sender)) => {
             state.health.stored(count);
-            state.summary.mark_stale();
+            state.summary.stored(id, sender, report);
             (
                 StatusCode::CREATED,
                 Json(json!({"status": "stored", "id": id})),
             )
                 .into_response()
         }
-        Ok(Stored::Duplicate(id)) => (
+        Ok((Stored::Duplicate(id), ..)) => (
             StatusCode::OK,
             Json(json!({"status": "duplicate", "id": id})),
         )

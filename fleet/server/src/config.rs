@@ -41,8 +41,9 @@ pub struct Config {
     /// or writing); longer than the request timeout, which decides first while one runs.
     #[serde(default = "default_idle_s")]
     pub idle_timeout_s: f64,
-    /// Open connections in all, and from one address (an IPv6 /64), at most: more are answered
-    /// 503 or 429 and closed.
+    /// Open connections in all, and from one address (an IPv6 /64), at most. Past an address's
+    /// cap a connection is answered 429 and closed; at the total cap the connection idle the
+    /// longest is closed to make room (503 only when every one has a request in flight).
     #[serde(default = "default_connections")]
     pub max_connections: usize,
     #[serde(default = "default_connections_per_address")]
@@ -60,8 +61,8 @@ pub struct Config {
     /// Seconds between checks that the database can be written (`/health`).
     #[serde(default = "default_probe_s")]
     pub health_probe_s: f64,
-    /// Seconds at least between two recomputations of `/summary` (each new report marks it
-    /// stale; a burst of reports is summarised once).
+    /// Seconds at least between two updates of `/summary` (each new report marks it stale; a
+    /// burst of reports is summarised once).
     #[serde(default = "default_summary_s")]
     pub summary_interval_s: f64,
     /// The proxies in front of the collector (addresses, or networks as `address/prefix`): from
@@ -129,7 +130,7 @@ fn default_probe_s() -> f64 {
 }
 
 fn default_summary_s() -> f64 {
-    2.0
+    0.5
 }
 
 impl Config {

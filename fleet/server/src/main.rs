@@ -12,6 +12,7 @@ mod error;
 mod gate;
 mod health;
 mod limit;
+mod parse_errors;
 mod proxy;
 mod sender;
 mod serve;

@@ -1,15 +1,22 @@
-//! The connection loop: each accepted connection passes the caps ([`Gate`]), gets an idle
-//! timeout on its socket (no byte moving either way: idle, or not reading the answer) and a
-//! header timeout (hyper's), and is served by the router; on SIGINT or SIGTERM the listener
-//! closes, requests in flight get `shutdown_deadline_s` to finish, and then the process goes,
-//! whatever a client has half sent.
+//! The connection loop: each accepted connection passes the caps ([`Gate`]; at the total cap
+//! the connection idle the longest is closed to make room), gets an idle timeout on its socket
+//! (no byte moving either way: idle, or not reading the answer) and a header timeout (hyper's),
+//! and is served by the router, hyper's own answers to what it cannot parse made JSON
+//! ([`JsonParseErrors`]); on SIGINT or SIGTERM the listener closes, requests in flight get
+//! `shutdown_deadline_s` to finish, and then the process goes, whatever a client has half sent.
 
+use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use hyper::server::conn::http1;
+use hyper::service::{Service, service_fn};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -18,8 +25,13 @@ use tokio_io_timeout::TimeoutStream;
 use tower_http::add_extension::AddExtension;
 
 use crate::error::{Result, ServerError};
-use crate::gate::{Full, Gate};
+use crate::gate::{Busy, Full, Gate};
+use crate::parse_errors::JsonParseErrors;
 use crate::proxy::Proxies;
+
+/// The most bytes a request's headers may take (hyper's read buffer; 431 past it): nothing the
+/// API takes needs more than a few hundred bytes, a proxy's forwarding headers included.
+const HEADER_BYTES: usize = 16 << 10;
 
 /// The timeouts and caps the loop applies.
 #[derive(Clone, Debug)]
@@ -46,9 +58,7 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header)
         .keep_alive(true)
-        // Headers larger than this are refused (431): nothing the API takes needs more than a
-        // few hundred bytes, a proxy's forwarding headers included.
-        .max_buf_size(16 << 10);
+        .max_buf_size(HEADER_BYTES);
     tokio::pin!(stop);
     let signal = loop {
         tokio::select! {
@@ -64,8 +74,8 @@ pub async fn serve(
                     }
                 };
                 let proxy = limits.proxies.contains(peer.ip());
-                let pass = match limits.gate.admit(peer.ip(), proxy) {
-                    Ok(pass) => pass,
+                let (pass, closed) = match limits.gate.admit(peer.ip(), proxy) {
+                    Ok(admitted) => admitted,
                     Err(full) => {
                         refuse(&stream, full);
                         continue;
@@ -75,12 +85,31 @@ pub async fn serve(
                 let mut io = TimeoutStream::new(stream);
                 io.set_read_timeout(Some(limits.idle));
                 io.set_write_timeout(Some(limits.idle));
-                let service =
+                let io = JsonParseErrors::new(Box::pin(io), HEADER_BYTES);
+                let router =
                     TowerToHyperService::new(AddExtension::new(app.clone(), ConnectInfo(peer)));
-                let conn = graceful.watch(builder.serve_connection(TokioIo::new(Box::pin(io)), service));
+                let tracker = pass.tracker();
+                // A request is in flight from the router's call to its answer's last byte: the
+                // connection is not closed to make room meanwhile.
+                let service = service_fn(move |request| {
+                    let busy = tracker.busy();
+                    let answer = router.call(request);
+                    async move {
+                        let response = answer.await?;
+                        let tracked = response.map(|body| Body::new(Tracked { body, _busy: busy }));
+                        Ok::<_, Infallible>(tracked)
+                    }
+                });
+                let conn = graceful.watch(builder.serve_connection(TokioIo::new(io), service));
                 tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        log::debug!("connection from {peer}: {e}");
+                    tokio::select! {
+                        done = conn => {
+                            if let Err(e) = done {
+                                log::debug!("connection from {peer}: {e}");
+                            }
+                        }
+                        // Dropping the connection closes its socket.
+                        _ = closed => log::debug!("connection from {peer}: closed to make room"),
                     }
                     drop(pass);
                 });
@@ -100,6 +129,32 @@ pub async fn serve(
         }
     }
     Ok(())
+}
+
+/// An answer's body, holding its request's [`Busy`] until hyper has taken the last of it.
+struct Tracked {
+    body: Body,
+    _busy: Busy,
+}
+
+impl HttpBody for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<std::result::Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// Answers a connection past a cap and closes it: one write that does not wait (a client that

@@ -312,23 +312,21 @@ impl Reader {
         })
     }
 
-    /// Every stored report's identity for the crowd merge, in id order (no body is read).
-    pub fn heads(&mut self) -> Result<Vec<Head>> {
+    /// The identity for the crowd merge of every report stored after the id `after`, in id
+    /// order (no body is read), and how many reports are stored (fewer than were read in all:
+    /// some were removed by hand), read in one snapshot.
+    pub fn heads_after(&mut self, after: i64) -> Result<(Vec<Head>, i64)> {
         match self {
-            Reader::Sqlite(r) => r.heads(),
-            Reader::Postgres(r) => r.heads(),
+            Reader::Sqlite(r) => r.heads_after(after),
+            Reader::Postgres(r) => r.heads_after(after),
         }
     }
 
-    /// Calls `f` with each stored report's id, sender and body, in id order.
-    pub fn each_body(&mut self, mut f: impl FnMut(i64, String, String)) -> Result<()> {
-        let mut each = |row: Row| {
-            f(row.id, row.sender, row.body);
-            true
-        };
+    /// Calls `f` with the id, sender and body of each of the reports `ids` still stored.
+    pub fn bodies(&mut self, ids: &[i64], mut f: impl FnMut(i64, String, String)) -> Result<()> {
         match self {
-            Reader::Sqlite(r) => r.rows_after(0, i64::MAX, &mut each),
-            Reader::Postgres(r) => r.rows_after(0, i64::MAX, &mut each),
+            Reader::Sqlite(r) => r.bodies(ids, &mut f),
+            Reader::Postgres(r) => r.bodies(ids, &mut f),
         }
     }
 

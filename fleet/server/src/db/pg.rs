@@ -20,7 +20,7 @@ use postgres::config::Host;
 use postgres::error::SqlState;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
-use postgres::{Client, Config, NoTls, Statement};
+use postgres::{Client, Config, IsolationLevel, NoTls, Statement};
 
 use kiln_fleet::crowd::Head;
 
@@ -507,13 +507,21 @@ impl Reader {
         })
     }
 
-    /// Every stored report's identity for the crowd merge, in id order (no body is read).
-    pub fn heads(&mut self) -> Result<Vec<Head>> {
-        self.client
+    /// The identity for the crowd merge of every report stored after the id `after`, in id
+    /// order (no body is read), and how many reports are stored: one snapshot.
+    pub fn heads_after(&mut self, after: i64) -> Result<(Vec<Head>, i64)> {
+        let mut tx = self
+            .client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(ServerError::pg)?;
+        let heads = tx
             .query(
                 "SELECT id, sender, device_class, fingerprint, device_name FROM reports
-                 ORDER BY id",
-                &[],
+                 WHERE id > $1 ORDER BY id",
+                &[&after],
             )
             .and_then(|rows| {
                 rows.iter()
@@ -528,7 +536,34 @@ impl Reader {
                     })
                     .collect()
             })
-            .map_err(ServerError::pg)
+            .map_err(ServerError::pg)?;
+        let stored = tx
+            .query_one("SELECT count(*) FROM reports", &[])
+            .and_then(|r| r.try_get(0))
+            .map_err(ServerError::pg)?;
+        tx.commit().map_err(ServerError::pg)?;
+        Ok((heads, stored))
+    }
+
+    /// Calls `f` with the id, sender and body of each of the reports `ids` still stored, in id
+    /// order; rows are read as they arrive, not all at once.
+    pub fn bodies(&mut self, ids: &[i64], f: &mut dyn FnMut(i64, String, String)) -> Result<()> {
+        let params: [&(dyn ToSql + Sync); 1] = [&ids];
+        let mut rows = self
+            .client
+            .query_raw(
+                "SELECT id, sender, body FROM reports WHERE id = ANY($1) ORDER BY id",
+                params,
+            )
+            .map_err(ServerError::pg)?;
+        while let Some(r) = rows.next().map_err(ServerError::pg)? {
+            f(
+                r.try_get(0).map_err(ServerError::pg)?,
+                r.try_get(1).map_err(ServerError::pg)?,
+                r.try_get(2).map_err(ServerError::pg)?,
+            );
+        }
+        Ok(())
     }
 
     /// Calls `f` with up to `limit` stored rows after the id `after`, in id order, until it

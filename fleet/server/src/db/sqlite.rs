@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use kiln_fleet::crowd::Head;
 
@@ -325,26 +325,52 @@ impl Reader {
         Ok(Reader { conn })
     }
 
-    /// Every stored report's identity for the crowd merge, in id order (no body is read).
-    pub fn heads(&mut self) -> Result<Vec<Head>> {
+    /// The identity for the crowd merge of every report stored after the id `after`, in id
+    /// order (no body is read), and how many reports are stored: one snapshot.
+    pub fn heads_after(&mut self, after: i64) -> Result<(Vec<Head>, i64)> {
+        let tx = self.conn.transaction().map_err(ServerError::sql)?;
+        let heads = tx
+            .prepare_cached(
+                "SELECT id, sender, device_class, fingerprint, device_name FROM reports
+                 WHERE id > ?1 ORDER BY id",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([after], |r| {
+                    Ok(Head {
+                        id: r.get(0)?,
+                        sender: r.get(1)?,
+                        class: r.get(2)?,
+                        fingerprint: r.get(3)?,
+                        device: r.get(4)?,
+                    })
+                })
+                .and_then(Iterator::collect)
+            })
+            .map_err(ServerError::sql)?;
+        // Counted on an index, not the table's pages.
+        let stored = tx
+            .query_row("SELECT count(*) FROM reports", [], |r| r.get(0))
+            .map_err(ServerError::sql)?;
+        tx.commit().map_err(ServerError::sql)?;
+        Ok((heads, stored))
+    }
+
+    /// Calls `f` with the id, sender and body of each of the reports `ids` still stored.
+    pub fn bodies(&mut self, ids: &[i64], f: &mut dyn FnMut(i64, String, String)) -> Result<()> {
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT id, sender, device_class, fingerprint, device_name FROM reports
-                 ORDER BY id",
-            )
+            .prepare_cached("SELECT sender, body FROM reports WHERE id = ?1")
             .map_err(ServerError::sql)?;
-        stmt.query_map([], |r| {
-            Ok(Head {
-                id: r.get(0)?,
-                sender: r.get(1)?,
-                class: r.get(2)?,
-                fingerprint: r.get(3)?,
-                device: r.get(4)?,
-            })
-        })
-        .and_then(Iterator::collect)
-        .map_err(ServerError::sql)
+        for &id in ids {
+            let row = stmt
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .map_err(ServerError::sql)?;
+            if let Some((sender, body)) = row {
+                f(id, sender, body);
+            }
+        }
+        Ok(())
     }
 
     /// Calls `f` with up to `limit` stored rows after the id `after`, in id order, until it

@@ -468,14 +468,14 @@ pub fn get(url: &str, path: &str) -> (u16, Value, Option<String>) {
     (status, serde_json::from_str(&text).unwrap(), retry)
 }
 
-/// The summary once it covers `reports` stored reports (it is recomputed in the background
-/// after writes; waited for at most a minute).
+/// The summary once it covers `reports` stored reports, every class merged (it is updated in
+/// the background after writes; waited for at most a minute).
 pub fn summary_of(url: &str, reports: u64) -> Value {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let (status, summary, _) = get(url, "/summary");
         assert_eq!(status, 200, "{summary}");
-        if summary["reports"] == reports {
+        if summary["reports"] == reports && summary["classes_pending"] == 0 {
             return summary;
         }
         assert!(
