@@ -376,14 +376,13 @@ pub fn embedding_table(op: &'static str, shape: &[usize]) -> Result<(usize, usiz
 }
 
 #[cfg(test)]
-#[allow(clippy::expect_used)]
 mod tests {
     use super::AttentionDims;
 
     #[test]
-    fn grouped_heads_divide_the_query_heads_and_nothing_else_differs() {
-        let g = AttentionDims::grouped("t", &[2, 8, 5, 64], &[2, 2, 9, 64], &[2, 2, 9, 64]);
-        let g = g.expect("8 query heads over 2 K/V heads");
+    fn grouped_heads_divide_the_query_heads_and_nothing_else_differs() -> crate::error::Result<()> {
+        // 8 query heads over 2 K/V heads.
+        let g = AttentionDims::grouped("t", &[2, 8, 5, 64], &[2, 2, 9, 64], &[2, 2, 9, 64])?;
         assert_eq!((g.batch_heads, g.group, g.q_len, g.kv_len), (16, 4, 5, 9));
         assert_eq!(
             (
@@ -406,5 +405,6 @@ mod tests {
         }
         // Without grouping the heads must match.
         assert!(AttentionDims::new("t", &[2, 8, 5, 64], &[2, 2, 9, 64], &[2, 2, 9, 64]).is_err());
+        Ok(())
     }
 }
