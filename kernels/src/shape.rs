@@ -149,6 +149,11 @@ impl AttentionDims {
         bh / self.group.max(1)
     }
 
+    /// How many K/V matrices there are (batch × K/V heads).
+    pub fn kv_matrices(&self) -> usize {
+        self.batch_heads / self.group.max(1)
+    }
+
     fn with_groups(
         op: &'static str,
         q: &[usize],

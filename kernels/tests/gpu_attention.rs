@@ -354,24 +354,9 @@ fn check_forward(name: &str, c: &Case, causal: bool, variant: &str) {
 /// variant of every route the adapter offers (f16 for the cooperative one, whose fragments are
 /// f16) and the rule's choice; lengths that are not block multiples, both masks; against the
 /// CPU reference, itself checked against the same call with K and V repeated per query head.
-/// The backward passes refuse grouped K and V.
 #[test]
 fn grouped_query_heads_in_the_forward_pass() {
-    let profile = gpu().profile();
-    // One offered variant per (route, mask), head dim 64.
-    let mut picked: Vec<(String, bool, String)> = Vec::new();
-    for v in gpu().registry().supported("flash_fwd", profile).unwrap() {
-        let route = v.text("route").unwrap().to_string();
-        let dtype = if route == "coop" { "f16" } else { "f32" };
-        let causal = v.flag("causal").unwrap();
-        if v.int("head_dim").unwrap() == 64
-            && v.text("dtype").unwrap() == dtype
-            && v.experimental_on(profile.tier()).is_none()
-            && !picked.iter().any(|(r, c, _)| *r == route && *c == causal)
-        {
-            picked.push((route, causal, v.name.clone()));
-        }
-    }
+    let picked = one_per_route("flash_fwd");
     let mut routes: Vec<(String, DType)> = Vec::new();
     for (route, _, _) in &picked {
         if !routes.iter().any(|(r, _)| r == route) {
@@ -397,17 +382,7 @@ fn grouped_query_heads_in_the_forward_pass() {
                 let scale = 0.125;
                 let want = cpu::attention(&q.1, &k.1, &v.1, causal, scale).unwrap();
                 // The reference equals the ungrouped call with each K/V head repeated.
-                let repeat = |a: &Array| {
-                    let per = nk * 64;
-                    let mut data = Vec::new();
-                    for b in 0..2 {
-                        for h in 0..4 {
-                            let m = b * kv_heads + h / (4 / kv_heads);
-                            data.extend_from_slice(&a.data[m * per..][..per]);
-                        }
-                    }
-                    Array::new(&[2, 4, nk, 64], data).unwrap()
-                };
+                let repeat = |a: &Array| repeat_heads(a, 4);
                 let full =
                     cpu::attention(&q.1, &repeat(&k.1), &repeat(&v.1), causal, scale).unwrap();
                 assert_eq!(want, full, "the grouped reference");
@@ -434,28 +409,198 @@ fn grouped_query_heads_in_the_forward_pass() {
                     runs += 1;
                 }
             }
-            // The backward passes take one K/V head per query head only.
-            let d_o = input(seed + 3, &[2, 4, nq, 64], 1.0, *dtype);
-            let (o, lse) = attention::flash_attention(&q.0, &k.0, &v.0, false, 0.125).unwrap();
-            let g = Grads::like(&q.0, &k.0, &v.0).unwrap();
-            let e = attention::plan_backward(
-                &q.0,
-                &k.0,
-                &v.0,
-                &o,
-                &lse,
-                &d_o.0,
-                &g,
-                false,
-                0.125,
-                BackwardVariants::default(),
-            )
-            .unwrap_err();
-            assert!(matches!(e, Error::Shape { .. }), "{e}");
         }
     }
     gpu().check().unwrap();
     println!("grouped forward: {runs} runs, variants {picked:?}");
+}
+
+/// One offered variant of `family` per (route, mask) at head dim 64, f16 for the cooperative
+/// route (its fragments are f16) and f32 for the others: (route, causal, name).
+fn one_per_route(family: &str) -> Vec<(String, bool, String)> {
+    let profile = gpu().profile();
+    let mut picked: Vec<(String, bool, String)> = Vec::new();
+    for v in gpu().registry().supported(family, profile).unwrap() {
+        let route = v.text("route").unwrap().to_string();
+        let dtype = if route == "coop" { "f16" } else { "f32" };
+        let causal = v.flag("causal").unwrap();
+        if v.int("head_dim").unwrap() == 64
+            && v.text("dtype").unwrap() == dtype
+            && v.experimental_on(profile.tier()).is_none()
+            && !picked.iter().any(|(r, c, _)| *r == route && *c == causal)
+        {
+            picked.push((route, causal, v.name.clone()));
+        }
+    }
+    picked
+}
+
+/// [B, Hkv, N, D] with each K/V head repeated for the `q_heads / Hkv` query heads it serves.
+fn repeat_heads(a: &Array, q_heads: usize) -> Array {
+    let [b, kv_heads, n, d] = a.shape[..] else {
+        panic!("a rank-4 array, got {:?}", a.shape)
+    };
+    let per = n * d;
+    let mut data = Vec::new();
+    for bi in 0..b {
+        for h in 0..q_heads {
+            let m = bi * kv_heads + h / (q_heads / kv_heads);
+            data.extend_from_slice(&a.data[m * per..][..per]);
+        }
+    }
+    Array::new(&[b, q_heads, n, d], data).unwrap()
+}
+
+/// [B, Hq, N, D] summed over each group of `q_heads / kv_heads` query heads: the gradient of a
+/// K/V head that [`repeat_heads`] repeated.
+fn sum_groups(a: &Array, kv_heads: usize) -> Array {
+    let [b, q_heads, n, d] = a.shape[..] else {
+        panic!("a rank-4 array, got {:?}", a.shape)
+    };
+    let per = n * d;
+    let mut data = vec![0.0f32; b * kv_heads * per];
+    for bi in 0..b {
+        for h in 0..q_heads {
+            let m = bi * kv_heads + h / (q_heads / kv_heads);
+            let src = &a.data[(bi * q_heads + h) * per..][..per];
+            for (o, x) in data[m * per..][..per].iter_mut().zip(src) {
+                *o += x;
+            }
+        }
+    }
+    Array::new(&[b, kv_heads, n, d], data).unwrap()
+}
+
+/// Grouped query heads in the backward pass: Q with 4 heads over K and V with 2 and 1. Each
+/// backward route the adapter offers runs with its dK/dV and dQ variants named together (one per
+/// route and mask, head dim 64; f16 for the cooperative route), then the one pass where the
+/// adapter has f32 atomics, then the rule's choice; lengths that are not block multiples and
+/// causal rows that see no key; against the CPU reference, itself checked against the ungrouped
+/// call with K and V repeated per query head and its dK and dV summed over each group. Query
+/// heads that K/V heads do not divide are refused.
+#[test]
+fn grouped_query_heads_in_the_backward_pass() {
+    let (dkdv, dq, fused) = (
+        one_per_route("flash_bwd_dkdv"),
+        one_per_route("flash_bwd_dq"),
+        one_per_route("flash_bwd_fused"),
+    );
+    let named = |list: &[(String, bool, String)], route: &str, causal: bool| {
+        list.iter()
+            .find(|(r, c, _)| r == route && *c == causal)
+            .map(|(_, _, n)| n.clone())
+    };
+    // Each route once: (route, dtype, (Nq, Nk)).
+    let mut runs: Vec<(String, DType, (usize, usize))> = Vec::new();
+    for (route, _, _) in &dkdv {
+        if runs.iter().any(|(r, ..)| r == route) {
+            continue;
+        }
+        let coop = route == "coop";
+        let dtype = if coop { DType::F16 } else { DType::F32 };
+        // The cooperative route takes lengths that are multiples of 16 only; elsewhere Nq > Nk
+        // leaves causal rows that see no key.
+        let lengths = if coop { (48, 80) } else { (70, 37) };
+        runs.push((route.clone(), dtype, lengths));
+    }
+    assert!(runs.len() >= 3, "dK/dV routes offered: {dkdv:?}");
+    let mut n = 0;
+    for (i, (route, dtype, (nq, nk))) in runs.iter().enumerate() {
+        for (j, kv_heads) in [2usize, 1].into_iter().enumerate() {
+            for causal in [false, true] {
+                let c = grouped_case(
+                    4000 + 100 * i as u64 + 10 * j as u64,
+                    kv_heads,
+                    *nq,
+                    *nk,
+                    *dtype,
+                );
+                if i == 0 {
+                    check_grouped_reference(&c, kv_heads, causal);
+                }
+                let (a, b) = (named(&dkdv, route, causal), named(&dq, route, causal));
+                let mut variants = vec![(
+                    format!("{route} dkdv+dq"),
+                    BackwardVariants {
+                        dkdv: a.as_deref(),
+                        dq: b.as_deref(),
+                        ..Default::default()
+                    },
+                )];
+                if i == 0 {
+                    variants.push(("rule".to_string(), BackwardVariants::default()));
+                }
+                let one = named(&fused, route, causal);
+                if one.is_some() {
+                    variants.push((
+                        format!("{route} fused"),
+                        BackwardVariants {
+                            fused: one.as_deref(),
+                            ..Default::default()
+                        },
+                    ));
+                }
+                for (label, bwd) in variants {
+                    let name = format!("{label} Hkv {kv_heads} causal={causal}");
+                    check_flash(&name, &c, causal, None, bwd);
+                    n += 1;
+                }
+            }
+        }
+    }
+    // Four query heads over three K/V heads: a clear shape error, nothing launched.
+    let c = grouped_case(4999, 1, 16, 16, DType::F32);
+    let k3 = input(5000, &[2, 3, 16, 64], 1.0, DType::F32);
+    let (o, lse) = attention::flash_attention(&c.q.0, &c.k.0, &c.v.0, false, c.scale).unwrap();
+    let g = Grads::like(&c.q.0, &k3.0, &k3.0).unwrap();
+    let e = attention::plan_backward(
+        &c.q.0,
+        &k3.0,
+        &k3.0,
+        &o,
+        &lse,
+        &c.d_o.0,
+        &g,
+        false,
+        c.scale,
+        BackwardVariants::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e}");
+    gpu().check().unwrap();
+    println!("grouped backward: {n} runs; dK/dV {dkdv:?}, dQ {dq:?}, one pass {fused:?}");
+}
+
+/// Q [2, 4, Nq, 64] (×10), K and V [2, Hkv, Nk, 64], dO like Q.
+fn grouped_case(seed: u64, kv_heads: usize, nq: usize, nk: usize, dtype: DType) -> Case {
+    Case {
+        q: input(seed, &[2, 4, nq, 64], 10.0, dtype),
+        k: input(seed + 1, &[2, kv_heads, nk, 64], 1.0, dtype),
+        v: input(seed + 2, &[2, kv_heads, nk, 64], 1.0, dtype),
+        d_o: input(seed + 3, &[2, 4, nq, 64], 1.0, dtype),
+        scale: 0.125,
+    }
+}
+
+/// The grouped CPU backward equals the ungrouped one on K and V repeated per query head, with
+/// dK and dV summed over each group (to rounding: the sums run in another order).
+fn check_grouped_reference(c: &Case, kv_heads: usize, causal: bool) {
+    let grouped =
+        cpu::attention_backward(&c.q.1, &c.k.1, &c.v.1, &c.d_o.1, causal, c.scale).unwrap();
+    let (k, v) = (repeat_heads(&c.k.1, 4), repeat_heads(&c.v.1, 4));
+    let full = cpu::attention_backward(&c.q.1, &k, &v, &c.d_o.1, causal, c.scale).unwrap();
+    assert_eq!(grouped.dq, full.dq, "the grouped reference's dQ");
+    for (what, got, want) in [
+        ("dK", &grouped.dk, sum_groups(&full.dk, kv_heads)),
+        ("dV", &grouped.dv, sum_groups(&full.dv, kv_heads)),
+    ] {
+        assert_close(
+            &format!("the grouped reference's {what}"),
+            &got.data,
+            &want.data,
+            1e-6,
+        );
+    }
 }
 
 #[test]

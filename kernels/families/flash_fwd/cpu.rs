@@ -21,12 +21,9 @@ pub struct Forward {
     pub out: Array,
     pub lse: Vec<f32>,
 }
-pub(crate) fn dims(q: &Array, k: &Array, v: &Array) -> Result<AttentionDims> {
-    AttentionDims::new(OP, &q.shape, &k.shape, &v.shape)
-}
-
-/// [`dims`] where K and V may have fewer heads than Q, dividing them (the forward pass).
-fn grouped_dims(q: &Array, k: &Array, v: &Array) -> Result<AttentionDims> {
+/// Q [.., Hq, Nq, D] against K and V [.., Hkv, Nk, D], Hkv dividing Hq (grouped-query
+/// attention; Hkv = Hq is plain multi-head).
+pub(crate) fn grouped_dims(q: &Array, k: &Array, v: &Array) -> Result<AttentionDims> {
     AttentionDims::grouped(OP, &q.shape, &k.shape, &v.shape)
 }
 

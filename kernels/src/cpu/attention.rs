@@ -7,7 +7,7 @@
 
 use super::Array;
 use crate::error::Result;
-use crate::families::flash_fwd::cpu::{Forward, dims, dot, probs_row, row};
+use crate::families::flash_fwd::cpu::{Forward, dot, grouped_dims, probs_row, row};
 
 const OP: &str = "attention";
 
@@ -28,7 +28,7 @@ pub fn attention_forward_backward(
     causal: bool,
     scale: f32,
 ) -> Result<(Forward, Grads)> {
-    let a = dims(q, k, v)?;
+    let a = grouped_dims(q, k, v)?;
     crate::shape::check_len(OP, &q.shape, d_out.data.len())?;
     let (nq, nk, d) = (a.q_len, a.kv_len, a.head_dim);
     let mut out = vec![0.0f32; q.data.len()];
@@ -45,18 +45,19 @@ pub fn attention_forward_backward(
             };
             lse[bh * nq + i] = l;
             let (qi, doi) = (row(&q.data, nq, d, bh, i), row(&d_out.data, nq, d, bh, i));
+            let kv = a.kv_matrix(bh);
             let dp: Vec<f32> = (0..nk)
-                .map(|j| dot(doi, row(&v.data, nk, d, bh, j)))
+                .map(|j| dot(doi, row(&v.data, nk, d, kv, j)))
                 .collect();
             let pdp: f32 = p.iter().zip(&dp).map(|(p, g)| p * g).sum();
             for j in 0..nk {
                 let ds = p[j] * (dp[j] - pdp);
-                let (kj, vj) = (row(&k.data, nk, d, bh, j), row(&v.data, nk, d, bh, j));
+                let (kj, vj) = (row(&k.data, nk, d, kv, j), row(&v.data, nk, d, kv, j));
                 for c in 0..d {
                     out[(bh * nq + i) * d + c] += p[j] * vj[c];
                     dq[(bh * nq + i) * d + c] += scale * ds * kj[c];
-                    dk[(bh * nk + j) * d + c] += scale * ds * qi[c];
-                    dv[(bh * nk + j) * d + c] += p[j] * doi[c];
+                    dk[(kv * nk + j) * d + c] += scale * ds * qi[c];
+                    dv[(kv * nk + j) * d + c] += p[j] * doi[c];
                 }
             }
         }
@@ -101,7 +102,7 @@ pub fn flash_backward(
     block_q: usize,
     block_k: usize,
 ) -> Result<Grads> {
-    let a = dims(q, k, v)?;
+    let a = grouped_dims(q, k, v)?;
     crate::shape::check_len(OP, &q.shape, d_out.data.len())?;
     crate::shape::check_len(OP, &q.shape, fwd.out.data.len())?;
     let (nq, nk, d) = (a.q_len, a.kv_len, a.head_dim);
@@ -118,12 +119,15 @@ pub fn flash_backward(
             return (0.0, 0.0);
         }
         let qi = row(&q.data, nq, d, bh, i);
-        let s = scale * dot(qi, row(&k.data, nk, d, bh, j));
+        let kv = a.kv_matrix(bh);
+        let s = scale * dot(qi, row(&k.data, nk, d, kv, j));
         let p = (s - fwd.lse[bh * nq + i]).exp();
-        let dp = dot(row(&d_out.data, nq, d, bh, i), row(&v.data, nk, d, bh, j));
+        let dp = dot(row(&d_out.data, nq, d, bh, i), row(&v.data, nk, d, kv, j));
         (p, p * (dp - delta[bh * nq + i]))
     };
+    // With grouped heads the query heads of a group add into their K/V head's dK and dV.
     for bh in 0..a.batch_heads {
+        let kv = a.kv_matrix(bh);
         for k0 in (0..nk).step_by(block_k) {
             for q0 in (0..nq).step_by(block_q) {
                 for j in k0..(k0 + block_k).min(nk) {
@@ -132,8 +136,8 @@ pub fn flash_backward(
                         let (qi, doi) =
                             (row(&q.data, nq, d, bh, i), row(&d_out.data, nq, d, bh, i));
                         for c in 0..d {
-                            dv[(bh * nk + j) * d + c] += p * doi[c];
-                            dk[(bh * nk + j) * d + c] += scale * ds * qi[c];
+                            dv[(kv * nk + j) * d + c] += p * doi[c];
+                            dk[(kv * nk + j) * d + c] += scale * ds * qi[c];
                         }
                     }
                 }
@@ -144,7 +148,7 @@ pub fn flash_backward(
                 for i in q0..(q0 + block_q).min(nq) {
                     for j in k0..(k0 + block_k).min(nk) {
                         let (_, ds) = p_ds(bh, i, j);
-                        let kj = row(&k.data, nk, d, bh, j);
+                        let kj = row(&k.data, nk, d, kv, j);
                         for c in 0..d {
                             dq[(bh * nq + i) * d + c] += scale * ds * kj[c];
                         }

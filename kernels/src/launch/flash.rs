@@ -97,13 +97,9 @@ fn dims_of(
     Ok(d)
 }
 
-/// `dims`, for the flash kernels: the head dimension must be one they are rendered for (a
-/// multiple of 4, as the D pre-pass reads vec4s), checked before any launch is prepared.
-pub(crate) fn flash_dims(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32) -> Result<AttentionDims> {
-    head_dim_rendered(q, dims(q, k, v, scale)?)
-}
-
-/// [`flash_dims`] with grouped query heads (the forward pass).
+/// [`grouped_dims`], for the flash kernels (forward and backward take grouped query heads): the
+/// head dimension must be one they are rendered for (a multiple of 4, as the D pre-pass reads
+/// vec4s), checked before any launch is prepared.
 pub(crate) fn grouped_flash_dims(
     q: &Tensor,
     k: &Tensor,
@@ -260,12 +256,12 @@ impl select::Call for FlashCall {
         let d = self.dims;
         let gpu_device = !software(profile);
         let owns = self.owns();
-        let owned_len = match owns {
-            Owns::Queries => d.q_len,
-            Owns::Keys => d.kv_len,
+        let (owned_len, matrices) = match owns {
+            Owns::Queries => (d.q_len, d.batch_heads),
+            Owns::Keys => (d.kv_len, d.kv_matrices()),
         };
         let enough = if gpu_device { 128 } else { 8 };
-        let groups = |b: usize| d.batch_heads * owned_len.div_ceil(b);
+        let groups = |b: usize| matrices * owned_len.div_ceil(b);
         let target = [64, 32, 16, 8, 4]
             .into_iter()
             .find(|&b| groups(b) >= enough)
@@ -372,17 +368,14 @@ pub(crate) fn launch_backward(
 ) -> Result<Dispatch> {
     let design = FlashDesign::parse(&choice.variant)?;
     let d = &bound.dims;
-    let (block, len) = match owns {
-        Owns::Keys => (design.block_k, d.kv_len),
-        Owns::Queries => (design.block_q, d.q_len),
+    // A key-owning workgroup serves a K/V matrix and walks its group's query heads.
+    let (block, len, matrices) = match owns {
+        Owns::Keys => (design.block_k, d.kv_len, d.kv_matrices()),
+        Owns::Queries => (design.block_q, d.q_len, d.batch_heads),
     };
     let mut tensors = vec![bound.q, bound.k, bound.v, bound.d_o, bound.lse, bound.delta];
     tensors.extend_from_slice(outputs);
     let gpu = bound.q.gpu();
-    let groups = grid(
-        OP,
-        gpu,
-        [len.div_ceil(block.max(1) as usize), d.batch_heads, 1],
-    )?;
+    let groups = grid(OP, gpu, [len.div_ceil(block.max(1) as usize), matrices, 1])?;
     Dispatch::new(gpu, &choice.variant, &tensors, &bound.params, groups)
 }

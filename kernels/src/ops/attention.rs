@@ -17,7 +17,9 @@
 //!   the textbook backward on the saved P. It is the comparison the flash kernels are
 //!   measured against, and the two are tested equal.
 //!
-//! Layout: Q [.., Nq, D], K and V [.., Nk, D], leading extents equal (batch, heads, …). The
+//! Layout: Q [.., Nq, D], K and V [.., Nk, D], leading extents equal (batch, heads, …), except
+//! that the flash forward and backward take grouped query heads: K and V [B, Hkv, Nk, D] under
+//! Q [B, Hq, Nq, D] with Hkv dividing Hq, each K/V head read once per group. The
 //! causal mask is bottom-right aligned: query i sees keys j ≤ i + Nk − Nq. A row that sees no
 //! key gets output 0 (and LSE +∞), never NaN.
 
@@ -27,7 +29,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::families::{attention_delta, flash_bwd_dkdv, flash_bwd_dq, flash_bwd_fused};
 use crate::gpu::Dispatch;
-use crate::launch::flash::{Bound, check_lse, choose_flash, flash_dims, lse_shape, params};
+use crate::launch::flash::{Bound, check_lse, choose_flash, grouped_flash_dims, lse_shape, params};
 use crate::launch::{check_no_alias, check_operands, check_out_shape};
 use crate::select::Choice;
 use crate::shape::AttentionDims;
@@ -122,7 +124,7 @@ pub fn plan_backward(
     scale: f32,
     named: BackwardVariants<'_>,
 ) -> Result<BackwardPlan> {
-    let d = flash_dims(q, k, v, scale)?;
+    let d = grouped_flash_dims(q, k, v, scale)?;
     let all = [q, k, v, o, d_o, &grads.dq, &grads.dk, &grads.dv];
     check_operands(OP, &all)?;
     for (t, like) in [

@@ -34,7 +34,8 @@ pub fn traffic(d: &AttentionDims, dtype: DType, path: Path, backward: bool) -> V
     let e = dtype.size();
     let bh = d.batch_heads as u64;
     let q = bh * d.q_len as u64 * d.head_dim as u64 * e; // Q, O, dO, dQ
-    let kv = bh * d.kv_len as u64 * d.head_dim as u64 * e; // K, V, dK, dV, Kᵀ, Vᵀ
+    // K, V, dK, dV, Kᵀ, Vᵀ: with grouped query heads, K/V heads only.
+    let kv = d.kv_matrices() as u64 * d.kv_len as u64 * d.head_dim as u64 * e;
     let rows = bh * d.q_len as u64 * 4; // LSE, D (f32)
     let nn = bh * d.q_len as u64 * d.kv_len as u64 * e; // S, P, dP, dS and transposes
     let k = |kernel, read, written| KernelBytes {
