@@ -182,6 +182,7 @@ fn last(op: &'static str, shape: &[usize]) -> Result<usize> {
 impl Backend for ChoiceBackend<'_> {
     type T = Shaped;
     type Ids = Shaped;
+    type Cache = ();
 
     fn name(&self) -> String {
         format!("plan only ({})", self.selector.profile.name)
@@ -316,20 +317,20 @@ impl Backend for ChoiceBackend<'_> {
         Ok(y)
     }
     /// As the GPU path splits: the heads to the front (one swap), and for a batch over one the
-    /// batch behind Q, K and V (a second).
-    fn split_qkv(&self, qkv: &Shaped, [b, t, h, d]: [usize; 4]) -> Result<[Shaped; 3]> {
-        let (heads, first) = self.swapped12(&self.reshape(qkv, &[b, t, 3 * h, d])?)?;
+    /// batch behind Q, K and V (a second swap; with grouped heads, copies instead).
+    fn split_qkv(&self, qkv: &Shaped, [b, t, h, hkv, d]: [usize; 5]) -> Result<[Shaped; 3]> {
+        let (heads, first) = self.swapped12(&self.reshape(qkv, &[b, t, h + 2 * hkv, d])?)?;
         let mut launches = vec![first];
-        if b != 1 {
+        if b != 1 && hkv == h {
             let (_, second) = self.swapped12(&self.reshape(&heads, &[1, b, 3, h * t * d])?)?;
             launches.push(second);
         }
         self.note("split_qkv", launches);
-        let part = Shaped {
-            shape: vec![b, h, t, d],
+        let part = |heads: usize| Shaped {
+            shape: vec![b, heads, t, d],
             dtype: qkv.dtype,
         };
-        Ok([part.clone(), part.clone(), part])
+        Ok([part(h), part(hkv), part(hkv)])
     }
     fn attention(
         &self,
@@ -375,6 +376,19 @@ impl Backend for ChoiceBackend<'_> {
         _h: &AdamW,
     ) -> Result<()> {
         Err(self.not_modelled("adamw"))
+    }
+    fn cache(&self, _batch: usize, _heads: usize, _capacity: usize, _d: usize) -> Result<()> {
+        Err(self.not_modelled("kv_append"))
+    }
+    fn cache_len(&self, _cache: &()) -> usize {
+        0
+    }
+    fn cache_clear(&self, _cache: &mut ()) {}
+    fn cache_append(&self, _cache: &mut (), _k: &Shaped, _v: &Shaped) -> Result<()> {
+        Err(self.not_modelled("kv_append"))
+    }
+    fn cache_attend(&self, _cache: &(), _q: &Shaped, _scale: f32) -> Result<Shaped> {
+        Err(self.not_modelled("flash_decode"))
     }
     async fn idle(&self) -> Result<()> {
         Ok(())

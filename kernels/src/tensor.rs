@@ -139,6 +139,89 @@ impl Tensor {
         }
     }
 
+    /// Rows `start .. start + count` of the first axis ([B·3H, T, d] → K's [H, T, d]), as a
+    /// tensor of its own: a view of the same bytes where the device's offset alignment allows
+    /// it (an op may write it), else a copy recorded into a new tensor.
+    pub fn rows(&self, start: usize, count: usize) -> Result<Tensor> {
+        let (offset, size, exact) = self.row_bytes("rows", start, count)?;
+        let last = start + count == self.shape[0];
+        let mut shape = self.shape.clone();
+        shape[0] = count;
+        if offset.is_multiple_of(self.gpu.storage_align()) && (last || exact == size) {
+            return Ok(Tensor {
+                gpu: self.gpu.clone(),
+                slice: Slice {
+                    block: self.slice.block.clone(),
+                    offset,
+                    size,
+                },
+                shape,
+                dtype: self.dtype,
+            });
+        }
+        let out = Tensor::uninit(&self.gpu, &shape, self.dtype)?;
+        out.copy_rows(0, self, start, count)?;
+        Ok(out)
+    }
+
+    /// Records a copy of `src`'s rows `from .. from + count` (first axis) into this tensor's
+    /// rows `to ..`: same dtype and row shape, whole 4-byte words (a GPU copy's unit).
+    pub fn copy_rows(&self, to: usize, src: &Tensor, from: usize, count: usize) -> Result<()> {
+        if src.dtype != self.dtype
+            || src.shape.get(1..) != self.shape.get(1..)
+            || !src.gpu.same_device(&self.gpu)
+        {
+            return Err(Error::shape(
+                "copy_rows",
+                format!(
+                    "rows of {} {:?} into {} {:?}",
+                    src.dtype.wgsl(),
+                    src.shape,
+                    self.dtype.wgsl(),
+                    self.shape
+                ),
+            ));
+        }
+        let (src_at, _, size) = src.row_bytes("copy_rows", from, count)?;
+        let (dst_at, _, _) = self.row_bytes("copy_rows", to, count)?;
+        if !(src_at.is_multiple_of(4) && dst_at.is_multiple_of(4) && size.is_multiple_of(4)) {
+            return Err(Error::shape(
+                "copy_rows",
+                format!("{count} rows of {:?} are not whole 4-byte words", src.shape),
+            ));
+        }
+        let at = |t: &Tensor, offset| Slice {
+            block: t.slice.block.clone(),
+            offset,
+            size,
+        };
+        self.gpu.record_copy(&at(src, src_at), &at(self, dst_at))
+    }
+
+    /// Rows `start .. start + count` of the first axis: their byte offset, the bytes they bind
+    /// (rounded up to a word) and their exact bytes.
+    fn row_bytes(&self, op: &'static str, start: usize, count: usize) -> Result<(u64, u64, u64)> {
+        match self.shape.split_first() {
+            Some((&n, rest)) if count > 0 && start + count <= n => {
+                let per = shape::numel(rest) as u64 * self.dtype.size();
+                let exact = count as u64 * per;
+                Ok((
+                    self.slice.offset + start as u64 * per,
+                    byte_len(count * shape::numel(rest), self.dtype),
+                    exact,
+                ))
+            }
+            _ => Err(Error::shape(
+                op,
+                format!(
+                    "rows {start}..{} of a tensor of shape {:?}",
+                    start + count,
+                    self.shape
+                ),
+            )),
+        }
+    }
+
     /// Tensors of one shape and dtype stacked along a new first axis: copies recorded into a
     /// new tensor.
     pub fn stack(parts: &[&Tensor]) -> Result<Tensor> {

@@ -253,6 +253,73 @@ fn split_qkv_matches_three_projections() {
     assert_eq!(k[d], x_cpu.data[3 * heads * d + heads * d]);
 }
 
+/// Grouped query heads through the backends: [B·T, (H + 2Hkv)·d] split on the GPU equals the
+/// CPU path's split exactly (it moves data), and causal attention's output and its gradient
+/// [B·T, (H + 2Hkv)·d] match the CPU path (relative L2), itself equal plain and threaded (the
+/// threads take whole groups). Batches of 1 (views) and more (copies), groups of 2 and 4.
+#[test]
+fn grouped_split_and_attention_gradient_match_the_cpu_path() {
+    use kiln::{Backend, CpuBackend, GpuBackend};
+    let gpu_path = GpuBackend { gpu: gpu().clone() };
+    let (plain, threads) = (CpuBackend::plain(), CpuBackend::all_cores());
+    for (i, &(b, t, h, hkv)) in [(1, 9, 4, 2), (3, 7, 4, 1), (2, 5, 2, 2)]
+        .iter()
+        .enumerate()
+    {
+        let d = 32;
+        let seed = 700 + 10 * i as u64;
+        let (qkv, qkv_cpu) = input(seed, &[b * t, (h + 2 * hkv) * d], DType::F32);
+        let (d_o, d_o_cpu) = input(seed + 1, &[b, h, t, d], DType::F32);
+        let dims = [b, t, h, hkv, d];
+        let g = gpu_path.split_qkv(&qkv, dims).unwrap();
+        let c = plain.split_qkv(&qkv_cpu, dims).unwrap();
+        for (part, (g, c)) in ["Q", "K", "V"].iter().zip(g.iter().zip(&c)) {
+            assert_eq!(g.shape(), c.shape.as_slice(), "{part}");
+            assert_eq!(read(g), c.data, "{part} of {dims:?}");
+        }
+        assert_eq!(c[1].shape, [b, hkv, t, d]);
+        let scale = 0.2;
+        let (o, lse) = gpu_path.attention(&g[0], &g[1], &g[2], scale).unwrap();
+        let (o_cpu, lse_cpu) = plain.attention(&c[0], &c[1], &c[2], scale).unwrap();
+        assert_close("grouped O", &read(&o), &o_cpu.data, 2e-5);
+        let dqkv = gpu_path
+            .attention_backward(&g[0], &g[1], &g[2], &o, &lse, &d_o, scale)
+            .unwrap();
+        let want = plain
+            .attention_backward(&c[0], &c[1], &c[2], &o_cpu, &lse_cpu, &d_o_cpu, scale)
+            .unwrap();
+        assert_eq!(want.shape, [b * t, (h + 2 * hkv) * d]);
+        assert_eq!(dqkv.shape(), want.shape.as_slice());
+        assert_close("grouped dQKV", &read(&dqkv), &want.data, 1e-4);
+        let threaded = threads
+            .attention_backward(&c[0], &c[1], &c[2], &o_cpu, &lse_cpu, &d_o_cpu, scale)
+            .unwrap();
+        assert_eq!(threaded, want, "threaded CPU path, {dims:?}");
+    }
+    gpu().check().unwrap();
+}
+
+/// Rows of the first axis: a view written through where aligned (else a copy), copies between
+/// tensors, and ranges or shapes that do not fit refused.
+#[test]
+fn rows_and_row_copies() {
+    let (x, x_cpu) = input(80, &[6, 4, 8], DType::F32);
+    let mid = x.rows(2, 3).unwrap();
+    assert_eq!(mid.shape(), &[3, 4, 8]);
+    assert_eq!(read(&mid), x_cpu.data[2 * 32..5 * 32].to_vec());
+    let out = Tensor::full(gpu(), &[4, 4, 8], f32::NAN, DType::F32).unwrap();
+    out.copy_rows(1, &x, 3, 2).unwrap();
+    let got = read(&out);
+    assert!(got[..32].iter().chain(&got[96..]).all(|v| v.is_nan()));
+    assert_eq!(got[32..96].to_vec(), x_cpu.data[3 * 32..5 * 32].to_vec());
+    assert!(x.rows(5, 2).is_err());
+    assert!(x.rows(0, 0).is_err());
+    assert!(out.copy_rows(3, &x, 0, 2).is_err());
+    let other = Tensor::full(gpu(), &[2, 8, 4], 0.0, DType::F32).unwrap();
+    assert!(out.copy_rows(0, &other, 0, 1).is_err());
+    gpu().check().unwrap();
+}
+
 #[test]
 fn split_k_every_route_sums_its_slices() {
     // K cut into slices on every staged f32 route (tiled and vec4), plain and with both

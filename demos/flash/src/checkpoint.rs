@@ -107,8 +107,12 @@ pub fn decode(name: &str, bytes: &[u8]) -> Result<(Header, State<Array>)> {
             "header length {header_len} does not fit the file"
         )));
     }
-    let header: Header = serde_json::from_slice(&body[16..16 + header_len])
+    let mut header: Header = serde_json::from_slice(&body[16..16 + header_len])
         .map_err(|e| bad(format!("header: {e}")))?;
+    // Written before grouped heads: one key/value head per query head.
+    if header.config.kv_heads == 0 {
+        header.config.kv_heads = header.config.heads;
+    }
     header.config.check()?;
     if header.alphabet.chars().count() != header.config.vocab {
         return Err(bad(format!(

@@ -1,13 +1,13 @@
 //! The native command line.
 
 use clap::{Parser, Subcommand};
-use flash::backend::CpuBackend;
+use flash::backend::{Backend, CpuBackend, GpuBackend};
 use flash::checkpoint;
 use flash::data::Corpus;
 use flash::preset::Preset;
 use flash::run::{self, Setup};
 use flash::sweep;
-use flash::{Error, Result, train};
+use flash::{Error, Result, generate, model};
 use kiln_app::kiln::{Gpu, GpuOptions};
 
 #[derive(Parser)]
@@ -63,7 +63,9 @@ struct Cli {
 enum Command {
     /// Print every preset's shape and parameter count.
     Presets,
-    /// Continue a prompt with a trained checkpoint (on the CPU path).
+    /// Continue a prompt with a trained checkpoint: on the GPU (a key/value cache, the prompt
+    /// through flash attention, then flash-decoding per token) and on the CPU path with its own
+    /// cache, with tokens per second on each and the two texts compared.
     Sample {
         #[arg(long)]
         checkpoint: String,
@@ -77,6 +79,9 @@ enum Command {
         temperature: f32,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// gpu, cpu or both (the GPU's text is printed).
+        #[arg(long, default_value = "both")]
+        path: String,
     },
 }
 
@@ -91,7 +96,14 @@ pub fn main() {
             tokens,
             temperature,
             seed,
-        }) => sample(checkpoint, prompt, *tokens, *temperature, *seed),
+            path,
+        }) => pollster::block_on(sample(
+            checkpoint,
+            prompt,
+            *tokens,
+            (*temperature, *seed),
+            path,
+        )),
         None if cli.bench => pollster::block_on(bench(&cli)),
         None => {
             kiln_app::run_with::<flash::page::FlashPage>(kiln_app::Options {
@@ -112,14 +124,17 @@ pub fn main() {
 
 fn presets() -> Result<()> {
     let vocab = Corpus::synthetic(1, 10).vocab();
-    println!("preset   d_model heads layers  T    B   parameters  score traffic/layer/step");
+    println!(
+        "preset   d_model heads kv heads layers  T    B   parameters  score traffic/layer/step"
+    );
     for p in Preset::ALL {
         let c = p.config(vocab);
         println!(
-            "{:<8} {:>7} {:>5} {:>6} {:>4} {:>4} {:>12} {:>10.1} MB",
+            "{:<8} {:>7} {:>5} {:>8} {:>6} {:>4} {:>4} {:>12} {:>10.1} MB",
             p.name(),
             c.d_model,
             c.heads,
+            c.kv_heads,
             c.layers,
             c.seq,
             c.batch,
@@ -131,8 +146,24 @@ fn presets() -> Result<()> {
     Ok(())
 }
 
-fn sample(path: &str, prompt: &str, tokens: usize, temperature: f32, seed: u64) -> Result<()> {
-    let (header, state) = checkpoint::load(path)?;
+async fn sample(
+    file: &str,
+    prompt: &str,
+    count: usize,
+    (temperature, seed): (f32, u64),
+    path: &str,
+) -> Result<()> {
+    let (on_gpu, on_cpu) = match path {
+        "gpu" => (true, false),
+        "cpu" => (false, true),
+        "both" => (true, true),
+        other => {
+            return Err(Error::Config(format!(
+                "--path {other}: choose gpu, cpu or both"
+            )));
+        }
+    };
+    let (header, state) = checkpoint::load(file)?;
     let alphabet: Vec<char> = header.alphabet.chars().collect();
     let corpus = Corpus {
         alphabet,
@@ -140,15 +171,61 @@ fn sample(path: &str, prompt: &str, tokens: usize, temperature: f32, seed: u64) 
         source: header.data.clone(),
     };
     let ids = corpus.encode(prompt)?;
-    let out = train::sample(
-        &header.config,
-        &state.params,
-        &ids,
-        tokens,
-        temperature,
-        seed,
-    )?;
-    println!("{prompt}{}", corpus.decode(&out));
+    let c = &header.config;
+    let mut runs = Vec::new();
+    if on_gpu {
+        let b = GpuBackend {
+            gpu: Gpu::new(&GpuOptions::default()).await?,
+        };
+        let p = model::upload_params(&b, &state.params)?;
+        let run = generate::generate(&b, c, &p, &ids, count, temperature, seed).await?;
+        runs.push((Backend::name(&b), run));
+    }
+    if on_cpu {
+        let b = CpuBackend::all_cores();
+        let run = generate::generate(&b, c, &state.params, &ids, count, temperature, seed).await?;
+        runs.push((Backend::name(&b), run));
+    }
+    for (name, run) in &runs {
+        eprintln!(
+            "{name}: {} tokens after a {}-token prompt; prompt pass {:.1} ms, then {:.1} tokens/s{}",
+            run.tokens.len(),
+            ids.len().max(1),
+            1e3 * run.prefill_s,
+            run.tokens_per_s(),
+            if run.refills > 0 {
+                format!(" ({} refills of a full context)", run.refills)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let [(_, gpu_run), (_, cpu_run)] = runs.as_slice() {
+        eprintln!(
+            "GPU {:.1}× the CPU path's tokens/s",
+            gpu_run.tokens_per_s() / cpu_run.tokens_per_s().max(f64::MIN_POSITIVE)
+        );
+        match generate::first_divergence(gpu_run, cpu_run) {
+            None => eprintln!(
+                "the two paths generated the same {} tokens (largest logit difference {:.2e})",
+                gpu_run.tokens.len(),
+                generate::logit_difference(gpu_run, cpu_run)
+            ),
+            Some(d) if temperature > 0.0 || d.explained() => eprintln!(
+                "the paths first differ at token {}: the GPU's pick led by {:.2e}, within twice their logit difference there ({:.2e})",
+                d.step, d.margin, d.logit_difference
+            ),
+            Some(d) => {
+                return Err(Error::Config(format!(
+                    "the GPU and CPU paths differ at token {}, where the GPU's pick led by {:.2e}, more than twice their logit difference ({:.2e})",
+                    d.step, d.margin, d.logit_difference
+                )));
+            }
+        }
+    }
+    if let Some((_, run)) = runs.first() {
+        println!("{prompt}{}", corpus.decode(&run.tokens));
+    }
     Ok(())
 }
 
@@ -166,11 +243,12 @@ async fn bench(cli: &Cli) -> Result<()> {
     };
     let c = &setup.config;
     eprintln!(
-        "flash --bench: preset {} ({} parameters: d_model {}, {} heads, {} layers, T {}, B {}, vocabulary {}) on {} and {}",
+        "flash --bench: preset {} ({} parameters: d_model {}, {} heads over {} key/value heads, {} layers, T {}, B {}, vocabulary {}) on {} and {}",
         preset.name(),
         c.parameters(),
         c.d_model,
         c.heads,
+        c.kv_heads,
         c.layers,
         c.seq,
         c.batch,

@@ -13,7 +13,7 @@ use crate::preset::{Config, Hyper};
 const EPS: f32 = 1e-5;
 
 /// Parameters per block, in storage order. `wqkv` is the query, key and value projections
-/// side by side, [d, 3·d]: one product makes all three.
+/// side by side, [d, (H + 2·Hkv)·d_head]: one product makes all three.
 pub const BLOCK: [&str; 8] = [
     "ln1.gamma",
     "ln1.beta",
@@ -43,7 +43,7 @@ pub fn layout(c: &Config) -> Vec<(String, Vec<usize>)> {
         let shapes = [
             vec![d],
             vec![d],
-            vec![d, 3 * d],
+            vec![d, c.qkv_width()],
             vec![d, d],
             vec![d],
             vec![d],
@@ -93,16 +93,19 @@ impl Params<Array> {
             } else if name.ends_with("beta") {
                 vec![0.0; n]
             } else if name.ends_with("wqkv") {
-                // Three [d, d] draws, as the separate projections were drawn, side by side.
+                // Three draws, as the separate projections were drawn ([d, H·d_head], then K's
+                // and V's [d, Hkv·d_head]), side by side.
                 let d = shape[0];
-                let parts: Vec<Vec<f32>> = (0..3)
-                    .map(|_| (0..d * d).map(|_| 0.02 * normal(&mut rng)).collect())
+                let widths = [c.heads, c.kv_heads, c.kv_heads].map(|h| h * c.head_dim());
+                let parts: Vec<(usize, Vec<f32>)> = widths
+                    .iter()
+                    .map(|&w| (w, (0..d * w).map(|_| 0.02 * normal(&mut rng)).collect()))
                     .collect();
                 (0..d)
                     .flat_map(|r| {
                         parts
                             .iter()
-                            .flat_map(move |p| p[r * d..(r + 1) * d].to_vec())
+                            .flat_map(move |(w, p)| p[r * w..(r + 1) * w].to_vec())
                     })
                     .collect()
             } else {
@@ -155,17 +158,20 @@ impl State<Array> {
     }
 }
 
+/// Copies parameters onto a path.
+pub fn upload_params<B: Backend>(b: &B, p: &Params<Array>) -> Result<Params<B::T>> {
+    Ok(Params {
+        tensors: p
+            .tensors
+            .iter()
+            .map(|a| b.upload(a))
+            .collect::<kiln_app::kiln::Result<_>>()?,
+    })
+}
+
 /// Copies the state onto a path.
 pub fn upload<B: Backend>(b: &B, s: &State<Array>) -> Result<State<B::T>> {
-    let up = |p: &Params<Array>| -> Result<Params<B::T>> {
-        Ok(Params {
-            tensors: p
-                .tensors
-                .iter()
-                .map(|a| b.upload(a))
-                .collect::<kiln_app::kiln::Result<_>>()?,
-        })
-    };
+    let up = |p: &Params<Array>| upload_params(b, p);
     Ok(State {
         params: up(&s.params)?,
         m: up(&s.m)?,
@@ -241,9 +247,79 @@ struct Forward<T> {
     logits: T,
 }
 
+/// The token and position embeddings summed and normalised by the first block's first norm
+/// (or the final one): the residual stream x and its norm.
+fn embed<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    tokens: &B::Ids,
+    positions: &B::Ids,
+) -> Result<(B::T, B::T)> {
+    let (g, beta) = norm_after(c, p, None);
+    Ok(b.add_layernorm(
+        &b.embedding(&p.tensors[TOK], tokens)?,
+        &b.embedding(&p.tensors[POS], positions)?,
+        g,
+        beta,
+        EPS,
+    )?)
+}
+
+/// The norm that follows block `l`'s output (`None`: the embeddings): the next block's first
+/// norm, or the final one.
+fn norm_after<'a, T>(c: &Config, p: &'a Params<T>, l: Option<usize>) -> (&'a T, &'a T) {
+    let next = l.map_or(0, |l| l + 1);
+    if next < c.layers {
+        (&p.tensors[at(next, 0)], &p.tensors[at(next, 1)])
+    } else {
+        let (g, beta, _) = p.lnf(c);
+        (g, beta)
+    }
+}
+
+/// Block `l` after attention: the heads' output O [B, H, n, d] projected back and added to the
+/// residual, then the MLP and its residual. Each residual sum and the layer norm after it are
+/// one op (`add_layernorm`): the block's output is normalised by the next block's first norm
+/// (or the final one) as it is added.
+struct Tail<T> {
+    o_rows: T,
+    x_mid: T,
+    h2: T,
+    u: T,
+    g: T,
+    x_out: T,
+    h_next: T,
+}
+
+fn tail<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    l: usize,
+    x: &B::T,
+    o: &B::T,
+    rows: usize,
+) -> Result<Tail<B::T>> {
+    let w = |i| &p.tensors[at(l, i)];
+    let o_rows = b.reshape(&b.swap12(o)?, &[rows, c.d_model])?;
+    let (x_mid, h2) = b.add_layernorm(x, &b.matmul(&o_rows, w(3))?, w(4), w(5), EPS)?;
+    let u = b.matmul(&h2, w(6))?;
+    let g = b.gelu(&u)?;
+    let (ng, nb) = norm_after(c, p, Some(l));
+    let (x_out, h_next) = b.add_layernorm(&x_mid, &b.matmul(&g, w(7))?, ng, nb, EPS)?;
+    Ok(Tail {
+        o_rows,
+        x_mid,
+        h2,
+        u,
+        g,
+        x_out,
+        h_next,
+    })
+}
+
 /// The forward pass up to the logits [rows, vocab], keeping what the backward pass needs.
-/// Each residual sum and the layer norm after it are one op (`add_layernorm`): the block's
-/// output is normalised by the next block's first norm (or the final one) as it is added.
 fn forward<B: Backend>(
     b: &B,
     c: &Config,
@@ -254,39 +330,13 @@ fn forward<B: Backend>(
     let (t, h, d) = (c.seq, c.heads, c.head_dim());
     let rows = batch * t;
     let scale = 1.0 / (d as f32).sqrt();
-    let (gf, bf, head) = p.lnf(c);
-    // The norm that follows block l's output: block l + 1's first, or the final one.
-    let next_norm = |l: usize| {
-        if l + 1 < c.layers {
-            (&p.tensors[at(l + 1, 0)], &p.tensors[at(l + 1, 1)])
-        } else {
-            (gf, bf)
-        }
-    };
-    let (first_g, first_b) = if c.layers > 0 {
-        (&p.tensors[at(0, 0)], &p.tensors[at(0, 1)])
-    } else {
-        (gf, bf)
-    };
-    let (mut x, mut h1) = b.add_layernorm(
-        &b.embedding(&p.tensors[TOK], &inp.tokens)?,
-        &b.embedding(&p.tensors[POS], &inp.positions)?,
-        first_g,
-        first_b,
-        EPS,
-    )?;
+    let (mut x, mut h1) = embed(b, c, p, &inp.tokens, &inp.positions)?;
     let mut saved = Vec::with_capacity(c.layers);
     for l in 0..c.layers {
-        let w = |i| &p.tensors[at(l, i)];
-        let qkv = b.matmul(&h1, w(2))?;
-        let [q, k, v] = b.split_qkv(&qkv, [batch, t, h, d])?;
+        let qkv = b.matmul(&h1, &p.tensors[at(l, 2)])?;
+        let [q, k, v] = b.split_qkv(&qkv, [batch, t, h, c.kv_heads, d])?;
         let (o, lse) = b.attention(&q, &k, &v, scale)?;
-        let o_rows = b.reshape(&b.swap12(&o)?, &[rows, c.d_model])?;
-        let (x_mid, h2) = b.add_layernorm(&x, &b.matmul(&o_rows, w(3))?, w(4), w(5), EPS)?;
-        let u = b.matmul(&h2, w(6))?;
-        let g = b.gelu(&u)?;
-        let (ng, nb) = next_norm(l);
-        let (x_out, h_next) = b.add_layernorm(&x_mid, &b.matmul(&g, w(7))?, ng, nb, EPS)?;
+        let next = tail(b, c, p, l, &x, &o, rows)?;
         saved.push(Saved {
             x_in: x,
             h1,
@@ -295,22 +345,62 @@ fn forward<B: Backend>(
             v,
             o,
             lse,
-            o_rows,
-            x_mid,
-            h2,
-            u,
-            g,
+            o_rows: next.o_rows,
+            x_mid: next.x_mid,
+            h2: next.h2,
+            u: next.u,
+            g: next.g,
         });
-        x = x_out;
-        h1 = h_next;
+        x = next.x_out;
+        h1 = next.h_next;
     }
-    let logits = b.matmul(&h1, head)?;
+    let logits = b.matmul(&h1, p.lnf(c).2)?;
     Ok(Forward {
         saved,
         x_last: x,
         hf: h1,
         logits,
     })
+}
+
+/// The logits [n, vocab] of `n` new tokens of one sequence at `positions`, their keys and
+/// values appended to each layer's cache (one per layer, [1, Hkv, capacity, d]). Into empty
+/// caches (a prompt) the rows attend to each other with flash attention; after that (one token
+/// at a time) they attend to the cache: flash-decoding on the GPU path.
+pub fn feed<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    caches: &mut [B::Cache],
+    tokens: &B::Ids,
+    positions: &B::Ids,
+    n: usize,
+) -> Result<B::T> {
+    if caches.len() != c.layers {
+        return Err(crate::error::Error::Config(format!(
+            "{} caches for {} layers",
+            caches.len(),
+            c.layers
+        )));
+    }
+    let (h, d) = (c.heads, c.head_dim());
+    let scale = 1.0 / (d as f32).sqrt();
+    let (mut x, mut h1) = embed(b, c, p, tokens, positions)?;
+    for (l, cache) in caches.iter_mut().enumerate() {
+        let qkv = b.matmul(&h1, &p.tensors[at(l, 2)])?;
+        let [q, k, v] = b.split_qkv(&qkv, [1, n, h, c.kv_heads, d])?;
+        let prompt = b.cache_len(cache) == 0;
+        b.cache_append(cache, &k, &v)?;
+        let o = if prompt {
+            b.attention(&q, &k, &v, scale)?.0
+        } else {
+            b.cache_attend(cache, &q, scale)?
+        };
+        let next = tail(b, c, p, l, &x, &o, n)?;
+        x = next.x_out;
+        h1 = next.h_next;
+    }
+    Ok(b.matmul(&h1, p.lnf(c).2)?)
 }
 
 /// The logits of a batch of `batch` sequences of length T (sampling uses B = 1).

@@ -405,7 +405,7 @@ impl FlashPage {
         c.text(
             bx,
             840,
-            "keys: t train again, 1-4 preset, s sweep again",
+            "keys: t train again, 1-5 preset, s sweep again",
             chart::DIM,
             2,
         );
@@ -508,9 +508,9 @@ impl Demo for FlashPage {
                 self.lengths = sweep_lengths(&self.gpu);
                 Ok(())
             }
-            "1" | "2" | "3" | "4" if !self.busy => {
+            "1" | "2" | "3" | "4" | "5" if !self.busy => {
                 let i = key.parse::<usize>().unwrap_or(1) - 1;
-                self.set_preset(Preset::ALL[i.min(3)])
+                self.set_preset(Preset::ALL[i.min(Preset::ALL.len() - 1)])
             }
             _ => return false,
         };

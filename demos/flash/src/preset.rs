@@ -1,4 +1,4 @@
-//! The model shapes the demo trains: four presets with fixed sizes, so that every run of one
+//! The model shapes the demo trains: five presets with fixed sizes, so that every run of one
 //! preset is the same work on every device.
 
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,13 @@ pub struct Config {
     /// Tokens in the vocabulary (set by the corpus).
     pub vocab: usize,
     pub d_model: usize,
+    /// Query heads.
     pub heads: usize,
+    /// Key/value heads, dividing `heads`: each serves `heads / kv_heads` query heads
+    /// (grouped-query attention; equal to `heads` for plain multi-head). Checkpoints written
+    /// before grouped heads lack it and read as 0, which the checkpoint reader makes `heads`.
+    #[serde(default)]
+    pub kv_heads: usize,
     pub layers: usize,
     /// Sequence length T (also the number of learned positions).
     pub seq: usize,
@@ -22,6 +28,11 @@ pub struct Config {
 impl Config {
     pub fn head_dim(&self) -> usize {
         self.d_model / self.heads
+    }
+
+    /// Width of the fused query/key/value projection: (H + 2·Hkv)·d.
+    pub fn qkv_width(&self) -> usize {
+        (self.heads + 2 * self.kv_heads) * self.head_dim()
     }
 
     /// Hidden width of the MLP.
@@ -37,7 +48,7 @@ impl Config {
     /// Trainable parameters.
     pub fn parameters(&self) -> usize {
         let (c, v) = (self.d_model, self.vocab);
-        let layer = 4 * c * c + 2 * c * self.mlp() + 4 * c;
+        let layer = c * self.qkv_width() + c * c + 2 * c * self.mlp() + 4 * c;
         v * c + self.seq * c + self.layers * layer + 2 * c + c * v
     }
 
@@ -53,6 +64,7 @@ impl Config {
             self.vocab,
             self.d_model,
             self.heads,
+            self.kv_heads,
             self.layers,
             self.seq,
             self.batch,
@@ -68,6 +80,12 @@ impl Config {
                 self.d_model, self.heads
             )));
         }
+        if !self.heads.is_multiple_of(self.kv_heads) {
+            return Err(Error::Config(format!(
+                "{} key/value heads do not divide {} query heads",
+                self.kv_heads, self.heads
+            )));
+        }
         Ok(())
     }
 }
@@ -80,10 +98,19 @@ pub enum Preset {
     Medium,
     Large,
     Mega,
+    /// Grouped-query attention: 8 query heads over 2 key/value heads, 512 positions (the
+    /// generation preset).
+    Gqa,
 }
 
 impl Preset {
-    pub const ALL: [Preset; 4] = [Preset::Small, Preset::Medium, Preset::Large, Preset::Mega];
+    pub const ALL: [Preset; 5] = [
+        Preset::Small,
+        Preset::Medium,
+        Preset::Large,
+        Preset::Mega,
+        Preset::Gqa,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -91,6 +118,7 @@ impl Preset {
             Preset::Medium => "medium",
             Preset::Large => "large",
             Preset::Mega => "mega",
+            Preset::Gqa => "gqa",
         }
     }
 
@@ -100,24 +128,26 @@ impl Preset {
             .find(|p| p.name() == s.to_ascii_lowercase())
             .ok_or_else(|| {
                 Error::Config(format!(
-                    "unknown preset `{s}`: choose small, medium, large or mega"
+                    "unknown preset `{s}`: choose small, medium, large, mega or gqa"
                 ))
             })
     }
 
     /// The preset's shape for a corpus of `vocab` tokens. Head dimensions are ones the flash
-    /// kernels are rendered for (32 or 64).
+    /// kernels are rendered for (32 or 64; 64 where the model generates with flash-decoding).
     pub fn config(self, vocab: usize) -> Config {
-        let (d_model, heads, layers, seq, batch) = match self {
-            Preset::Small => (64, 2, 2, 64, 4),
-            Preset::Medium => (128, 4, 4, 128, 8),
-            Preset::Large => (256, 4, 4, 256, 8),
-            Preset::Mega => (512, 8, 4, 512, 4),
+        let (d_model, heads, kv_heads, layers, seq, batch) = match self {
+            Preset::Small => (64, 2, 2, 2, 64, 4),
+            Preset::Medium => (128, 4, 4, 4, 128, 8),
+            Preset::Large => (256, 4, 4, 4, 256, 8),
+            Preset::Mega => (512, 8, 8, 4, 512, 4),
+            Preset::Gqa => (512, 8, 2, 4, 512, 4),
         };
         Config {
             vocab,
             d_model,
             heads,
+            kv_heads,
             layers,
             seq,
             batch,

@@ -148,8 +148,9 @@ impl Traffic {
     pub fn of(c: &Config) -> Traffic {
         use kiln_app::kiln::DType;
         use kiln_app::kiln::ops::attention::traffic;
-        let shape = [c.batch, c.heads, c.seq, c.head_dim()];
-        match kiln_app::kiln::shape::AttentionDims::new("traffic", &shape, &shape, &shape) {
+        let q = [c.batch, c.heads, c.seq, c.head_dim()];
+        let kv = [c.batch, c.kv_heads, c.seq, c.head_dim()];
+        match kiln_app::kiln::shape::AttentionDims::grouped("traffic", &q, &kv, &kv) {
             Ok(d) => {
                 let mb =
                     |p| traffic::total(&traffic::traffic(&d, DType::F32, p, true)) as f64 / 1e6;
@@ -202,59 +203,4 @@ impl Comparison {
             gpu_host: None,
         }
     }
-}
-
-/// Continues `prompt` by `count` tokens, greedily (or sampled at `temperature` > 0 from
-/// `seed`), on the CPU path with the given parameters.
-pub fn sample(
-    config: &Config,
-    params: &model::Params<Array>,
-    prompt: &[u32],
-    count: usize,
-    temperature: f32,
-    seed: u64,
-) -> Result<Vec<u32>> {
-    use rand::{Rng, SeedableRng, rngs::StdRng};
-    let b = crate::backend::CpuBackend::all_cores();
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut tokens = prompt.to_vec();
-    if tokens.is_empty() {
-        tokens.push(0);
-    }
-    let t = config.seq;
-    for _ in 0..count {
-        // The last T tokens, padded after the end: causal attention keeps the padding from
-        // reaching the row that is read.
-        let window = &tokens[tokens.len().saturating_sub(t)..];
-        let mut input = window.to_vec();
-        input.resize(t, 0);
-        let c = Config {
-            batch: 1,
-            ..*config
-        };
-        let inp = Inputs::new(&b, &c, &input, &input)?;
-        let logits = model::logits(&b, &c, params, &inp, 1)?;
-        let row = &logits.data[(window.len() - 1) * c.vocab..][..c.vocab];
-        let next = if temperature > 0.0 {
-            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let w: Vec<f32> = row
-                .iter()
-                .map(|&l| ((l - max) / temperature).exp())
-                .collect();
-            let mut pick = rng.random_range(0.0..w.iter().sum::<f32>());
-            w.iter()
-                .position(|&x| {
-                    pick -= x;
-                    pick <= 0.0
-                })
-                .unwrap_or(w.len() - 1)
-        } else {
-            row.iter()
-                .enumerate()
-                .max_by(|a, b| a.1.total_cmp(b.1))
-                .map_or(0, |(i, _)| i)
-        };
-        tokens.push(next as u32);
-    }
-    Ok(tokens[prompt.len().max(1).min(tokens.len())..].to_vec())
 }

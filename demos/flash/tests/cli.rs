@@ -141,6 +141,37 @@ fn small_preset_trains_on_both_paths_with_low_drift_and_checkpoints() {
         text.starts_with("12+") && text.trim_end().chars().count() >= 20,
         "{text:?}"
     );
+    // Both paths generated with their caches, each with its rate, and the texts compared.
+    let said = stderr(&out);
+    assert!(said.contains("GPU (") && said.contains("CPU ("), "{said}");
+    assert_eq!(said.matches("tokens/s").count(), 3, "{said}");
+    assert!(
+        said.contains("generated the same 20 tokens") || said.contains("first differ at token"),
+        "{said}"
+    );
+    // The CPU path alone prints the same text when the paths agreed.
+    let cpu = flash(&[
+        "sample",
+        "--checkpoint",
+        ckpt,
+        "--prompt",
+        "12+",
+        "--tokens",
+        "20",
+        "--path",
+        "cpu",
+    ]);
+    assert!(cpu.status.success(), "{}", stderr(&cpu));
+    if said.contains("generated the same") {
+        assert_eq!(String::from_utf8_lossy(&cpu.stdout), text);
+    }
+    let bad = flash(&["sample", "--checkpoint", ckpt, "--path", "tpu"]);
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("choose gpu, cpu or both"),
+        "{}",
+        stderr(&bad)
+    );
 
     // Another preset is refused, naming the mismatch.
     let out = flash(&[

@@ -12,16 +12,23 @@ fn loss(b: &CpuBackend, c: &Config, p: &Params<Array>, inp: &Inputs<Vec<u32>>) -
     model::mean(&losses.data)
 }
 
+/// Plain multi-head attention, and 4 query heads over 2 key/value heads.
 #[test]
 fn model_gradient_matches_finite_differences() {
-    let c = Config {
-        vocab: 7,
-        d_model: 8,
-        heads: 2,
-        layers: 2,
-        seq: 5,
-        batch: 2,
-    };
+    for (heads, kv_heads) in [(2, 2), (4, 2)] {
+        gradient_matches_finite_differences(Config {
+            vocab: 7,
+            d_model: 8,
+            heads,
+            kv_heads,
+            layers: 2,
+            seq: 5,
+            batch: 2,
+        });
+    }
+}
+
+fn gradient_matches_finite_differences(c: Config) {
     let b = CpuBackend::plain();
     let mut p = Params::init(&c, 3).unwrap();
     // Scale the weights up (std 0.02 → 0.4) and give the norms non-trivial gains and biases,
@@ -68,7 +75,8 @@ fn model_gradient_matches_finite_differences() {
     }
     let rel = (diff / norm).sqrt();
     println!(
-        "model gradient: {checked} entries, relative L2 error {rel:.2e} against finite differences"
+        "model gradient, {} heads over {} key/value heads: {checked} entries, relative L2 error {rel:.2e} against finite differences",
+        c.heads, c.kv_heads
     );
     assert!(rel < 1e-2, "relative L2 error {rel}");
 }
@@ -78,7 +86,8 @@ fn threaded_cpu_path_equals_the_plain_one() {
     let c = Config {
         vocab: 11,
         d_model: 16,
-        heads: 2,
+        heads: 4,
+        kv_heads: 2,
         layers: 1,
         seq: 9,
         batch: 3,

@@ -23,7 +23,7 @@ pub use cpu::DecodeDims;
 const OP: &str = "flash_decode";
 
 /// The head dimensions the split pass is rendered for.
-pub const HEAD_DIMS: [usize; 2] = [64, 128];
+pub const HEAD_DIMS: [usize; 3] = [32, 64, 128];
 
 /// What the launcher and the rule read of a variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -58,11 +58,11 @@ fn shapes(gpu: &Gpu, z: &Sizes) -> Vec<[usize; 6]> {
     }
 }
 
-/// The problems of a set: each shape in each dtype; a proof set adds the causal mask and both
-/// head dims.
+/// The problems of a set: each shape in each dtype; a proof set adds the causal mask and every
+/// head dim.
 pub(crate) fn problems(gpu: &Gpu, z: &Sizes, family: &str) -> Result<Vec<Decode>> {
     let mut inputs = Inputs::for_family(family);
-    let head_dims: &[usize] = if z.full { &[64, 128] } else { &[128] };
+    let head_dims: &[usize] = if z.full { &[32, 64, 128] } else { &[128] };
     let masks: &[bool] = if z.full { &[false, true] } else { &[false] };
     let mut out = Vec::new();
     for [b, hq, hkv, nq, len, cap] in shapes(gpu, z) {

@@ -1,0 +1,210 @@
+//! Text generation with a key/value cache, written once against [`Backend`]: the prompt in one
+//! pass (flash attention over its rows, each layer's keys and values kept in a preallocated
+//! cache), then one token at a time, each new row attending to the cache — flash-decoding on
+//! the GPU path, the CPU reference on the CPU path. With grouped-query heads the caches hold
+//! only the key/value heads. When the context reaches the learned positions it keeps its last
+//! half and feeds that again from position 0, as the model was trained on windows.
+
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use web_time::Instant;
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::model::{self, Params};
+use crate::preset::Config;
+
+/// What a run generated, and how long it took.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Generation {
+    /// The new tokens.
+    pub tokens: Vec<u32>,
+    /// The logits each token was picked from.
+    pub logits: Vec<Vec<f32>>,
+    /// Seconds of the prompt's pass (to the first token's logits read back).
+    pub prefill_s: f64,
+    /// Seconds of the tokens after the first, one pass each (and any refills).
+    pub decode_s: f64,
+    /// Times the context filled and its last half was fed again.
+    pub refills: usize,
+}
+
+impl Generation {
+    /// Tokens per second after the first: one pass and one read-back per token.
+    pub fn tokens_per_s(&self) -> f64 {
+        let steps = self.tokens.len().saturating_sub(1);
+        if steps == 0 || self.decode_s <= 0.0 {
+            return 0.0;
+        }
+        steps as f64 / self.decode_s
+    }
+}
+
+/// Continues `prompt` by `count` tokens on path `b` (an empty prompt starts from token 0).
+/// At temperature 0 each token is the likeliest; above it, a draw from the softened
+/// distribution with `seed`.
+pub async fn generate<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    prompt: &[u32],
+    count: usize,
+    temperature: f32,
+    seed: u64,
+) -> Result<Generation> {
+    if !(temperature >= 0.0 && temperature.is_finite()) {
+        return Err(Error::Config(format!(
+            "the temperature must be 0 or more, got {temperature}"
+        )));
+    }
+    if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= c.vocab) {
+        return Err(Error::Config(format!(
+            "token {bad} is outside the {}-token vocabulary",
+            c.vocab
+        )));
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut caches = (0..c.layers)
+        .map(|_| b.cache(1, c.kv_heads, c.seq, c.head_dim()))
+        .collect::<kiln_app::kiln::Result<Vec<_>>>()?;
+    // The prompt's last T tokens (all of the learned positions).
+    let mut context: Vec<u32> = if prompt.is_empty() {
+        vec![0]
+    } else {
+        prompt[prompt.len().saturating_sub(c.seq)..].to_vec()
+    };
+    let mut out = Generation {
+        tokens: Vec::with_capacity(count),
+        logits: Vec::with_capacity(count),
+        prefill_s: 0.0,
+        decode_s: 0.0,
+        refills: 0,
+    };
+    if count == 0 {
+        return Ok(out);
+    }
+    let start = Instant::now();
+    let mut row = last_logits(b, c, p, &mut caches, &context, 0).await?;
+    out.prefill_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    loop {
+        let next = pick(&row, temperature, &mut rng);
+        out.tokens.push(next);
+        out.logits.push(row);
+        if out.tokens.len() == count {
+            break;
+        }
+        context.push(next);
+        row = if context.len() > c.seq {
+            // The context is full: its last half again, from position 0.
+            context.drain(..context.len() - c.seq / 2);
+            for cache in &mut caches {
+                b.cache_clear(cache);
+            }
+            out.refills += 1;
+            last_logits(b, c, p, &mut caches, &context, 0).await?
+        } else {
+            let at = context.len() - 1;
+            last_logits(b, c, p, &mut caches, &[next], at).await?
+        };
+    }
+    out.decode_s = start.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// Feeds `tokens` at positions `first..` and reads back the last row's logits.
+async fn last_logits<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    caches: &mut [B::Cache],
+    tokens: &[u32],
+    first: usize,
+) -> Result<Vec<f32>> {
+    let n = tokens.len();
+    let positions: Vec<u32> = (first..first + n).map(|i| i as u32).collect();
+    let logits = model::feed(b, c, p, caches, &b.ids(tokens)?, &b.ids(&positions)?, n)?;
+    let all = b.read(&logits).await?;
+    Ok(all[(n - 1) * c.vocab..n * c.vocab].to_vec())
+}
+
+/// The likeliest token at temperature 0; above it, a draw from softmax(logits / temperature).
+pub fn pick(row: &[f32], temperature: f32, rng: &mut StdRng) -> u32 {
+    let best = || {
+        row.iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map_or(0, |(i, _)| i)
+    };
+    if temperature <= 0.0 {
+        return best() as u32;
+    }
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let w: Vec<f32> = row
+        .iter()
+        .map(|&l| ((l - max) / temperature).exp())
+        .collect();
+    let total: f32 = w.iter().sum();
+    if !(total > 0.0 && total.is_finite()) {
+        return best() as u32;
+    }
+    let mut left = rng.random_range(0.0..total);
+    w.iter()
+        .position(|&x| {
+            left -= x;
+            left <= 0.0
+        })
+        .unwrap_or(w.len() - 1) as u32
+}
+
+/// Where two runs' tokens first differ, and whether the logits explain it: the margin by which
+/// one run's pick led at that step, against the largest difference between the two runs'
+/// logits there.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Divergence {
+    pub step: usize,
+    /// The first run's lead of its pick over the second run's pick, in its own logits.
+    pub margin: f32,
+    /// max |a − b| over the step's logits.
+    pub logit_difference: f32,
+}
+
+impl Divergence {
+    /// A near-tie: the pick's lead is within twice the paths' measured difference.
+    pub fn explained(&self) -> bool {
+        self.margin <= 2.0 * self.logit_difference
+    }
+}
+
+/// The first step where `a` and `b` picked different tokens, if any.
+pub fn first_divergence(a: &Generation, b: &Generation) -> Option<Divergence> {
+    let step = a.tokens.iter().zip(&b.tokens).position(|(x, y)| x != y)?;
+    let (la, lb) = (&a.logits[step], &b.logits[step]);
+    let logit_difference = la
+        .iter()
+        .zip(lb)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max);
+    let margin = la[a.tokens[step] as usize] - la[b.tokens[step] as usize];
+    Some(Divergence {
+        step,
+        margin,
+        logit_difference,
+    })
+}
+
+/// The largest difference between two runs' logits over the steps where they agree on every
+/// token so far.
+pub fn logit_difference(a: &Generation, b: &Generation) -> f32 {
+    let same = a
+        .tokens
+        .iter()
+        .zip(&b.tokens)
+        .take_while(|(x, y)| x == y)
+        .count();
+    a.logits
+        .iter()
+        .zip(&b.logits)
+        .take(same + 1)
+        .flat_map(|(x, y)| x.iter().zip(y).map(|(p, q)| (p - q).abs()))
+        .fold(0.0, f32::max)
+}
