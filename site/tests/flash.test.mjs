@@ -137,7 +137,7 @@ test('the sweep draws its charts, then a short training run compares both paths'
   assert.equal(await page.inputValue('#preset'), 'small');
   assert.equal(await page.inputValue('#steps'), '10');
   const options = await page.$$eval('#preset option', (o) => o.map((x) => x.textContent));
-  assert.equal(options.length, 4, options.join(' | '));
+  assert.equal(options.length, 5, options.join(' | '));
   assert.match(await page.textContent('#preset-info'), /parameters.*MB per layer per step/);
 
   // Train with the keyboard: the button is labelled and focusable.
