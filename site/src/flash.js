@@ -372,12 +372,56 @@ async function train(wasm) {
     window.kilnFlashReport = json;
     $('train-step').textContent = 'done';
     document.body.dataset.training = 'done';
+    $('generate-note').textContent =
+      `The ${r.preset} model just trained continues the prompt (characters of its vocabulary).`;
   } catch (e) {
     $('train-step').textContent = 'failed';
     document.body.dataset.training = 'error';
     fail(`Training failed: ${e}`);
   } finally {
     for (const id of ['train', 'preset', 'steps']) $(id).disabled = false;
+    $('generate').disabled = document.body.dataset.training !== 'done';
+  }
+}
+
+// ---- Generation --------------------------------------------------------------------------
+
+async function generate(wasm) {
+  const tokens = Number($('gen-tokens').value);
+  if (!Number.isInteger(tokens) || tokens < 1 || tokens > 500) {
+    $('generate-summary').textContent = 'tokens must be a whole number from 1 to 500';
+    $('gen-tokens').focus();
+    return;
+  }
+  const prompt = $('prompt').value;
+  for (const id of ['generate', 'train']) $(id).disabled = true;
+  document.body.dataset.generation = 'running';
+  $('generate-summary').textContent = 'generating on the GPU path…';
+  $('generated-gpu').textContent = prompt;
+  $('generated-cpu').textContent = '';
+  try {
+    const json = await wasm.run_generation(prompt, tokens, (text) => {
+      const p = JSON.parse(text);
+      $(`generated-${p.path}`).textContent = p.text;
+      if (p.path === 'cpu') $('generate-summary').textContent = 'generating on the CPU path…';
+    });
+    const r = JSON.parse(json);
+    $('generated-gpu').textContent = r.gpu.text;
+    $('generated-cpu').textContent = r.cpu.text;
+    const faster = r.gpu.tokens_per_s >= r.cpu.tokens_per_s
+      ? `the GPU path ${fmt(r.gpu.tokens_per_s / Math.max(r.cpu.tokens_per_s, 1e-9), 3)}× the CPU path's rate`
+      : `the CPU path ${fmt(r.cpu.tokens_per_s / Math.max(r.gpu.tokens_per_s, 1e-9), 3)}× the GPU path's rate on this adapter`;
+    $('generate-summary').textContent =
+      `${r.tokens} tokens after a ${r.prompt_tokens}-token prompt: GPU ${fmt(r.gpu.tokens_per_s)} tokens/s ` +
+      `(prompt pass ${fmt(r.gpu.prefill_ms)} ms), CPU ${fmt(r.cpu.tokens_per_s)} tokens/s ` +
+      `(prompt pass ${fmt(r.cpu.prefill_ms)} ms): ${faster}. ${r.agreement}`;
+    window.kilnFlashGeneration = json;
+    document.body.dataset.generation = 'done';
+  } catch (e) {
+    document.body.dataset.generation = 'error';
+    $('generate-summary').textContent = `Generation failed: ${plainError(e)}`;
+  } finally {
+    for (const id of ['generate', 'train']) $(id).disabled = false;
   }
 }
 
@@ -400,6 +444,8 @@ async function noWebGpu(wasm, missing) {
   $('train-step').textContent = 'not run: needs a WebGPU adapter';
   $('train-note').textContent = 'Training compares the GPU path with the CPU path, so it needs a ' +
     `WebGPU adapter (here: ${missing.short}): the training controls are off.`;
+  $('generate-note').textContent = 'Generation compares the GPU path with the CPU path after ' +
+    `training, so it needs a WebGPU adapter too (here: ${missing.short}).`;
   $('sweep-step').textContent = 'the CPU column only: the GPU paths need a WebGPU adapter';
   $('variants').replaceChildren(el('li', 'not run: needs a WebGPU adapter'));
   kiln.noWebGPU(missing, FALLBACK);
@@ -469,6 +515,7 @@ async function main() {
   showPreset();
   $('preset').addEventListener('change', showPreset);
   $('train').addEventListener('click', () => train(wasm));
+  $('generate').addEventListener('click', () => generate(wasm));
 
   try {
     await runSweep(wasm);

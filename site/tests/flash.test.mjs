@@ -171,10 +171,36 @@ test('the sweep draws its charts, then a short training run compares both paths'
   const bars = await page.$$eval('#step-bars .bar', (b) => b.map((x) => x.getBoundingClientRect().width));
   assert.ok(bars.length === 2 && bars.every((w) => w > 0), `bars ${bars}`);
   assert.match(await page.textContent('#train-summary'), /as fast as.*drift.*%/);
+
+  // Generate from the trained model: the GPU path (flash-decoding against its key/value cache)
+  // and the CPU path each continue the prompt, the texts and both rates shown.
+  assert.equal(await page.isDisabled('#generate'), false);
+  await page.fill('#prompt', 'the ');
+  await page.fill('#gen-tokens', '12');
+  await page.click('#generate');
+  await page.waitForFunction(() => document.body.dataset.generation, null, { timeout: 60000 });
+  await settled(page, 'generation');
+  const g = JSON.parse(await page.evaluate(() => window.kilnFlashGeneration));
+  for (const path of ['gpu', 'cpu']) {
+    assert.ok(g[path].text.startsWith('the ') && [...g[path].text].length === 16, `${path}: ${g[path].text}`);
+    assert.ok(g[path].tokens_per_s > 0 && g[path].prefill_ms > 0, JSON.stringify(g[path]));
+    assert.equal(await page.textContent(`#generated-${path}`), g[path].text);
+  }
+  // At temperature 0 the texts agree, or part where rounding tips a near-tie.
+  assert.ok(g.same || /near-tie/.test(g.agreement), g.agreement);
+  assert.match(await page.textContent('#generate-summary'),
+    /12 tokens after a 4-token prompt: GPU [\d.,]+ tokens\/s .*CPU [\d.,]+ tokens\/s/);
+  // A character outside the vocabulary is refused clearly, and Generate works again after.
+  await page.fill('#prompt', 'THE ');
+  await page.click('#generate');
+  await page.waitForFunction(() => document.body.dataset.generation === 'error', null, { timeout: 60000 });
+  assert.match(await page.textContent('#generate-summary'), /Generation failed: .*vocabulary has no 'T'/);
+  assert.equal(await page.isDisabled('#generate'), false);
   console.log(`sweep ${tSweep.toFixed(0)} s on ${sweep.adapter} (${sweep.points.map((p) =>
     `N=${p.seq}: flash ${p.flash_ms.toFixed(2)} naive ${p.naive_ms.toFixed(2)} cpu ${p.cpu_ms.toFixed(2)} ms`).join('; ')}), ` +
     `training ${tTrain.toFixed(0)} s: ${r.gpu_median_ms_per_step.toFixed(1)} vs ${r.cpu_median_ms_per_step.toFixed(1)} ms/step, ` +
-    `drift ${r.drift.toExponential(2)}`);
+    `drift ${r.drift.toExponential(2)}; generation ${g.gpu.tokens_per_s.toFixed(1)} vs ` +
+    `${g.cpu.tokens_per_s.toFixed(1)} tokens/s, ${g.same ? 'same text' : g.agreement}`);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -51,6 +51,28 @@ pub async fn generate<B: Backend>(
     temperature: f32,
     seed: u64,
 ) -> Result<Generation> {
+    let sampling = Sampling { temperature, seed };
+    generate_watched(b, c, p, prompt, count, sampling, &mut |_| {}).await
+}
+
+/// How tokens are picked: the likeliest at temperature 0; above it, draws seeded by `seed`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sampling {
+    pub temperature: f32,
+    pub seed: u64,
+}
+
+/// [`generate`], telling `watch` the tokens so far after each one (a page shows them as they
+/// come).
+pub async fn generate_watched<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    prompt: &[u32],
+    count: usize,
+    Sampling { temperature, seed }: Sampling,
+    watch: &mut dyn FnMut(&[u32]),
+) -> Result<Generation> {
     if !(temperature >= 0.0 && temperature.is_finite()) {
         return Err(Error::Config(format!(
             "the temperature must be 0 or more, got {temperature}"
@@ -90,6 +112,7 @@ pub async fn generate<B: Backend>(
         let next = pick(&row, temperature, &mut rng);
         out.tokens.push(next);
         out.logits.push(row);
+        watch(&out.tokens);
         if out.tokens.len() == count {
             break;
         }

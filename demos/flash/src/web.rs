@@ -13,6 +13,8 @@ use kiln_app::web::{js_value, page_gpu, report, yield_to_page};
 use wasm_bindgen::prelude::*;
 
 use crate::backend::{CpuBackend, GpuBackend};
+use crate::data::Corpus;
+use crate::generate::{self, Sampling, generate_watched};
 use crate::page::{SHAPE, sweep_lengths};
 use crate::preset::Preset;
 use crate::run::Setup;
@@ -31,7 +33,16 @@ struct Sweeping {
     measuring: Option<(usize, usize, Instant)>,
 }
 
+/// The last training run's model on both paths, for generation.
+struct Trained {
+    gpu: Trainer<GpuBackend>,
+    cpu: Trainer<CpuBackend>,
+    /// The corpus's alphabet (no text): prompts are encoded with it.
+    corpus: Corpus,
+}
+
 thread_local! {
+    static TRAINED: RefCell<Option<Trained>> = const { RefCell::new(None) };
     static CHOICES: RefCell<Option<FlashChoices>> = const { RefCell::new(None) };
     static SCENE: RefCell<Option<Scene>> = const { RefCell::new(None) };
     static SWEEPING: RefCell<Sweeping> = RefCell::default();
@@ -170,12 +181,108 @@ pub async fn run_training(
         setup.config,
         &setup.corpus.source,
         0,
-        g.run,
-        c.run,
+        g.run.clone(),
+        c.run.clone(),
     );
     r.cpu.path = "CPU (this page's wasm build, one thread)".into();
     r.gpu.path = format!("GPU (WebGPU: {})", gpu.profile().name);
+    let corpus = Corpus {
+        tokens: Vec::new(),
+        ..setup.corpus
+    };
+    TRAINED.with(|t| {
+        *t.borrow_mut() = Some(Trained {
+            gpu: g,
+            cpu: c,
+            corpus,
+        })
+    });
     serde_json::to_string(&r).map_err(js_value)
+}
+
+/// Continues `prompt` by `tokens` tokens with the model the last training run left: on WebGPU
+/// (the prompt through flash attention, then flash-decoding against a key/value cache), then on
+/// this wasm build with its own cache, the likeliest token each step. `progress(json)` hears
+/// `{path, text}` after every token. Resolves to JSON: each path's text, tokens per second and
+/// prompt pass, and how the two texts compare.
+#[wasm_bindgen]
+pub async fn run_generation(
+    prompt: String,
+    tokens: usize,
+    progress: Function,
+) -> Result<String, JsValue> {
+    if tokens == 0 || tokens > 500 {
+        return Err(js_value("tokens must be 1..=500"));
+    }
+    // Taken out while it runs (no borrow held across an await), put back after.
+    let trained = TRAINED
+        .with(|t| t.borrow_mut().take())
+        .ok_or_else(|| js_value("train a model first: generation continues the trained one"))?;
+    let result = generate_both(&trained, &prompt, tokens, &progress).await;
+    TRAINED.with(|t| *t.borrow_mut() = Some(trained));
+    result
+}
+
+async fn generate_both(
+    t: &Trained,
+    prompt: &str,
+    count: usize,
+    progress: &Function,
+) -> Result<String, JsValue> {
+    let ids = t.corpus.encode(prompt).map_err(js_value)?;
+    let sampling = Sampling {
+        temperature: 0.0,
+        seed: 1,
+    };
+    let mut runs = Vec::new();
+    for path in ["gpu", "cpu"] {
+        let mut watch = |so_far: &[u32]| {
+            let text = format!("{prompt}{}", t.corpus.decode(so_far));
+            report(progress, &serde_json::json!({"path": path, "text": text}));
+        };
+        let run = if path == "gpu" {
+            let (b, p) = (&t.gpu.backend, &t.gpu.state.params);
+            generate_watched(b, &t.gpu.config, p, &ids, count, sampling, &mut watch).await
+        } else {
+            let (b, p) = (&t.cpu.backend, &t.cpu.state.params);
+            generate_watched(b, &t.cpu.config, p, &ids, count, sampling, &mut watch).await
+        }
+        .map_err(js_value)?;
+        runs.push(run);
+        yield_to_page().await?;
+    }
+    let agreement = match generate::first_divergence(&runs[0], &runs[1]) {
+        None => format!(
+            "The two paths wrote the same {} tokens (their logits differ by at most {:.1e}).",
+            runs[0].tokens.len(),
+            generate::logit_difference(&runs[0], &runs[1])
+        ),
+        Some(d) => format!(
+            "The texts part at token {}, where the GPU's pick led by {:.1e} and the paths' logits differ by {:.1e}{}.",
+            d.step + 1,
+            d.margin,
+            d.logit_difference,
+            if d.explained() {
+                " (a near-tie)"
+            } else {
+                ": more than rounding explains"
+            }
+        ),
+    };
+    let path = |r: &generate::Generation| {
+        serde_json::json!({
+            "text": format!("{prompt}{}", t.corpus.decode(&r.tokens)),
+            "tokens_per_s": r.tokens_per_s(),
+            "prefill_ms": 1e3 * r.prefill_s,
+            "refills": r.refills,
+        })
+    };
+    Ok(serde_json::json!({
+        "tokens": count, "prompt_tokens": ids.len().max(1),
+        "gpu": path(&runs[0]), "cpu": path(&runs[1]), "agreement": agreement,
+        "same": generate::first_divergence(&runs[0], &runs[1]).is_none(),
+    })
+    .to_string())
 }
 
 /// The flash path's variants at the sweep's longest length, planned once.
