@@ -14,7 +14,7 @@ use crate::model::{self, Params};
 use crate::preset::Config;
 
 /// What a run generated, and how long it took.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Generation {
     /// The new tokens.
     pub tokens: Vec<u32>,
@@ -22,8 +22,9 @@ pub struct Generation {
     pub logits: Vec<Vec<f32>>,
     /// Seconds of the prompt's pass (to the first token's logits read back).
     pub prefill_s: f64,
-    /// Seconds of the tokens after the first, one pass each (and any refills).
+    /// Seconds of the passes after it (one token each, or a refill), and how many there were.
     pub decode_s: f64,
+    pub passes: usize,
     /// Times the context filled and its last half was fed again.
     pub refills: usize,
 }
@@ -31,11 +32,125 @@ pub struct Generation {
 impl Generation {
     /// Tokens per second after the first: one pass and one read-back per token.
     pub fn tokens_per_s(&self) -> f64 {
-        let steps = self.tokens.len().saturating_sub(1);
-        if steps == 0 || self.decode_s <= 0.0 {
+        if self.passes == 0 || self.decode_s <= 0.0 {
             return 0.0;
         }
-        steps as f64 / self.decode_s
+        self.passes as f64 / self.decode_s
+    }
+}
+
+/// How tokens are picked: the likeliest at temperature 0; above it, draws seeded by `seed`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sampling {
+    pub temperature: f32,
+    pub seed: u64,
+}
+
+/// Generation one token at a time (a window shows each as it comes): [`start`](Self::start)
+/// runs the prompt, then [`pick`](Self::pick) takes a token from the newest logits and
+/// [`advance`](Self::advance) feeds it. The model and path are passed to each call, so that
+/// their owner keeps them.
+pub struct Generator<B: Backend> {
+    caches: Vec<B::Cache>,
+    context: Vec<u32>,
+    row: Vec<f32>,
+    rng: StdRng,
+    temperature: f32,
+    out: Generation,
+}
+
+impl<B: Backend> std::fmt::Debug for Generator<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generator")
+            .field("context", &self.context.len())
+            .field("tokens", &self.out.tokens.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend> Generator<B> {
+    /// Checks the prompt and the sampling, makes one cache per layer and runs the prompt (its
+    /// last T tokens; an empty prompt is token 0).
+    pub async fn start(
+        b: &B,
+        c: &Config,
+        p: &Params<B::T>,
+        prompt: &[u32],
+        Sampling { temperature, seed }: Sampling,
+    ) -> Result<Self> {
+        if !(temperature >= 0.0 && temperature.is_finite()) {
+            return Err(Error::Config(format!(
+                "the temperature must be 0 or more, got {temperature}"
+            )));
+        }
+        if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= c.vocab) {
+            return Err(Error::Config(format!(
+                "token {bad} is outside the {}-token vocabulary",
+                c.vocab
+            )));
+        }
+        let mut caches = (0..c.layers)
+            .map(|_| b.cache(1, c.kv_heads, c.seq, c.head_dim()))
+            .collect::<kiln_app::kiln::Result<Vec<_>>>()?;
+        let context: Vec<u32> = if prompt.is_empty() {
+            vec![0]
+        } else {
+            prompt[prompt.len().saturating_sub(c.seq)..].to_vec()
+        };
+        let start = Instant::now();
+        let row = last_logits(b, c, p, &mut caches, &context, 0).await?;
+        Ok(Generator {
+            caches,
+            context,
+            row,
+            rng: StdRng::seed_from_u64(seed),
+            temperature,
+            out: Generation {
+                prefill_s: start.elapsed().as_secs_f64(),
+                ..Default::default()
+            },
+        })
+    }
+
+    /// Takes the next token from the newest logits.
+    pub fn pick(&mut self) -> u32 {
+        let next = pick(&self.row, self.temperature, &mut self.rng);
+        self.out.tokens.push(next);
+        self.out.logits.push(self.row.clone());
+        next
+    }
+
+    /// Feeds the last picked token: the logits of the one after it. When the context is full
+    /// it keeps its last half and feeds that again from position 0.
+    pub async fn advance(&mut self, b: &B, c: &Config, p: &Params<B::T>) -> Result<()> {
+        let Some(&next) = self.out.tokens.last() else {
+            return Err(Error::Config("advance before any token was picked".into()));
+        };
+        let start = Instant::now();
+        self.context.push(next);
+        self.row = if self.context.len() > c.seq {
+            self.context.drain(..self.context.len() - c.seq / 2);
+            for cache in &mut self.caches {
+                b.cache_clear(cache);
+            }
+            self.out.refills += 1;
+            last_logits(b, c, p, &mut self.caches, &self.context, 0).await?
+        } else {
+            let at = self.context.len() - 1;
+            last_logits(b, c, p, &mut self.caches, &[next], at).await?
+        };
+        self.out.decode_s += start.elapsed().as_secs_f64();
+        self.out.passes += 1;
+        Ok(())
+    }
+
+    /// What has been generated so far.
+    pub fn generation(&self) -> &Generation {
+        &self.out
+    }
+
+    pub fn into_generation(self) -> Generation {
+        self.out
     }
 }
 
@@ -55,13 +170,6 @@ pub async fn generate<B: Backend>(
     generate_watched(b, c, p, prompt, count, sampling, &mut |_| {}).await
 }
 
-/// How tokens are picked: the likeliest at temperature 0; above it, draws seeded by `seed`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Sampling {
-    pub temperature: f32,
-    pub seed: u64,
-}
-
 /// [`generate`], telling `watch` the tokens so far after each one (a page shows them as they
 /// come).
 pub async fn generate_watched<B: Backend>(
@@ -70,68 +178,18 @@ pub async fn generate_watched<B: Backend>(
     p: &Params<B::T>,
     prompt: &[u32],
     count: usize,
-    Sampling { temperature, seed }: Sampling,
+    sampling: Sampling,
     watch: &mut dyn FnMut(&[u32]),
 ) -> Result<Generation> {
-    if !(temperature >= 0.0 && temperature.is_finite()) {
-        return Err(Error::Config(format!(
-            "the temperature must be 0 or more, got {temperature}"
-        )));
-    }
-    if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= c.vocab) {
-        return Err(Error::Config(format!(
-            "token {bad} is outside the {}-token vocabulary",
-            c.vocab
-        )));
-    }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut caches = (0..c.layers)
-        .map(|_| b.cache(1, c.kv_heads, c.seq, c.head_dim()))
-        .collect::<kiln_app::kiln::Result<Vec<_>>>()?;
-    // The prompt's last T tokens (all of the learned positions).
-    let mut context: Vec<u32> = if prompt.is_empty() {
-        vec![0]
-    } else {
-        prompt[prompt.len().saturating_sub(c.seq)..].to_vec()
-    };
-    let mut out = Generation {
-        tokens: Vec::with_capacity(count),
-        logits: Vec::with_capacity(count),
-        prefill_s: 0.0,
-        decode_s: 0.0,
-        refills: 0,
-    };
-    if count == 0 {
-        return Ok(out);
-    }
-    let start = Instant::now();
-    let mut row = last_logits(b, c, p, &mut caches, &context, 0).await?;
-    out.prefill_s = start.elapsed().as_secs_f64();
-    let start = Instant::now();
-    loop {
-        let next = pick(&row, temperature, &mut rng);
-        out.tokens.push(next);
-        out.logits.push(row);
-        watch(&out.tokens);
-        if out.tokens.len() == count {
-            break;
+    let mut g = Generator::start(b, c, p, prompt, sampling).await?;
+    for i in 0..count {
+        g.pick();
+        watch(&g.out.tokens);
+        if i + 1 < count {
+            g.advance(b, c, p).await?;
         }
-        context.push(next);
-        row = if context.len() > c.seq {
-            // The context is full: its last half again, from position 0.
-            context.drain(..context.len() - c.seq / 2);
-            for cache in &mut caches {
-                b.cache_clear(cache);
-            }
-            out.refills += 1;
-            last_logits(b, c, p, &mut caches, &context, 0).await?
-        } else {
-            let at = context.len() - 1;
-            last_logits(b, c, p, &mut caches, &[next], at).await?
-        };
     }
-    out.decode_s = start.elapsed().as_secs_f64();
-    Ok(out)
+    Ok(g.into_generation())
 }
 
 /// Feeds `tokens` at positions `first..` and reads back the last row's logits.

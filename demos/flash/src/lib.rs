@@ -19,6 +19,7 @@ pub mod visual;
 pub mod walkthrough;
 #[cfg(target_arch = "wasm32")]
 mod web;
+pub mod writing;
 
 pub use error::{Error, Result};
 /// The ops the model is written against: kiln's one model trait and its GPU and CPU paths.

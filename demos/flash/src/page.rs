@@ -1,8 +1,9 @@
 //! The speed page in a native window (kiln-app's harness): the kernel-level sweep (flash, naive
 //! GPU, CPU path over sequence lengths, time and bytes moved) and the end-to-end training
-//! comparison, run a step per frame so the progress shows. The harness's HUD sits over the
-//! top left, so the left column starts below it. Keys: `t` trains again, `1`–`4`
-//! pick the preset, `s` sweeps again. In presenter mode (`--talk`) the frame is the
+//! comparison, run a step per frame so the progress shows, then generation from the trained
+//! model on both paths (`writing`). The harness's HUD sits over the top left, so the left column
+//! starts below it. Keys: `t` trains again, `1`–`5` pick the preset, `s` sweeps again, `g`
+//! types a prompt after training. In presenter mode (`--talk`) the frame is the
 //! walkthrough stage's live visual instead, and only the sweep runs (stage 4 shows it).
 
 use std::cell::RefCell;
@@ -21,6 +22,7 @@ use crate::run::Setup;
 use crate::sweep::{self, FlashChoices, Point, Shape};
 use crate::train::{Comparison, PathRun, Trainer};
 use crate::visual::{self, Measured, Scene, Timed};
+use crate::writing::{self, Run, Trained, Writing};
 
 const WIDTH: usize = 1600;
 const HEIGHT: usize = 900;
@@ -55,7 +57,8 @@ fn talk_lengths(gpu: &Gpu) -> Vec<usize> {
 enum Phase {
     Idle,
     Gpu(Trainer<GpuBackend>),
-    Cpu(Trainer<CpuBackend>, PathRun),
+    /// The CPU path training, the GPU path's trainer kept for generation.
+    Cpu(Trainer<CpuBackend>, Trainer<GpuBackend>),
     Done(Comparison),
 }
 
@@ -63,7 +66,8 @@ enum Phase {
 enum Returned {
     Point(Result<sweep::Sweep>),
     Gpu(Trainer<GpuBackend>, Result<f64>),
-    Cpu(Trainer<CpuBackend>, PathRun, Result<f64>),
+    Cpu(Trainer<CpuBackend>, Trainer<GpuBackend>, Result<f64>),
+    Wrote(Box<Trained>, Result<Run>),
 }
 
 pub struct FlashPage {
@@ -82,6 +86,9 @@ pub struct FlashPage {
     talk: Option<Talk>,
     /// The flash path's variants at the sweep's longest length (the kernel-source view).
     choices: Option<FlashChoices>,
+    /// The last training run's model (out while a piece of generation runs), and generation.
+    trained: Option<Box<Trained>>,
+    writing: Writing,
 }
 
 /// Presenter mode's state.
@@ -113,6 +120,9 @@ impl FlashPage {
             &s.start,
         )?;
         self.phase = Phase::Gpu(t);
+        // A new run: the last one's model and its generation go.
+        self.trained = None;
+        self.writing = Writing::default();
         Ok(())
     }
 
@@ -153,28 +163,47 @@ impl FlashPage {
             Phase::Gpu(t) => {
                 let cpu = CpuBackend::all_cores();
                 match Trainer::new(cpu, setup.config, setup.hyper, &setup.start) {
-                    Ok(c) => self.phase = Phase::Cpu(c, t.run),
+                    Ok(c) => self.phase = Phase::Cpu(c, t),
                     Err(e) => self.error = Some(e.to_string()),
                 }
             }
-            Phase::Cpu(mut t, gpu_run) if t.run.losses.len() < PAGE_STEPS => {
+            Phase::Cpu(mut t, gpu) if t.run.losses.len() < PAGE_STEPS => {
                 self.busy = true;
                 kiln_app::spawn(async move {
                     let r = t.step(&setup.corpus).await;
-                    *slot.borrow_mut() = Some(Returned::Cpu(t, gpu_run, r));
+                    *slot.borrow_mut() = Some(Returned::Cpu(t, gpu, r));
                 });
             }
-            Phase::Cpu(t, gpu_run) => {
+            Phase::Cpu(t, gpu) => {
                 self.phase = Phase::Done(Comparison::new(
                     self.preset.name(),
                     setup.config,
                     &setup.corpus.source,
                     0,
-                    gpu_run,
-                    t.run,
+                    gpu.run.clone(),
+                    t.run.clone(),
                 ));
+                self.trained = Some(Box::new(Trained { gpu, cpu: t }));
+                self.writing = Writing::default();
             }
             other => self.phase = other,
+        }
+        if self.busy {
+            return;
+        }
+        // Generation: a piece of work per frame, the model handed to it and back.
+        if let Some(trained) = self.trained.take() {
+            match self.writing.job() {
+                Some((run, ids)) => {
+                    self.busy = true;
+                    let slot = self.slot.clone();
+                    kiln_app::spawn(async move {
+                        let r = writing::step(&trained, run, &ids).await;
+                        *slot.borrow_mut() = Some(Returned::Wrote(trained, r));
+                    });
+                }
+                None => self.trained = Some(trained),
+            }
         }
     }
 
@@ -202,6 +231,10 @@ impl FlashPage {
                 Ok(_) => self.phase = Phase::Cpu(t, g),
                 Err(e) => fail(e, &mut self.error),
             },
+            Returned::Wrote(t, r) => {
+                self.trained = Some(t);
+                self.writing.finish(r);
+            }
         }
         true
     }
@@ -296,7 +329,7 @@ impl FlashPage {
             match &self.phase {
                 Phase::Idle => (None, None, None),
                 Phase::Gpu(t) => (Some(&t.run), None, None),
-                Phase::Cpu(t, g) => (Some(g), Some(&t.run), None),
+                Phase::Cpu(t, g) => (Some(&g.run), Some(&t.run), None),
                 Phase::Done(r) => (Some(&r.gpu), Some(&r.cpu), Some(r)),
             };
         let curve = |run: Option<&PathRun>| {
@@ -389,6 +422,10 @@ impl FlashPage {
             chart::DIM,
             1,
         );
+        if done.is_some() {
+            self.writing
+                .draw(&mut c, (bx, by + 225, half - 40), &self.setup.corpus);
+        }
         if let Some(r) = done {
             c.text(
                 bx,
@@ -405,7 +442,7 @@ impl FlashPage {
         c.text(
             bx,
             840,
-            "keys: t train again, 1-5 preset, s sweep again",
+            "keys: t train, 1-5 preset, s sweep, g prompt",
             chart::DIM,
             2,
         );
@@ -457,6 +494,8 @@ impl Demo for FlashPage {
             pixels: Tensor::uninit(gpu, &[HEIGHT, WIDTH], DType::U32)?,
             talk,
             choices,
+            trained: None,
+            writing: Writing::default(),
         };
         if page.talk.is_none() {
             page.start_training()?;
@@ -501,6 +540,11 @@ impl Demo for FlashPage {
     }
 
     fn key(&mut self, key: &str) -> bool {
+        let trained = self.trained.is_some() && matches!(self.phase, Phase::Done(_));
+        if self.writing.key(key, trained, &self.setup.corpus) {
+            // Typing changes no setting: the rates need no new measurement.
+            return false;
+        }
         let result = match key {
             "t" if !self.busy => self.start_training(),
             "s" if !self.busy => {

@@ -154,3 +154,54 @@ fn talk_walks_through_four_live_stages() {
     drop(direct);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Generation in the window: nothing is drawn under the training until it ends, then the
+/// prompt hint; `g`, a typed prompt and Enter run the GPU path a token per frame and then the
+/// CPU path, each path's line drawn in turn and the verdict (tokens/s ratio, texts compared)
+/// last.
+#[test]
+fn window_generates_from_the_trained_model() {
+    let dir = std::env::temp_dir().join(format!("kiln-flash-write-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = xvfb("1600x900x24");
+    let display = server.display();
+    let mut demo = start(display, FLASH, &["--preset", "small"]);
+    let file = |name: &str| dir.join(format!("{name}.png"));
+    wait_for_picture(&mut demo, display, &file("first"));
+    // The generation column: its prompt line, the two paths' lines and the verdict.
+    let drawn = |shot: &Path, geometry: &str, name: &str| {
+        let part = crop(shot, geometry, &file(name));
+        stat(&part, "%[fx:standard_deviation]") > 0.02
+    };
+    let (prompt, gpu, cpu, verdict) = (
+        "760x14+820+663",
+        "760x14+820+681",
+        "760x14+820+697",
+        "760x14+820+717",
+    );
+    assert!(
+        !drawn(&file("first"), prompt, "prompt0"),
+        "the generation column is drawn before training ends"
+    );
+    let trained = wait_until(display, &file("trained"), Duration::from_secs(400), |p| {
+        drawn(p, prompt, "prompt1")
+    });
+    assert!(
+        trained,
+        "training did not end (no prompt hint) within 400 s"
+    );
+    key(display, "g");
+    for k in ["t", "h", "e", "space"] {
+        key(display, k);
+    }
+    key(display, "Return");
+    let done = wait_until(display, &file("done"), Duration::from_secs(120), |p| {
+        drawn(p, verdict, "verdict")
+    });
+    assert!(done, "no verdict after generating");
+    let shot = file("done");
+    assert!(drawn(&shot, gpu, "gpu"), "the GPU path's line is missing");
+    assert!(drawn(&shot, cpu, "cpu"), "the CPU path's line is missing");
+    println!("flash window: generated on both paths after training");
+    let _ = std::fs::remove_dir_all(&dir);
+}
