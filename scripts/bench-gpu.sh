@@ -23,6 +23,8 @@
 # new row per sequence against a cache of 1k to 128k keys, Hq 32 over Hkv 8 at D 128, and Hq 16
 # over 16 at D 64; B 1 and 8; f16 and f32) beside PyTorch's SDPA decode and the copy rate
 # (scripts/torch-decode-anchors.py) in the same command.
+# The generate stage (not in the default STAGES) times grouped-query attention against plain
+# and the flash demo's generation on both paths (`flash sample`).
 # SWEEP=1 also times every offered flash variant per attention shape (for the tuned table).
 # Exits non-zero when a step fails.
 set -uo pipefail
@@ -136,6 +138,34 @@ if stage decode; then
     done
   } > "$out/decode.jsonl" 2> "$out/decode.err"
   python3 "$here/torch-decode-anchors.py" > "$out/decode-torch.jsonl" 2> "$out/decode-torch.err" || failed=1
+fi
+
+# Grouped-query attention (forward + backward, Hkv 4 against the plain Hkv 16 at B1 H16 N4096
+# D64, f32 and f16, causal or not) and generation: the flash demo's gqa preset trained 4 steps,
+# then 256 tokens after a 256-character prompt with a key/value cache on the GPU and the CPU path
+# (twice on the GPU: the first run builds the decode pipelines), in flash's own words.
+if stage generate; then
+  bin=${BIN_DIR:-$(dirname "$kiln")}
+  {
+    for dtype in f32 f16; do
+      for hkv in 16 4; do
+        for causal in "" --causal; do
+          "$kiln" bench attention --json --b 1 --h 16 --kv-heads "$hkv" --n 4096 --d 64 \
+            --dtype "$dtype" $causal --backward --no-naive --cpu-slices 1 --cpu-budget 1 \
+            --repeats 20 | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)))' \
+            || failed=1
+        done
+      done
+    done
+  } > "$out/gqa.jsonl" 2> "$out/gqa.err"
+  ckpt="$out/gqa.ckpt"
+  "$bin/flash" --bench --preset gqa --steps 4 --no-sweep --save "$ckpt" > "$out/generate.txt" 2>&1 || failed=1
+  prompt=$(python3 -c "print(('the quick fox sees the red dog.\n12+34=46\n' * 7)[:256], end='')")
+  for path in both gpu; do
+    "$bin/flash" sample --checkpoint "$ckpt" --prompt "$prompt" --tokens 256 --path "$path" \
+      2>> "$out/generate.txt" > /dev/null || failed=1
+  done
+  grep -E "tokens/s|same|differ" "$out/generate.txt"
 fi
 
 # What the NVIDIA driver compiled (registers, instruction mix) for the forward and backward

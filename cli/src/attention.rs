@@ -18,9 +18,13 @@ pub struct AttentionArgs {
     /// Batch.
     #[arg(long, default_value_t = 1)]
     b: usize,
-    /// Heads.
+    /// Heads (query heads).
     #[arg(long, default_value_t = 8)]
     h: usize,
+    /// Key/value heads, dividing the query heads (grouped-query attention; 0: as many as the
+    /// query heads). Grouped runs skip the naive path, which has no grouping.
+    #[arg(long, default_value_t = 0)]
+    kv_heads: usize,
     /// Sequence length (queries and keys).
     #[arg(long, default_value_t = 512)]
     n: usize,
@@ -69,16 +73,19 @@ type Outputs = Vec<Vec<f32>>;
 pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Result<()> {
     let dtype = DType::parse(&args.dtype)?;
     let shape = [args.b, args.h, args.n, args.d];
-    let dims = AttentionDims::new("bench", &shape, &shape, &shape)?;
+    let hkv = if args.kv_heads == 0 { args.h } else { args.kv_heads };
+    let kv_shape = [args.b, hkv, args.n, args.d];
+    let dims = AttentionDims::grouped("bench", &shape, &kv_shape, &kv_shape)?;
+    // Whole groups of query heads, so that the CPU path's K/V slices serve them all.
     let slices = match args.cpu_slices {
         0 => dims.batch_heads,
-        s => s.min(dims.batch_heads),
+        s => s.min(dims.batch_heads).next_multiple_of(dims.group),
     };
     let gpu = Gpu::new(options).await?;
     // Names checked before the CPU path's seconds are spent.
     let named = named_variants(&gpu, &args, &dims, dtype)?;
     let scale = 1.0 / (args.d as f32).sqrt();
-    let inputs = inputs(&gpu, &shape, slices, dtype, args.run.seed)?;
+    let inputs = inputs(&gpu, [&shape, &kv_shape], slices, dims.group, dtype, args.run.seed)?;
     let (tol_f, tol_b) = match dtype {
         DType::F16 => (1e-2, 5e-2),
         _ => (1e-4, 1e-3),
@@ -142,7 +149,7 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
         Some((t, err, run.choices))
     };
 
-    let naive = if args.no_naive {
+    let naive = if args.no_naive || dims.group > 1 {
         None
     } else {
         let run = NaiveRun::plan(&inputs, args.causal, scale, args.backward)?;
@@ -211,7 +218,7 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
     }));
     let out = json!({
         "op": "attention", "pass": if args.backward { "forward+backward" } else { "forward" },
-        "shape": {"b": args.b, "h": args.h, "n": args.n, "d": args.d}, "causal": args.causal,
+        "shape": {"b": args.b, "h": args.h, "hkv": hkv, "n": args.n, "d": args.d}, "causal": args.causal,
         "dtype": args.dtype, "adapter": gpu.profile().name, "backend": gpu.profile().backend,
         "runtime_checks": gpu.runtime_checks(),
         "gflop": flops / 1e9, "score_matrix_mb": traffic::score_matrix_bytes(&dims, dtype) as f64 / 1e6,
@@ -246,12 +253,20 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
     Ok(())
 }
 
-fn inputs(gpu: &Gpu, shape: &[usize; 4], slices: usize, dtype: DType, seed: u64) -> Result<Inputs> {
-    let n: usize = shape.iter().product();
-    let per_slice = shape[2] * shape[3];
-    let slice_shape = [slices, shape[2], shape[3]];
+/// Q and dO shaped `q`, K and V shaped `kv`; the CPU path's copies hold the first `slices`
+/// query matrices and the `slices / group` K/V matrices they read.
+fn inputs(
+    gpu: &Gpu,
+    [q_shape, kv_shape]: [&[usize; 4]; 2],
+    slices: usize,
+    group: usize,
+    dtype: DType,
+    seed: u64,
+) -> Result<Inputs> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut make = || -> Result<(Tensor, Array)> {
+    let mut make = |shape: &[usize; 4], slices: usize| -> Result<(Tensor, Array)> {
+        let n: usize = shape.iter().product();
+        let per_slice = shape[2] * shape[3];
         // Device tensor first: its limit check refuses absurd sizes before host memory is taken.
         let t = Tensor::uninit(gpu, shape, dtype)?;
         let mut data: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
@@ -260,12 +275,12 @@ fn inputs(gpu: &Gpu, shape: &[usize; 4], slices: usize, dtype: DType, seed: u64)
         }
         t.write(&data)?;
         data.truncate(slices * per_slice);
-        Ok((t, Array::new(&slice_shape, data)?))
+        Ok((t, Array::new(&[slices, shape[2], shape[3]], data)?))
     };
-    let (q, qc) = make()?;
-    let (k, kc) = make()?;
-    let (v, vc) = make()?;
-    let (d_o, dc) = make()?;
+    let (q, qc) = make(q_shape, slices)?;
+    let (k, kc) = make(kv_shape, slices / group)?;
+    let (v, vc) = make(kv_shape, slices / group)?;
+    let (d_o, dc) = make(q_shape, slices)?;
     Ok(Inputs {
         q,
         k,
@@ -318,8 +333,10 @@ async fn outputs(
     let mut out = vec![head(o, slices, dims, dims.q_len).await?];
     if let Some(g) = grads {
         out.push(head(&g.dq, slices, dims, dims.q_len).await?);
-        out.push(head(&g.dk, slices, dims, dims.kv_len).await?);
-        out.push(head(&g.dv, slices, dims, dims.kv_len).await?);
+        // The K/V matrices the checked query matrices read.
+        let kv_slices = slices / dims.group.max(1);
+        out.push(head(&g.dk, kv_slices, dims, dims.kv_len).await?);
+        out.push(head(&g.dv, kv_slices, dims, dims.kv_len).await?);
     }
     Ok(out)
 }
@@ -580,9 +597,10 @@ async fn sweep_variants(
 fn print_table(out: &Value) {
     let s = &out["shape"];
     out!(
-        "attention B{} H{} N{} D{} {} causal={} {} on {} ({})",
+        "attention B{} H{}/{} N{} D{} {} causal={} {} on {} ({})",
         s["b"],
         s["h"],
+        s["hkv"],
         s["n"],
         s["d"],
         out["dtype"].as_str().unwrap_or(""),
