@@ -73,7 +73,11 @@ type Outputs = Vec<Vec<f32>>;
 pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Result<()> {
     let dtype = DType::parse(&args.dtype)?;
     let shape = [args.b, args.h, args.n, args.d];
-    let hkv = if args.kv_heads == 0 { args.h } else { args.kv_heads };
+    let hkv = if args.kv_heads == 0 {
+        args.h
+    } else {
+        args.kv_heads
+    };
     let kv_shape = [args.b, hkv, args.n, args.d];
     let dims = AttentionDims::grouped("bench", &shape, &kv_shape, &kv_shape)?;
     // Whole groups of query heads, so that the CPU path's K/V slices serve them all.
@@ -85,7 +89,14 @@ pub async fn bench_attention(options: &GpuOptions, args: AttentionArgs) -> Resul
     // Names checked before the CPU path's seconds are spent.
     let named = named_variants(&gpu, &args, &dims, dtype)?;
     let scale = 1.0 / (args.d as f32).sqrt();
-    let inputs = inputs(&gpu, [&shape, &kv_shape], slices, dims.group, dtype, args.run.seed)?;
+    let inputs = inputs(
+        &gpu,
+        [&shape, &kv_shape],
+        slices,
+        dims.group,
+        dtype,
+        args.run.seed,
+    )?;
     let (tol_f, tol_b) = match dtype {
         DType::F16 => (1e-2, 5e-2),
         _ => (1e-4, 1e-3),
