@@ -432,7 +432,7 @@ const FALLBACK =
   'What runs here instead: the kernel sweep\'s CPU column (kiln\'s standard attention, forward + ' +
   'backward, in this page\'s wasm build on one thread, at N = 64, 128 and 256) beside the byte ' +
   'model\'s traffic of both GPU paths, which is arithmetic and needs no GPU; and the walkthrough, ' +
-  'whose first three stages the CPU draws. Training compares the GPU path with the CPU path, so it ' +
+  'whose stages the CPU draws, all but the measured charts. Training compares the GPU path with the CPU path, so it ' +
   'needs WebGPU. The native build runs everything: cargo run --release -p flash.';
 
 async function noWebGpu(wasm, missing) {

@@ -2,7 +2,7 @@
 // and draws its two charts, table and chosen variants, and the kernel-source view shows the flash
 // kernels' WGSL with template values marked; a short training run through the Train button draws
 // both loss curves and the ms/step bars, and its report has finite losses on both paths with a
-// small drift. The walkthrough (?talk) steps through its four stages with the keys, each with a
+// small drift. The walkthrough (?talk) steps through its five stages with the keys, each with a
 // live visual that differs from the stage before. A browser without WebGPU, or whose adapter
 // request comes back empty, gets the explanation, the sweep's CPU column and the walkthrough.
 // Every stage's visual at 1920×1080 and 1280×720: its texts readable on a projector and inside it.
@@ -52,7 +52,7 @@ function assertDrawn(p, name, colors) {
 }
 
 const TITLES = ['The naive way: an N×N matrix', 'Tiles and the online softmax',
-  "Backward: recompute, don't store", 'Speed and memory traffic'];
+  "Backward: recompute, don't store", 'Speed and memory traffic', 'Generating: flash-decoding'];
 
 // The walkthrough's visual: its size, the standard deviation of its luminance, and a sample of
 // that luminance (every 7th pixel) to compare pictures with.
@@ -205,7 +205,7 @@ test('the sweep draws its charts, then a short training run compares both paths'
   await page.close();
 });
 
-test('the walkthrough steps through four stages, each with its own live visual', async () => {
+test('the walkthrough steps through five stages, each with its own live visual', async () => {
   const { page, errors } = await site.open('/flash.html?talk&stage=1', { width: 1280, height: 720 });
   // The stages arrive once the device is open and the flash kernels are rendered for it.
   await page.waitForSelector('#talk[data-ready="true"]', { timeout: 120000 });
@@ -213,7 +213,7 @@ test('the walkthrough steps through four stages, each with its own live visual',
   for (let i = 0; i < TITLES.length; i++) {
     if (i > 0) await page.keyboard.press('ArrowRight');
     await shown(page, i);
-    assert.equal(await page.textContent('#talk-counter'), `${i + 1} / 4`);
+    assert.equal(await page.textContent('#talk-counter'), `${i + 1} / ${TITLES.length}`);
     assert.equal(await page.textContent('#talk-title'), TITLES[i]);
     assert.equal(new URL(page.url()).searchParams.get('stage'), String(i + 1));
     const v = await visual(page);
@@ -232,10 +232,10 @@ test('the walkthrough steps through four stages, each with its own live visual',
   }
   // Right at the last stage stays; Home goes back to the first.
   await page.keyboard.press('ArrowRight');
-  assert.equal(await page.textContent('#talk-counter'), '4 / 4');
+  assert.equal(await page.textContent('#talk-counter'), `${TITLES.length} / ${TITLES.length}`);
   await page.keyboard.press('Home');
   await shown(page, 0);
-  assert.equal(await page.textContent('#talk-counter'), '1 / 4');
+  assert.equal(await page.textContent('#talk-counter'), `1 / ${TITLES.length}`);
   assert.equal(await page.textContent('#talk-title'), TITLES[0]);
   assert.equal(new URL(page.url()).searchParams.get('stage'), '1');
   // Live: the score matrix fills in while the stage is up.

@@ -3,9 +3,11 @@
 //! filling in, with the bytes it costs beside the flash path's; (2) one query tile walking the
 //! key blocks, its rows' running max, running sum and output updating as each block arrives;
 //! (3) the backward pass recomputing P tile by tile, dK/dV accumulating per key tile and dQ per
-//! query tile; (4) the measured times and the byte model. The numbers in (1)–(3) are real:
-//! small random inputs run through the online softmax's arithmetic (kiln's CPU flash
-//! reference does the same), checked against kiln's standard CPU attention.
+//! query tile; (4) the measured times and the byte model; (5) flash-decoding: one new row against
+//! the cached keys, split into chunks whose (max, sum, output) one combine pass merges. The
+//! numbers in (1)–(3) and (5) are real: small random inputs run through the online softmax's
+//! arithmetic (kiln's CPU flash reference does the same), checked against kiln's standard CPU
+//! attention.
 
 use kiln_app::kiln::DType;
 use kiln_app::kiln::cpu::{self, Array};
@@ -28,7 +30,7 @@ const SMALL: f64 = 1.65;
 const LINE: f64 = 17.0;
 const MARGIN: f64 = 14.0;
 /// How many stages have a visual.
-pub const STAGES: usize = 4;
+pub const STAGES: usize = 5;
 
 /// The small problem behind visuals 1–3: one head, N queries and keys, head dimension D, square
 /// tiles of BLOCK.
@@ -117,6 +119,73 @@ struct BackStep {
     dv: [f32; TILES],
 }
 
+/// Keys per chunk in visual 5 (N / 4: four chunks).
+const CHUNK: usize = N / 4;
+const CHUNKS: usize = N / CHUNK;
+
+/// One chunk of visual 5: the new row's max score over the chunk's keys, the sum of
+/// exp(s − m) and the unnormalised output Σ exp(s − m) · v.
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    m: f32,
+    l: f32,
+    acc: [f32; D],
+}
+
+// talk:begin decode
+/// Flash-decoding of one new row (its scores `s` against every cached key, the keys' values
+/// `v`): the split pass's state per chunk of keys — each chunk a workgroup of its own — and
+/// the combine pass, which rescales every chunk to the common max M and adds them up. The
+/// arithmetic of kiln's flash_decode and flash_decode_combine kernels.
+fn split(s: &[f32], v: &[&[f32]]) -> Vec<Part> {
+    s.chunks(CHUNK)
+        .zip(v.chunks(CHUNK))
+        .map(|(s, v)| {
+            let m = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut part = Part {
+                m,
+                l: 0.0,
+                acc: [0.0; D],
+            };
+            for (sj, vj) in s.iter().zip(v) {
+                let p = (sj - m).exp();
+                part.l += p;
+                for (o, x) in part.acc.iter_mut().zip(vj.iter()) {
+                    *o += p * x;
+                }
+            }
+            part
+        })
+        .collect()
+}
+
+/// The combine: O = Σ e^(m_c − M) · acc_c / Σ e^(m_c − M) · l_c, with each chunk's weight.
+fn combine(parts: &[Part]) -> ([f32; D], Vec<f32>) {
+    let big_m = parts.iter().map(|p| p.m).fold(f32::NEG_INFINITY, f32::max);
+    let weights: Vec<f32> = parts.iter().map(|p| (p.m - big_m).exp()).collect();
+    let l: f32 = parts.iter().zip(&weights).map(|(p, w)| w * p.l).sum();
+    let mut out = [0.0f32; D];
+    for (p, w) in parts.iter().zip(&weights) {
+        for (o, a) in out.iter_mut().zip(p.acc) {
+            *o += w * a / l;
+        }
+    }
+    (out, weights)
+}
+// talk:end decode
+
+/// Visual 5's numbers: the last row as the new token, every earlier key cached.
+#[derive(Clone, Debug)]
+struct Decode {
+    parts: Vec<Part>,
+    /// exp(m_c − M) per chunk.
+    weights: Vec<f32>,
+    out: [f32; D],
+    /// Kiln's standard CPU attention's output for the row.
+    want: [f32; D],
+    error: f32,
+}
+
 /// The visuals' data, computed once.
 #[derive(Clone, Debug)]
 pub struct Scene {
@@ -131,6 +200,7 @@ pub struct Scene {
     /// max |O_online − O_standard| over the followed tile.
     walk_error: f32,
     steps: Vec<BackStep>,
+    decode: Decode,
     /// Relative L2 errors of dQ, dK, dV against the standard backward.
     grad_error: [f64; 3],
     /// The largest tile norm of each gradient, to scale the bars.
@@ -279,6 +349,23 @@ impl Scene {
         let max = |x: &[f32]| tiles(x).into_iter().fold(1e-6f32, f32::max);
         let grad_max = [max(&dq), max(&dk), max(&dv)];
 
+        // Visual 5: the last row is the new token; it sees every key.
+        let last = N - 1;
+        let s: Vec<f32> = (0..N).map(|j| scores[last * N + j]).collect();
+        let vs: Vec<&[f32]> = (0..N).map(|j| row(&v, j)).collect();
+        let parts = split(&s, &vs);
+        let (dec_out, weights) = combine(&parts);
+        let want: [f32; D] = std::array::from_fn(|c| row(&standard.out.data, last)[c]);
+        let decode = Decode {
+            error: (0..D)
+                .map(|c| (dec_out[c] - want[c]).abs())
+                .fold(0.0, f32::max),
+            parts,
+            weights,
+            out: dec_out,
+            want,
+        };
+
         // Kiln's byte model at the sweep's shape and BYTES_N.
         let dims = [shape.batch, shape.heads, BYTES_N, shape.head_dim];
         let ad = AttentionDims::new("walkthrough", &dims, &dims, &dims)?;
@@ -297,6 +384,7 @@ impl Scene {
             walk_final,
             walk_error,
             steps,
+            decode,
             grad_error,
             grad_max,
             pass_mb,
@@ -314,7 +402,8 @@ impl Scene {
             0 => self.naive(&mut pen, t),
             1 => self.walk(&mut pen, t),
             2 => self.backward(&mut pen, t),
-            _ => charts(&mut pen, m),
+            3 => charts(&mut pen, m),
+            _ => self.decode(&mut pen, t),
         }
         pen.c
     }
@@ -693,6 +782,156 @@ impl Scene {
     }
 
     /// The largest |score|, for the colour scale.
+    fn decode(&self, pen: &mut Pen, t: f64) {
+        // The chunks fill at once (3 s), their states show (3 s), the combine (3 s), a hold (3 s).
+        let tc = t % 12.0;
+        let fill = (tc / 3.0).min(1.0);
+        let (states, combined) = (tc >= 3.0, tc >= 6.0);
+        let d = &self.decode;
+        pen.text(20.0, 14.0, "Flash-decoding: one new row", chart::TEXT, 2.0);
+        let top = pen.para(
+            20.0,
+            40.0,
+            &format!(
+                "Generating, the new token's query meets every cached key. The {N} keys are cut \
+                 into {CHUNKS} chunks that {CHUNKS} workgroups take at once; each keeps its own \
+                 max m, sum l and output."
+            ),
+            chart::DIM,
+        );
+        let range = self.score_range();
+        // Bars scaled to the largest output shown, partial or final.
+        let most = d
+            .parts
+            .iter()
+            .flat_map(|p| p.acc.map(|a| (a / p.l).abs()))
+            .chain(d.out.map(f32::abs))
+            .fold(1e-6f32, f32::max);
+        let bar = |x: f32| f64::from(x / most).clamp(-1.0, 1.0);
+        let (cell, gap, x0) = (9.0, 14.0, 30.0);
+        let width = CHUNK as f64 * cell;
+        let strip = top + 30.0;
+        for (c, part) in d.parts.iter().enumerate() {
+            let x = x0 + c as f64 * (width + gap);
+            pen.text(
+                x,
+                top + 6.0,
+                &format!("chunk {}", c + 1),
+                chart::TEXT,
+                SMALL,
+            );
+            for k in 0..CHUNK {
+                let j = c * CHUNK + k;
+                let colour = if (k as f64) < fill * CHUNK as f64 {
+                    heat(self.scores[(N - 1) * N + j], range)
+                } else {
+                    FUTURE
+                };
+                pen.rect(x + k as f64 * cell, strip, cell - 1.0, 26.0, colour);
+            }
+            if fill < 1.0 {
+                // The row being read in each chunk, all at the same time.
+                let k = (fill * CHUNK as f64).floor();
+                pen.outline(x + k * cell - 2.0, strip - 2.0, cell + 3.0, 30.0);
+            }
+            if !states {
+                continue;
+            }
+            pen.text(
+                x,
+                strip + 36.0,
+                &format!("m {:.2}", part.m),
+                chart::TEXT,
+                SMALL,
+            );
+            pen.text(
+                x,
+                strip + 53.0,
+                &format!("l {:.2}", part.l),
+                chart::TEXT,
+                SMALL,
+            );
+            // The chunk's own output acc / l, as small bars about a baseline.
+            let base = strip + 100.0;
+            for (k, a) in part.acc.iter().enumerate() {
+                let v = bar(a / part.l);
+                let len = (v.abs() * 18.0).max(1.0);
+                let y = if v >= 0.0 { base - len } else { base };
+                let colour = if v >= 0.0 { WARM } else { COOL };
+                pen.rect(x + k as f64 * 13.5, y, 11.0, len, colour);
+            }
+            pen.rect(x, base, width, 1.0, chart::DIM);
+        }
+        let y = strip + 132.0;
+        if !combined {
+            let label = if states {
+                "each chunk's m, l, output"
+            } else {
+                "4 workgroups, one chunk each"
+            };
+            pen.text(20.0, y, label, chart::TEXT, 2.0);
+        } else {
+            let big_m = d
+                .parts
+                .iter()
+                .map(|p| p.m)
+                .fold(f32::NEG_INFINITY, f32::max);
+            pen.text(
+                20.0,
+                y,
+                &format!("combine: M = max m = {big_m:.2}"),
+                WARM,
+                2.0,
+            );
+            for (c, (p, w)) in d.parts.iter().zip(&d.weights).enumerate() {
+                pen.text(
+                    20.0,
+                    y + 26.0 + c as f64 * LINE,
+                    &format!("chunk {}: e^(m-M) = {w:.3}, l {:.2}", c + 1, p.l),
+                    chart::DIM,
+                    SMALL,
+                );
+            }
+            let base = y + 26.0 + CHUNKS as f64 * LINE + 36.0;
+            for (c, (&o, &want)) in d.out.iter().zip(&d.want).enumerate() {
+                let x = 20.0 + c as f64 * 36.0;
+                let v = bar(o);
+                let len = (v.abs() * 22.0).max(1.0);
+                let top = if v >= 0.0 { base - len } else { base };
+                let colour = if v >= 0.0 { WARM } else { COOL };
+                pen.rect(x, top, 28.0, len, colour);
+                pen.rect(x - 2.0, base - bar(want) * 22.0 - 1.0, 32.0, 2.0, HIGHLIGHT);
+            }
+            pen.rect(16.0, base, 8.0 * 36.0, 1.0, chart::DIM);
+            for (k, line) in ["O (bars)", "softmax(S)·V", "(ticks)"].iter().enumerate() {
+                pen.text(
+                    320.0,
+                    base - 24.0 + k as f64 * LINE,
+                    line,
+                    chart::DIM,
+                    SMALL,
+                );
+            }
+            pen.para(
+                20.0,
+                base + 30.0,
+                &format!(
+                    "O = sum e^(m-M)·acc / sum e^(m-M)·l; max |O - softmax(S)·V| = {:.1e} \
+                     (kiln's standard CPU attention)",
+                    d.error
+                ),
+                chart::TEXT,
+            );
+        }
+        pen.para(
+            20.0,
+            600.0,
+            "With grouped-query heads the query rows of a group share each chunk: the cache is \
+             read once per group, not once per head. The chunk size is chosen per adapter.",
+            chart::DIM,
+        );
+    }
+
     fn score_range(&self) -> f32 {
         self.scores.iter().fold(1e-6f32, |a, s| a.max(s.abs()))
     }
@@ -957,6 +1196,15 @@ mod tests {
     #[test]
     fn the_walk_and_the_backward_match_standard_attention() {
         let scene = Scene::new(SHAPE).unwrap();
+        // Visual 5's split and combine give the standard output of the new row (1.2e-7
+        // measured), and no chunk dominates so completely that the combine shows nothing.
+        assert!(
+            scene.decode.error < 1.2e-6,
+            "decode error {}",
+            scene.decode.error
+        );
+        assert_eq!(scene.decode.parts.len(), CHUNKS);
+        assert!(scene.decode.weights.iter().filter(|&&w| w > 0.01).count() >= 2);
         assert_eq!(scene.walk.len(), TILES + 1);
         assert!(
             scene.walk_error < 1e-5,
@@ -1033,7 +1281,7 @@ mod tests {
         };
         for ((w, h), least) in [((813, 1032), 18.0), ((532, 672), 12.0)] {
             for stage in 0..STAGES {
-                for t in [0.5, 2.0, 7.0, 11.0, 30.0] {
+                for t in [0.5, 2.0, 4.0, 7.0, 11.0, 30.0] {
                     for m in [&full, &pending] {
                         let c = scene.draw(stage, t, (w, h), m);
                         assert!(c.texts.len() >= 5, "stage {stage}: {} texts", c.texts.len());
@@ -1089,7 +1337,8 @@ mod tests {
             if let Some(prev) = &last {
                 assert_ne!(prev, &a.pixels, "stage {stage} looks like the one before");
             }
-            if stage < 3 {
+            // Every stage but the charts is animated.
+            if stage != 3 {
                 let b = scene.draw(stage, 4.0, SIZE, &m);
                 let moved = a
                     .pixels

@@ -1,4 +1,4 @@
-//! The flash demo's walkthrough for presenter mode: four stages, the same list natively
+//! The flash demo's walkthrough for presenter mode: five stages, the same list natively
 //! (`flash --talk`) and on the page (`flash.html?talk`). Each stage shows the code it is about:
 //! the flash kernels rendered for this device where there is one, else the Rust lines the
 //! visual runs.
@@ -12,7 +12,7 @@ const SWEEP_RS: &str = include_str!("sweep.rs");
 const VISUAL_RS: &str = include_str!("visual.rs");
 
 /// The stages, in order: the naive score matrix, the tiles and the online softmax, the
-/// backward recomputation, the speed and traffic charts. `kernels`: the device and the flash
+/// backward recomputation, the speed and traffic charts, flash-decoding. `kernels`: the device and the flash
 /// path's choices on it, for the kernels' WGSL; without them (no WebGPU) the stages show the
 /// CPU arithmetic the visuals run instead.
 pub fn stages(kernels: Option<(&Gpu, &FlashChoices)>) -> Vec<Stage> {
@@ -82,6 +82,20 @@ pub fn stages(kernels: Option<(&Gpu, &FlashChoices)>) -> Vec<Stage> {
                 "traffic",
             )),
         ),
+        Stage::new(
+            "Generating: flash-decoding",
+            "Generating text, each new token is one query row against every key cached so far. \
+             One workgroup per row would leave the GPU idle, so the keys are cut into chunks \
+             that workgroups take at once, each keeping its own max, sum and output; a second \
+             pass rescales them to the common max and adds them up. The numbers on the left \
+             are real, checked against standard attention.",
+            Some(Code::rust_excerpt(
+                "demos/flash/src/visual.rs: the split and the combine (the flash_decode and \
+                 flash_decode_combine kernels' arithmetic, on the CPU)",
+                VISUAL_RS,
+                "decode",
+            )),
+        ),
     ]
 }
 
@@ -117,7 +131,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn four_stages_with_code_from_the_markers() {
+    fn five_stages_with_code_from_the_markers() {
         let stages = stages(None);
         assert_eq!(stages.len(), crate::visual::STAGES);
         for s in &stages {
@@ -141,5 +155,13 @@ mod tests {
         assert!(stages[1].code.as_ref().unwrap().text().contains("alpha"));
         assert!(stages[2].code.as_ref().unwrap().text().contains("lse"));
         assert!(stages[3].code.as_ref().unwrap().text().contains("traffic"));
+        assert!(
+            stages[4]
+                .code
+                .as_ref()
+                .unwrap()
+                .text()
+                .contains("fn combine")
+        );
     }
 }
