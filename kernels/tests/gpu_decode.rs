@@ -108,10 +108,10 @@ fn bad_calls_are_refused_and_leave_the_cache_as_it_was() {
     let e = cache.attend(&q5, false, 1.0).unwrap_err();
     assert!(e.to_string().contains("not a multiple of 2"), "{e}");
     // A head dimension the kernels are not rendered for, and a mismatched dtype.
-    let mut odd = KvCache::new(gpu(), 1, 1, 4, 32, DType::F32).unwrap();
-    let r32 = Tensor::full(gpu(), &[1, 1, 1, 32], 0.0, DType::F32).unwrap();
-    odd.append(&r32, &r32).unwrap();
-    let e = odd.attend(&r32, false, 1.0).unwrap_err();
+    let mut odd = KvCache::new(gpu(), 1, 1, 4, 80, DType::F32).unwrap();
+    let r80 = Tensor::full(gpu(), &[1, 1, 1, 80], 0.0, DType::F32).unwrap();
+    odd.append(&r80, &r80).unwrap();
+    let e = odd.attend(&r80, false, 1.0).unwrap_err();
     assert!(matches!(e, Error::Unsupported { .. }), "{e}");
     let half = Tensor::full(gpu(), &[1, 2, 1, 64], 0.0, DType::F16);
     if let Ok(half) = half {
