@@ -16,12 +16,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use kiln::{DeviceProfile, Registry};
-use serde::Serialize;
-use sha2::{Digest, Sha256};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 
 use crate::case_models::CaseModels;
 use crate::merge::{self, Key};
-use crate::report::{Outcome, Report, VariantResult};
+use crate::report::{Outcome, Report};
 
 /// Devices that must agree before the crowd decides a (class, family, bucket, scope).
 pub const DEFAULT_QUORUM: usize = 3;
@@ -151,6 +151,73 @@ pub fn fingerprint(profile: &DeviceProfile) -> String {
     // Serialising plain data with string keys cannot fail; the fields' order is the type's.
     let canonical = serde_json::to_string(profile).unwrap_or_default();
     format!("{:x}", Sha256::digest(canonical.as_bytes()))
+}
+
+/// What the merge reads of a report, and nothing else: its device profile (the class, the
+/// fingerprint and the variants offered to it), its claimed ceilings and, of each result, what
+/// the rules check. The collector stores one beside each report, so that merging again never
+/// parses the whole report (the H200's is 187 KB; its digest 53 KB, and none of a report's
+/// validation). `Tally::add` merges a report through its digest: the two give the same merge
+/// by construction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Digest {
+    /// [`DIGEST_VERSION`]: a digest of another version is not read (its report is).
+    pub v: u32,
+    pub device: DeviceProfile,
+    pub copy_gb_per_s: f64,
+    pub fma_gflop_per_s: f64,
+    pub results: Vec<DigestResult>,
+}
+
+/// The version of [`Digest`] this build writes and reads.
+pub const DIGEST_VERSION: u32 = 1;
+
+/// One result as the merge reads it: family, variant, case, bucket, outcome, relative L2 error
+/// and the timing's median (present exactly when the report has a timing); written as an array.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DigestResult(
+    pub String,
+    pub String,
+    pub String,
+    pub String,
+    pub Outcome,
+    pub Option<f64>,
+    pub Option<f64>,
+);
+
+impl Digest {
+    pub fn of(report: &Report) -> Digest {
+        Digest {
+            v: DIGEST_VERSION,
+            device: report.device.clone(),
+            copy_gb_per_s: report.ceilings.copy_gb_per_s,
+            fma_gflop_per_s: report.ceilings.fma_gflop_per_s,
+            results: report
+                .results
+                .iter()
+                .map(|x| {
+                    DigestResult(
+                        x.family.clone(),
+                        x.variant.clone(),
+                        x.case.clone(),
+                        x.bucket.clone(),
+                        x.outcome,
+                        x.rel_l2,
+                        x.timing.as_ref().map(|t| t.median_ms),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// A stored digest: `None` when it is not one this build reads (another version, or not a
+    /// digest at all), and the report itself is to be read instead.
+    pub fn parse(text: &str) -> Option<Digest> {
+        serde_json::from_str::<Digest>(text)
+            .ok()
+            .filter(|d| d.v == DIGEST_VERSION)
+    }
 }
 
 /// What one report says about one variant in one bucket.
@@ -300,23 +367,28 @@ impl<'a> Tally<'a> {
 
     /// One report that counts (`select` said so).
     pub fn add(&mut self, s: &Submission) {
-        let fp = fingerprint(&s.report.device);
+        self.add_digest(s.id, &Digest::of(&s.report));
+    }
+
+    /// One report that counts, by its digest (`select` said so): what `add` does with the
+    /// report.
+    pub fn add_digest(&mut self, id: i64, r: &Digest) {
+        let fp = fingerprint(&r.device);
         self.names
             .entry(fp.clone())
-            .or_insert_with(|| s.report.device.name.clone());
-        let r = &s.report;
+            .or_insert_with(|| r.device.name.clone());
         self.claims
             .entry(r.device.class())
             .or_default()
             .push(Claim {
-                id: s.id,
+                id,
                 device: r.device.name.clone(),
                 fingerprint: fp.clone(),
                 device_type: r.device.device_type.clone(),
-                copy: r.ceilings.copy_gb_per_s,
-                fma: r.ceilings.fma_gflop_per_s,
+                copy: r.copy_gb_per_s,
+                fma: r.fma_gflop_per_s,
             });
-        let observed = observations(s, self.models, self.registry, &mut self.out.set_aside);
+        let observed = observations(id, r, self.models, self.registry, &mut self.out.set_aside);
         for ((key, variant), obs) in observed {
             self.seen
                 .entry(key)
@@ -511,35 +583,36 @@ fn implausible(
 /// One report's observations per (key, variant): each result checked, a variant timed on
 /// several cases of one bucket counted with its slowest, and wrong if any case was.
 fn observations(
-    s: &Submission,
+    id: i64,
+    r: &Digest,
     models: &CaseModels,
     registry: &Registry,
     aside: &mut Vec<SetAside>,
 ) -> BTreeMap<(Key, String), Obs> {
-    let r = &s.report;
     let class = r.device.class();
     let mut offered: HashMap<&str, HashSet<&str>> = HashMap::new();
     let mut out: BTreeMap<(Key, String), Obs> = BTreeMap::new();
     for x in &r.results {
-        let offered = offered.entry(x.family.as_str()).or_insert_with(|| {
+        let DigestResult(family, variant, case, ..) = x;
+        let offered = offered.entry(family.as_str()).or_insert_with(|| {
             registry
-                .supported(&x.family, &r.device)
+                .supported(family, &r.device)
                 .map(|vs| vs.map(|v| v.name.as_str()).collect())
                 .unwrap_or_default()
         });
-        match check(r, x, offered, models, registry) {
+        match check(&r.device, x, offered, models, registry) {
             Err(why) => aside.push(SetAside {
-                id: s.id,
+                id,
                 device: r.device.name.clone(),
-                what: format!("{} {} on {}", x.family, x.variant, x.case),
+                what: format!("{family} {variant} on {case}"),
                 why,
             }),
             Ok((bucket, kind)) => {
                 let key = (
-                    merge::key_in(registry, &class, &x.family, &bucket, &x.variant),
-                    x.variant.clone(),
+                    merge::key_in(registry, &class, family, &bucket, variant),
+                    variant.clone(),
                 );
-                let slot = out.entry(key).or_insert(Obs { id: s.id, kind });
+                let slot = out.entry(key).or_insert(Obs { id, kind });
                 slot.kind = match (slot.kind, kind) {
                     (
                         Seen::Time { ms: a, .. },
@@ -566,32 +639,32 @@ fn observations(
 /// and what it says, or why it does not count. Whether its time is possible is decided later,
 /// against its class's ceilings (`Tally::finish`).
 fn check(
-    r: &Report,
-    x: &VariantResult,
+    device: &DeviceProfile,
+    x: &DigestResult,
     offered: &HashSet<&str>,
     models: &CaseModels,
     registry: &Registry,
 ) -> Result<(String, Seen), String> {
-    if registry.variant(&x.family, &x.variant).is_err() {
+    let DigestResult(family, variant, case, bucket, outcome, rel_l2, median_ms) = x;
+    if registry.variant(family, variant).is_err() {
         return Err(format!(
-            "no variant `{}` of a family `{}` in this build's registry",
-            x.variant, x.family
+            "no variant `{variant}` of a family `{family}` in this build's registry"
         ));
     }
-    if !offered.contains(x.variant.as_str()) {
+    if !offered.contains(variant.as_str()) {
         return Err(
             "not offered to the report's own device profile (it lacks a feature or \
                     limit the variant needs)"
                 .into(),
         );
     }
-    let model = models.get(&x.case).ok_or_else(|| {
+    let model = models.get(case).ok_or_else(|| {
         "not a case the curated reports measured: its bytes and FLOPs are unknown".to_string()
     })?;
-    if model.family != x.family {
+    if model.family != *family {
         return Err(format!("the case is one of {}'s", model.family));
     }
-    let software = r.device.is_software();
+    let software = device.is_software();
     if model.software != software {
         return Err(format!(
             "a {} campaign's case on a {} device: a campaign runs its own scale's cases",
@@ -599,25 +672,25 @@ fn check(
             scale(software)
         ));
     }
-    if model.dtype == kiln::DType::F16 && !r.device.features.shader_f16 {
+    if model.dtype == kiln::DType::F16 && !device.features.shader_f16 {
         return Err("an f16 case on a device without shader_f16".into());
     }
-    if x.bucket != model.bucket {
+    if *bucket != model.bucket {
         return Err(format!(
-            "bucket `{}`, but the case's is `{}`",
-            x.bucket, model.bucket
+            "bucket `{bucket}`, but the case's is `{}`",
+            model.bucket
         ));
     }
-    match (x.outcome, &x.timing) {
-        (Outcome::Ok, Some(t)) => {
+    match (outcome, median_ms) {
+        (Outcome::Ok, Some(ms)) => {
             // The family's own tolerance, never the report's.
-            let tolerance = kiln::cases::campaign_tolerance(&x.family, model.dtype)
-                .ok_or_else(|| format!("the family {} has no case table", x.family))?;
-            if x.rel_l2.is_none_or(|e| e > tolerance) {
+            let tolerance = kiln::cases::campaign_tolerance(family, model.dtype)
+                .ok_or_else(|| format!("the family {family} has no case table"))?;
+            if rel_l2.is_none_or(|e| e > tolerance) {
                 return Ok((model.bucket.clone(), Seen::Wrong));
             }
             let seen = Seen::Time {
-                ms: t.median_ms,
+                ms: *ms,
                 bytes: model.bytes,
                 flops: model.flops,
             };

@@ -17,7 +17,7 @@
 //! summary: N reports (the checked-in H200 report, a vendor id each), 100 from each of N/100
 //! addresses (within the default quotas; only the rate limit is lifted); then the summary's
 //! size, its last update's time, and how soon each of 20 more reports shows in it; then the
-//! first summary after a restart, which reads every report again.
+//! first summary after a restart, which merges every class again (from the reports' digests).
 //!
 //! `cargo test` builds this file and runs it without `--bench`, which measures nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -455,10 +455,12 @@ fn measure_new_classes(backend: &Backend, args: &Args) {
         let stored = n - posts.failed;
         let (counted, merged, summary, bytes) = covered(addr, stored).await;
         println!(
-            "the summary counted the {stored} reports {counted:.2} s after the last was stored, and had merged every class {merged:.2} s after: {bytes} bytes; {} classes, {} devices listed of {}",
+            "the summary counted the {stored} reports {counted:.2} s after the last was stored, and had merged every class {merged:.2} s after: {bytes} bytes; {} classes, {} devices listed of {}; reports parsed again {}, digests read {}",
             summary["classes"],
             summary["devices"].as_array().map_or(0, Vec::len),
-            summary["devices_total"]
+            summary["devices_total"],
+            summary["reports_parsed"],
+            summary["digests_read"]
         );
         // One report at a time: how soon each shows, and the update that merged it.
         let (mut shown, mut merges, mut updates, mut sizes) =
@@ -492,14 +494,16 @@ fn measure_new_classes(backend: &Backend, args: &Args) {
             sizes.iter().max().copied().unwrap_or(0)
         );
     });
-    // After a restart the first summary reads every report again.
+    // After a restart the first summary merges every class again, from the stored digests.
     let server = server.kill_and_restart(1_000_000_000, "");
     let addr: std::net::SocketAddr = server.url.trim_start_matches("http://").parse().unwrap();
     let (counted, merged, summary, bytes) = local.block_on(&runtime, covered(addr, n + 20));
     println!(
-        "after a restart: the summary counted the {} reports {counted:.1} s after the server listened, and had merged every class {merged:.1} s after ({bytes} bytes, its update {} ms)",
+        "after a restart: the summary counted the {} reports {counted:.1} s after the server listened, and had merged every class {merged:.1} s after ({bytes} bytes, its update {} ms; reports parsed again {}, digests read {})",
         n + 20,
-        summary["update_ms"]
+        summary["update_ms"],
+        summary["reports_parsed"],
+        summary["digests_read"]
     );
     println!("(load average {} at the end)", load());
 }

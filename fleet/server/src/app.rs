@@ -52,10 +52,14 @@ pub fn router(
     health: Arc<Health>,
     summary: Arc<Summary>,
 ) -> Result<Router> {
+    let senders = Senders::new(db.salt().to_string());
+    let writer = Arc::new(Mutex::new(db));
+    // Rows an earlier server stored get their digests, behind the writer's new reports.
+    crate::db::spawn_digest_fill(writer.clone());
     let state = Arc::new(AppState {
-        senders: Senders::new(db.salt().to_string()),
+        senders,
         database,
-        writer: Arc::new(Mutex::new(db)),
+        writer,
         limit: RateLimit::new(config.rate_per_minute),
         health,
         summary,
@@ -224,13 +228,13 @@ async fn post_report(
     let stored = blocking(move || {
         writer
             .store(&report, now, &sender, received)
-            .map(|stored| (stored, report, sender))
+            .map(|stored| (stored, report))
     })
     .await;
     Ok(match stored {
-        Ok((Stored::New(id, count), report, sender)) => {
+        Ok((Stored::New(id, count), report)) => {
             state.health.stored(count);
-            state.summary.stored(id, sender, report);
+            state.summary.stored(id, &report);
             (
                 StatusCode::CREATED,
                 Json(json!({"status": "stored", "id": id})),

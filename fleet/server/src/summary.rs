@@ -6,7 +6,11 @@
 //! An update costs what changed, not what is stored: the crowd's rules decide each device class
 //! from its own reports alone, so an update reads the heads of the reports stored since the last
 //! one and merges again only the classes they name, from those classes' counted reports (one per
-//! device and sender); a long one publishes as it goes. And the summary lists at most
+//! device and sender); a long one publishes as it goes. A class is merged from its reports'
+//! digests (`kiln_fleet::crowd::Digest`: what the merge reads of a report, stored beside it),
+//! never from the reports themselves: a burst behind the writer and the first update after a
+//! start parse no report (a row an earlier server stored has its report parsed until its digest
+//! is filled in: `reports_parsed` counts those). And the summary lists at most
 //! [`LISTED`] devices, picks and undecided classes, within a byte budget each, counting the
 //! rest, so its size does not grow with the classes either (3,400 reports naming a class each
 //! once made it 14.6 MB, and each recompute 10 s of CPU). A stored row that no longer validates
@@ -16,6 +20,7 @@
 use std::cmp::Ordering;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -23,10 +28,10 @@ use std::time::{Duration, Instant};
 use kiln::Registry;
 use kiln_fleet::Report;
 use kiln_fleet::case_models::CaseModels;
-use kiln_fleet::crowd::{CrowdPick, Head, Rules, Submission, Tally, Verdict, fingerprint};
+use kiln_fleet::crowd::{CrowdPick, Digest, Head, Rules, Tally, Verdict, fingerprint};
 use serde_json::{Value, json};
 
-use crate::db::{Database, Reader};
+use crate::db::{Database, Merged as Stored, Reader};
 use crate::error::{Result, ServerError};
 
 /// The most devices, picks and classes with undecided entries the summary lists (the rest are
@@ -42,16 +47,20 @@ const PICKS_BYTES: usize = 512 << 10;
 const UNDECIDED_BYTES: usize = 64 << 10;
 
 /// The most reports handed over by the writer and not merged yet that are held: past them the
-/// summariser reads the reports from the database.
+/// summariser reads their digests from the database.
 const HANDED_OVER: usize = 256;
 
 #[derive(Debug)]
 pub struct Summary {
     current: RwLock<Arc<Vec<u8>>>,
     stale: SyncSender<()>,
-    /// Reports just stored, as the writer parsed them (by id, with their sender): the summariser
-    /// takes them instead of parsing their stored copies again.
-    handed_over: Mutex<HashMap<i64, Submission>>,
+    /// Reports just stored, as the writer parsed them (by id), digested: the summariser takes
+    /// them instead of reading their stored digests.
+    handed_over: Mutex<HashMap<i64, Digest>>,
+    /// Since the start: stored digests read, and reports parsed whole (a row stored before
+    /// digests were kept and not filled in yet, or whose digest this build does not read).
+    digests_read: AtomicU64,
+    reports_parsed: AtomicU64,
 }
 
 impl Summary {
@@ -64,6 +73,8 @@ impl Summary {
             current: RwLock::new(Arc::new(first.into_bytes())),
             stale,
             handed_over: Mutex::default(),
+            digests_read: AtomicU64::new(0),
+            reports_parsed: AtomicU64::new(0),
         });
         summary.mark_stale();
         let weak = Arc::downgrade(&summary);
@@ -88,17 +99,17 @@ impl Summary {
         summary
     }
 
-    /// The writer stored `report` as `id` from `sender`: the summary is updated soon.
-    pub fn stored(&self, id: i64, sender: String, report: Report) {
+    /// The writer stored `report` as `id`: the summary is updated soon.
+    pub fn stored(&self, id: i64, report: &Report) {
         let mut held = self.handed();
         if held.len() < HANDED_OVER {
-            held.insert(id, Submission { id, sender, report });
+            held.insert(id, Digest::of(report));
         }
         drop(held);
         self.mark_stale();
     }
 
-    fn handed(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Submission>> {
+    fn handed(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Digest>> {
         self.handed_over
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -239,16 +250,16 @@ impl State {
             self.pending.remove(&name);
             if !self.dirty.is_empty() && published.elapsed() >= PUBLISH_EVERY {
                 self.read(reader)?;
-                publish(self.render(started)?);
+                publish(self.render(summary, started)?);
                 published = Instant::now();
             }
         }
         // What was handed over and read is merged, or does not count.
         let last = self.last;
         summary.handed().retain(|id, _| *id > last);
-        publish(self.render(started)?);
+        publish(self.render(summary, started)?);
         log::debug!(
-            "summary: {merged} classes merged in {} ms, {read} reports read again",
+            "summary: {merged} classes merged in {} ms, {read} digests read",
             started.elapsed().as_millis()
         );
         Ok(())
@@ -287,7 +298,7 @@ impl State {
     }
 
     /// The summary: counts of everything, and the first entries of each list.
-    fn render(&self, started: Instant) -> Result<Vec<u8>> {
+    fn render(&self, summary: &Summary, started: Instant) -> Result<Vec<u8>> {
         let (mut counted, mut unreadable, mut set_aside) = (0, 0, 0);
         let mut picks: Vec<&CrowdPick> = Vec::new();
         let mut undecided: Vec<(&str, &Merged)> = Vec::new();
@@ -368,6 +379,8 @@ impl State {
             "undecided_classes": undecided_classes,
             "undecided_total": undecided_entries,
             "undecided": undecided_listed,
+            "digests_read": summary.digests_read.load(AtomicOrdering::Relaxed),
+            "reports_parsed": summary.reports_parsed.load(AtomicOrdering::Relaxed),
         }))
         .map_err(|e| ServerError::Internal(e.to_string()))
     }
@@ -423,7 +436,7 @@ fn pick(p: &CrowdPick) -> Value {
 }
 
 /// One class's merge, by the merge's rules (`fleet/SCHEMA.md`), from its reports' heads and the
-/// bodies of those that count; and how many of those were read from the database.
+/// digests of those that count; and how many of those were read from the database.
 fn merge_class(
     reader: &mut Reader,
     summary: &Summary,
@@ -434,46 +447,64 @@ fn merge_class(
     let mut tally = Tally::new(models, registry, Rules::default());
     let counted = tally.select(heads);
     // The reports the writer handed over count as they are (it parsed and stored them); the
-    // others are read and parsed again.
+    // others' digests are read.
     let mut ids = Vec::new();
     for id in counted {
         match summary.handed().remove(&id) {
-            Some(s) => tally.add(&s),
+            Some(digest) => tally.add_digest(id, &digest),
             None => ids.push(id),
         }
     }
     ids.sort_unstable();
-    // What each row's columns claim (the selection above went by them): the report's own
-    // profile must produce the same class and fingerprint, or the row does not count.
+    // What each row's columns claim (the selection above went by them): the digest's (or the
+    // report's) own profile must produce the same class and fingerprint, or the row does not
+    // count.
     let claimed: HashMap<i64, (&str, &str)> = heads
         .iter()
         .map(|h| (h.id, (h.class.as_str(), h.fingerprint.as_str())))
         .collect();
     let mut unreadable = 0;
-    reader.bodies(&ids, |id, sender, body| {
-        let parsed = Report::parse(&format!("stored report {id}"), &body)
-            .map_err(|e| e.to_string())
-            .and_then(|report| {
-                let own = (report.device.class(), fingerprint(&report.device));
-                match claimed.get(&id) {
-                    Some((class, fp)) if (*class, *fp) == (own.0.as_str(), own.1.as_str()) => {
-                        Ok(report)
-                    }
-                    _ => Err(format!(
-                        "stored report {id}: its stored class or fingerprint is not its \
-                         profile's ({})",
-                        own.0
-                    )),
-                }
-            });
-        match parsed {
-            Ok(report) => tally.add(&Submission { id, sender, report }),
+    let mut add = |tally: &mut Tally, id: i64, digest: std::result::Result<Digest, String>| {
+        let checked = digest.and_then(|d| {
+            let own = (d.device.class(), fingerprint(&d.device));
+            match claimed.get(&id) {
+                Some((class, fp)) if (*class, *fp) == (own.0.as_str(), own.1.as_str()) => Ok(d),
+                _ => Err(format!(
+                    "stored report {id}: its stored class or fingerprint is not its \
+                     profile's ({})",
+                    own.0
+                )),
+            }
+        });
+        match checked {
+            Ok(d) => tally.add_digest(id, &d),
             Err(e) => {
                 log::warn!("{e}: skipped");
                 unreadable += 1;
                 tally.unreadable(id, e);
             }
         }
+    };
+    let parse = |id: i64, body: &str| {
+        summary.reports_parsed.fetch_add(1, AtomicOrdering::Relaxed);
+        Report::parse(&format!("stored report {id}"), body)
+            .map(|r| Digest::of(&r))
+            .map_err(|e| e.to_string())
+    };
+    // A digest this build does not read: its report is read instead.
+    let mut whole = Vec::new();
+    reader.digests(&ids, |id, stored| match stored {
+        Stored::Digest(text) => {
+            summary.digests_read.fetch_add(1, AtomicOrdering::Relaxed);
+            match Digest::parse(&text) {
+                Some(d) => add(&mut tally, id, Ok(d)),
+                None => whole.push(id),
+            }
+        }
+        Stored::Body(body) => add(&mut tally, id, parse(id, &body)),
+    })?;
+    reader.bodies(&whole, |id, _sender, body| {
+        add(&mut tally, id, parse(id, &body));
     })?;
     let merged = tally.finish();
     let merged_class = Merged {

@@ -551,7 +551,15 @@ fn a_report_per_new_class_leaves_the_summary_small_and_prompt(backend: &Backend)
     let mut r = report(601);
     r["device"]["vendor"] = json!(0x3_0001);
     assert_eq!(post_from(&s.url, [127, 0, 0, 3], &r.to_string()), 201);
-    assert_eq!(summary_of(&s.url, 600)["classes"], 600);
+    let summary = summary_of(&s.url, 600);
+    assert_eq!(summary["classes"], 600);
+    // Every class was merged from the reports' digests (those the writer handed over, and past
+    // them the stored ones, and all again after the removal): no report was parsed again.
+    assert_eq!(summary["reports_parsed"], 0, "{summary}");
+    assert!(
+        summary["digests_read"].as_u64().unwrap() >= 599,
+        "{summary}"
+    );
 }
 
 on_both_backends!(

@@ -11,20 +11,21 @@ mod sqlite;
 use std::fmt;
 use std::path::PathBuf;
 
-use sha2::{Digest, Sha256};
+use sha2::{Digest as _, Sha256};
 
 use kiln_fleet::Report;
-use kiln_fleet::crowd::{Head, fingerprint};
+use kiln_fleet::crowd::{Digest, Head, fingerprint};
 
 use crate::error::{Result, ServerError};
 
 /// The migrations in order. SQLite runs each as it is written; PostgreSQL runs the same text
 /// with the few words the two dialects spell differently replaced ([`postgres_text`]). SQLite's
 /// `PRAGMA user_version` and PostgreSQL's marker table record how many have run.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     include_str!("../../migrations/0001_reports.sql"),
     include_str!("../../migrations/0002_senders.sql"),
     include_str!("../../migrations/0003_audit.sql"),
+    include_str!("../../migrations/0004_digests.sql"),
 ];
 
 /// What marks a Kiln fleet database: SQLite's `PRAGMA application_id` and the `application_id`
@@ -133,6 +134,8 @@ struct NewReport<'a> {
     bytes: i64,
     /// Bytes of the request body (the audit record's).
     received: i64,
+    /// What the crowd merge reads of it ([`Digest`]), as JSON.
+    digest: String,
 }
 
 /// What a backend's store did: inserted the report as this id, or found its content stored as
@@ -247,6 +250,24 @@ impl Db {
         Ok(())
     }
 
+    /// Up to `limit` rows after the id `after` stored without a digest (before digests were
+    /// kept): their ids and bodies, in id order.
+    pub fn undigested(&mut self, after: i64, limit: i64) -> Result<Vec<(i64, String)>> {
+        match &mut self.writer {
+            Writer::Sqlite(w) => w.undigested(after, limit),
+            Writer::Postgres(w) => w.undigested(after, limit),
+        }
+    }
+
+    /// Stores the digests of rows stored without one, in one transaction (a row removed
+    /// meanwhile is not there to update).
+    pub fn set_digests(&mut self, digests: &[(i64, String)]) -> Result<()> {
+        match &mut self.writer {
+            Writer::Sqlite(w) => w.set_digests(digests),
+            Writer::Postgres(w) => w.set_digests(digests),
+        }
+    }
+
     /// Stores a validated report from `sender` (its salted hash; `received` bytes came in)
     /// unless the same content is already stored, within the quotas, with its audit record.
     pub fn store(
@@ -271,6 +292,7 @@ impl Db {
             sender,
             fingerprint: fingerprint(&report.device),
             received: received as i64,
+            digest: digest_text(report)?,
         };
         if let Writer::Postgres(w) = &mut self.writer {
             // A write whose answer the lost connection swallowed may have been committed.
@@ -296,6 +318,73 @@ impl Db {
             Inserted::Duplicate(id) => Stored::Duplicate(id),
         })
     }
+}
+
+/// A report's digest as it is stored.
+pub fn digest_text(report: &Report) -> Result<String> {
+    serde_json::to_string(&Digest::of(report)).map_err(|e| ServerError::Internal(e.to_string()))
+}
+
+/// What the summary reads of a stored report to merge it: its digest, or (a row stored before
+/// digests were kept, or a digest this build does not read) its body.
+#[derive(Debug)]
+pub enum Merged {
+    Digest(String),
+    Body(String),
+}
+
+/// A row's digest, or its body where it has none.
+fn merged(digest: String, body: Option<String>) -> Merged {
+    if digest.is_empty() {
+        Merged::Body(body.unwrap_or_default())
+    } else {
+        Merged::Digest(digest)
+    }
+}
+
+/// How many rows [`spawn_digest_fill`] reads and parses at a time: a few seconds' work at most,
+/// and the writer's lock held only to read them and to write their digests.
+const FILL_BATCH: i64 = 32;
+
+/// Fills in, in the background, the digests of the rows stored before digests were kept (a
+/// database of an earlier server): once, in batches, the writer taking new reports meanwhile;
+/// until then the summary reads those rows' bodies. A row that no longer parses is left without
+/// one (and logged; the summary skips it as it did).
+pub fn spawn_digest_fill(writer: std::sync::Arc<tokio::sync::Mutex<Db>>) {
+    std::thread::spawn(move || {
+        let (mut after, mut filled) = (0, 0);
+        loop {
+            let rows = match writer.blocking_lock().undigested(after, FILL_BATCH) {
+                Ok(rows) => rows,
+                Err(e) => {
+                    log::error!("filling in digests: {e} (the next start goes on)");
+                    return;
+                }
+            };
+            if rows.is_empty() {
+                break;
+            }
+            let mut digests = Vec::with_capacity(rows.len());
+            for (id, body) in rows {
+                after = id;
+                match Report::parse(&format!("stored report {id}"), &body)
+                    .map_err(|e| ServerError::Internal(e.to_string()))
+                    .and_then(|r| digest_text(&r))
+                {
+                    Ok(d) => digests.push((id, d)),
+                    Err(e) => log::warn!("{e}: left without a digest"),
+                }
+            }
+            filled += digests.len();
+            if let Err(e) = writer.blocking_lock().set_digests(&digests) {
+                log::error!("filling in digests: {e} (the next start goes on)");
+                return;
+            }
+        }
+        if filled > 0 {
+            log::info!("digests filled in for {filled} reports stored before they were kept");
+        }
+    });
 }
 
 /// A read-only connection: the summary's and the export's.
@@ -327,6 +416,15 @@ impl Reader {
         match self {
             Reader::Sqlite(r) => r.bodies(ids, &mut f),
             Reader::Postgres(r) => r.bodies(ids, &mut f),
+        }
+    }
+
+    /// Calls `f` with the id and digest (or, without one, body) of each of the reports `ids`
+    /// still stored.
+    pub fn digests(&mut self, ids: &[i64], mut f: impl FnMut(i64, Merged)) -> Result<()> {
+        match self {
+            Reader::Sqlite(r) => r.digests(ids, &mut f),
+            Reader::Postgres(r) => r.digests(ids, &mut f),
         }
     }
 

@@ -24,7 +24,7 @@ use postgres::{Client, Config, IsolationLevel, NoTls, Statement};
 
 use kiln_fleet::crowd::Head;
 
-use super::{APPLICATION_ID, Inserted, MIGRATIONS, NewReport, Row, postgres_text};
+use super::{APPLICATION_ID, Inserted, MIGRATIONS, Merged, NewReport, Row, merged, postgres_text};
 use crate::error::{Result, ServerError};
 
 /// How long a connection may take to be made when the URL does not say (`connect_timeout`).
@@ -189,8 +189,8 @@ impl Statements {
             insert: client.prepare(
                 "INSERT INTO reports
                  (sha256, received_unix, device_name, device_class, kiln_version, body, sender,
-                  fingerprint, bytes)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+                  fingerprint, bytes, digest)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
             )?,
             audit: client.prepare(
                 "INSERT INTO audit (received_unix, report_id, bytes, sender)
@@ -321,6 +321,33 @@ impl Writer {
         Ok(())
     }
 
+    /// Up to `limit` rows after `after` without a digest: ids and bodies.
+    pub fn undigested(&mut self, after: i64, limit: i64) -> Result<Vec<(i64, String)>> {
+        self.client()?
+            .query(
+                "SELECT id, body FROM reports WHERE digest = '' AND id > $1 ORDER BY id LIMIT $2",
+                &[&after, &limit],
+            )
+            .and_then(|rows| {
+                rows.iter()
+                    .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+                    .collect()
+            })
+            .map_err(ServerError::pg)
+    }
+
+    pub fn set_digests(&mut self, digests: &[(i64, String)]) -> Result<()> {
+        let mut tx = self.client()?.transaction().map_err(ServerError::pg)?;
+        for (id, digest) in digests {
+            tx.execute(
+                "UPDATE reports SET digest = $1 WHERE id = $2 AND digest = ''",
+                &[digest, id],
+            )
+            .map_err(ServerError::pg)?;
+        }
+        tx.commit().map_err(ServerError::pg)
+    }
+
     /// Stores `new` unless its content is already stored: `check` says whether its sender
     /// (given the reports and bytes it has stored) may store it. In one transaction that takes
     /// the write lock first, committed (flushed to the WAL) before this returns.
@@ -369,6 +396,7 @@ impl Writer {
                     &new.sender,
                     &new.fingerprint,
                     &new.bytes,
+                    &new.digest,
                 ],
             )
             .and_then(|r| r.try_get(0))
@@ -561,6 +589,30 @@ impl Reader {
                 r.try_get(0).map_err(ServerError::pg)?,
                 r.try_get(1).map_err(ServerError::pg)?,
                 r.try_get(2).map_err(ServerError::pg)?,
+            );
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the id and digest (without one: body) of each of the reports `ids` still
+    /// stored, in id order; rows are read as they arrive, not all at once.
+    pub fn digests(&mut self, ids: &[i64], f: &mut dyn FnMut(i64, Merged)) -> Result<()> {
+        let params: [&(dyn ToSql + Sync); 1] = [&ids];
+        let mut rows = self
+            .client
+            .query_raw(
+                "SELECT id, digest, CASE WHEN digest = '' THEN body END FROM reports
+                 WHERE id = ANY($1) ORDER BY id",
+                params,
+            )
+            .map_err(ServerError::pg)?;
+        while let Some(r) = rows.next().map_err(ServerError::pg)? {
+            f(
+                r.try_get(0).map_err(ServerError::pg)?,
+                merged(
+                    r.try_get(1).map_err(ServerError::pg)?,
+                    r.try_get(2).map_err(ServerError::pg)?,
+                ),
             );
         }
         Ok(())

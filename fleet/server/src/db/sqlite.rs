@@ -8,7 +8,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, pa
 
 use kiln_fleet::crowd::Head;
 
-use super::{APPLICATION_ID, Inserted, MIGRATIONS, NewReport, Row};
+use super::{APPLICATION_ID, Inserted, MIGRATIONS, Merged, NewReport, Row, merged};
 use crate::error::{Result, ServerError};
 
 /// How long the writer waits for a lock another connection holds (a reader checkpointing, the
@@ -140,6 +140,31 @@ impl Writer {
         Ok(())
     }
 
+    /// Up to `limit` rows after `after` without a digest: ids and bodies.
+    pub fn undigested(&mut self, after: i64, limit: i64) -> Result<Vec<(i64, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, body FROM reports WHERE digest = '' AND id > ?1 ORDER BY id LIMIT ?2",
+            )
+            .map_err(ServerError::sql)?;
+        stmt.query_map(params![after, limit], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(Iterator::collect)
+            .map_err(ServerError::sql)
+    }
+
+    pub fn set_digests(&mut self, digests: &[(i64, String)]) -> Result<()> {
+        let tx = self.conn.transaction().map_err(ServerError::sql)?;
+        for (id, digest) in digests {
+            tx.execute(
+                "UPDATE reports SET digest = ?1 WHERE id = ?2 AND digest = ''",
+                params![digest, id],
+            )
+            .map_err(ServerError::sql)?;
+        }
+        tx.commit().map_err(ServerError::sql)
+    }
+
     /// Stores `new` unless its content is already stored: `check` says whether its sender
     /// (given the reports and bytes it has stored) may store it. In one transaction that holds
     /// the write lock from the start, committed (on disk) before this returns.
@@ -178,8 +203,8 @@ impl Writer {
         tx.execute(
             "INSERT INTO reports
              (sha256, received_unix, device_name, device_class, kiln_version, body, sender,
-              fingerprint, bytes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+              fingerprint, bytes, digest)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 new.sha256,
                 new.received_unix,
@@ -189,7 +214,8 @@ impl Writer {
                 new.body,
                 new.sender,
                 new.fingerprint,
-                new.bytes
+                new.bytes,
+                new.digest
             ],
         )
         .map_err(ServerError::sql)?;
@@ -368,6 +394,27 @@ impl Reader {
                 .map_err(ServerError::sql)?;
             if let Some((sender, body)) = row {
                 f(id, sender, body);
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the id and digest (without one: body) of each of the reports `ids` still
+    /// stored.
+    pub fn digests(&mut self, ids: &[i64], f: &mut dyn FnMut(i64, Merged)) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT digest, CASE WHEN digest = '' THEN body END FROM reports WHERE id = ?1",
+            )
+            .map_err(ServerError::sql)?;
+        for &id in ids {
+            let row: Option<(String, Option<String>)> = stmt
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .map_err(ServerError::sql)?;
+            if let Some((digest, body)) = row {
+                f(id, merged(digest, body));
             }
         }
         Ok(())
