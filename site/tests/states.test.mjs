@@ -36,7 +36,7 @@ const WALKTHROUGHS = {
   attention: ['Text', 'Tokens', 'Embeddings', 'Layer norm', 'Q, K, V', 'Scores', 'Softmax',
     'Weights · V', 'Add: the residual', 'Layer norm again'],
   flash: ['The naive way: an N×N matrix', 'Tiles and the online softmax',
-    "Backward: recompute, don't store", 'Speed and memory traffic'],
+    "Backward: recompute, don't store", 'Speed and memory traffic', 'Generating: flash-decoding'],
   fleet: ['Device census', 'Ceilings', 'Variants racing', 'The tuned choice'],
 };
 
