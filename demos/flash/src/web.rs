@@ -251,7 +251,9 @@ async fn generate_both(
         runs.push(run);
         yield_to_page().await?;
     }
-    let agreement = match generate::first_divergence(&runs[0], &runs[1]) {
+    let divergence = generate::first_divergence(&runs[0], &runs[1]);
+    let same = divergence.is_none();
+    let agreement = match divergence {
         None => format!(
             "The two paths wrote the same {} tokens (their logits differ by at most {:.1e}).",
             runs[0].tokens.len(),
@@ -280,7 +282,7 @@ async fn generate_both(
     Ok(serde_json::json!({
         "tokens": count, "prompt_tokens": ids.len().max(1),
         "gpu": path(&runs[0]), "cpu": path(&runs[1]), "agreement": agreement,
-        "same": generate::first_divergence(&runs[0], &runs[1]).is_none(),
+        "same": same,
     })
     .to_string())
 }
