@@ -6,10 +6,10 @@
 
 mod common;
 
-use common::{assert_close, gpu, input, read, scaled_input};
+use common::{assert_close, gpu, input, random, read, scaled_input};
 use kiln::cpu::{self, Array};
 use kiln::ops::{KvCache, flash_decode};
-use kiln::{DType, Error, Tensor};
+use kiln::{DType, Error, Gpu, GpuOptions, Tensor};
 
 /// Relative L2 tolerance against the CPU: about 10× the worst measured on lavapipe with logits
 /// ×10 (f32 1.1e-6; f16 2.0e-4, its 11 significant bits).
@@ -67,6 +67,87 @@ fn a_cache_filled_by_prefill_and_steps_attends_like_the_cpu() {
     }
 }
 
+/// A one-row step captured once (append, then attend) and replayed as the cache grows past a
+/// chunk's end, with new rows written into its inputs before each replay: like the CPU at every
+/// length. The kernels read the length when they run; the split covers the capacity.
+#[test]
+fn a_captured_step_replays_as_the_cache_grows() {
+    // A device of its own: a capture takes whatever its device records meanwhile, and the
+    // other tests of this file record on the shared one from other threads.
+    let gpu = &pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap();
+    let (b, hq, hkv, d, cap) = (1, 4, 2, 64, 600);
+    let scale = 1.0 / (d as f32).sqrt();
+    let dtype = DType::F32;
+    let rows = |seed: u64, heads: usize, n: usize, gain: f32| {
+        let data: Vec<f32> = random(seed, b * heads * n * d)
+            .into_iter()
+            .map(|x| gain * x)
+            .collect();
+        Array::new(&[b, heads, n, d], data).unwrap()
+    };
+    let on_gpu = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, dtype).unwrap();
+    let mut cache = KvCache::new(gpu, b, hkv, cap, d, dtype).unwrap();
+    let mut k_cpu = Array::new(&[b, hkv, cap, d], vec![0.0; b * hkv * cap * d]).unwrap();
+    let mut v_cpu = k_cpu.clone();
+    let (k, v) = (rows(1, hkv, 254, 1.0), rows(2, hkv, 254, 1.0));
+    cpu::cache_append(&mut k_cpu, &k, 0).unwrap();
+    cpu::cache_append(&mut v_cpu, &v, 0).unwrap();
+    cache.append(&on_gpu(&k), &on_gpu(&v)).unwrap();
+    let (q, k, v) = (
+        Tensor::uninit(gpu, &[b, hq, 1, d], dtype).unwrap(),
+        Tensor::uninit(gpu, &[b, hkv, 1, d], dtype).unwrap(),
+        Tensor::uninit(gpu, &[b, hkv, 1, d], dtype).unwrap(),
+    );
+    let (plan, (o, lse)) = gpu
+        .capture(|| {
+            cache.append(&k, &v)?;
+            cache.attend(&q, true, scale)
+        })
+        .unwrap();
+    assert_eq!(plan.launches(), 3, "{:?}", plan.kernels());
+    let mut worst = 0.0f64;
+    for step in 0..5u64 {
+        if step > 0 {
+            cache.grow(1).unwrap();
+        }
+        let len = cache.len();
+        let new = [
+            rows(30 + step, hq, 1, 10.0),
+            rows(40 + step, hkv, 1, 1.0),
+            rows(50 + step, hkv, 1, 1.0),
+        ];
+        for (t, a) in [&q, &k, &v].into_iter().zip(&new) {
+            t.write(&a.data).unwrap();
+        }
+        // Poisoned, so that a replay that wrote nothing fails.
+        o.write(&vec![f32::NAN; o.numel()]).unwrap();
+        plan.replay().unwrap();
+        cpu::cache_append(&mut k_cpu, &new[1], len - 1).unwrap();
+        cpu::cache_append(&mut v_cpu, &new[2], len - 1).unwrap();
+        let want = cpu::decode_attention(&new[0], &k_cpu, &v_cpu, len, true, scale).unwrap();
+        let case = format!("replay at length {len}");
+        let got = read(&o);
+        assert_close(&case, &got, &want.out.data, tolerance(dtype));
+        assert_close(
+            &format!("{case} LSE"),
+            &read(&lse),
+            &want.lse,
+            LSE_TOLERANCE,
+        );
+        worst = worst.max(cpu::rel_l2(&got, &want.out.data));
+    }
+    println!("captured decode step, lengths 255 to 259: worst relative L2 error {worst:.1e}");
+    // The replayed appends wrote the rows the CPU's cache holds, the earlier rows untouched.
+    let held = |a: &[f32]| -> Vec<f32> {
+        (0..b * hkv)
+            .flat_map(|h| a[h * cap * d..][..259 * d].to_vec())
+            .collect()
+    };
+    assert_eq!(held(&read(cache.keys())), held(&k_cpu.data));
+    assert!(cache.grow(cap).is_err());
+    assert_eq!(cache.len(), 259);
+}
+
 /// Without a group (Hkv = Hq) and with the cache full, decoding is the flash forward pass.
 #[test]
 fn a_full_cache_without_groups_matches_the_flash_forward() {
@@ -119,4 +200,10 @@ fn bad_calls_are_refused_and_leave_the_cache_as_it_was() {
         assert_eq!(cache.len(), 3);
     }
     assert!(KvCache::new(gpu(), 1, 0, 4, 64, DType::F32).is_err());
+    // The length the kernels read must be one u32.
+    let (k, v) = (rows(1), rows(1));
+    let f32_length = Tensor::full(gpu(), &[1], 1.0, DType::F32).unwrap();
+    let e = kiln::ops::kv_append_into(&k, &v, cache.keys(), cache.values(), &f32_length, 3, None)
+        .unwrap_err();
+    assert!(e.to_string().contains("one u32"), "{e}");
 }

@@ -16,6 +16,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         let (lse, lse_t) = out(gpu, &p.q.1.shape[..3], DType::F32, p.want.lse.clone())?;
         let (q, k, v) = (p.q.0.clone(), p.k.0.clone(), p.v.0.clone());
         let (len, causal, scale) = (p.dims.len, p.causal, p.scale);
+        let length = Tensor::from_u32(gpu, &[1], &[len as u32])?;
         cases.push(Case {
             family: "flash_decode",
             fixed: p.fixed(),
@@ -25,7 +26,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             bytes: p.kv_bytes,
             outputs: vec![o, lse],
             plan: Box::new(move |name| {
-                let plan = super::plan(&q, &k, &v, len, &o_t, &lse_t, causal, scale, name)?;
+                let plan = super::plan(&q, &k, &v, &length, len, &o_t, &lse_t, causal, scale, name)?;
                 Ok(Planned {
                     all: vec![plan.split, plan.combine],
                     timed: vec![0, 1],

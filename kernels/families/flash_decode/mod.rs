@@ -57,7 +57,7 @@ struct Params {
     kv_heads: u32,
     nq: u32,
     cap: u32,
-    len: u32,
+    _pad0: u32,
     rows: u32,
     chunks: u32,
     causal: u32,
@@ -212,19 +212,24 @@ pub fn flash_decode(
     causal: bool,
     scale: f32,
 ) -> Result<(Tensor, Tensor)> {
+    decode_dims(q, k, v, len, scale)?;
+    let length = Tensor::from_u32(q.gpu(), &[1], &[len as u32])?;
     let o = Tensor::uninit(q.gpu(), q.shape(), q.dtype())?;
     let lse = Tensor::uninit(q.gpu(), &q.shape()[..3], DType::F32)?;
-    flash_decode_into(q, k, v, len, &o, &lse, causal, scale, None)?;
+    flash_decode_into(q, k, v, &length, len, &o, &lse, causal, scale, None)?;
     Ok((o, lse))
 }
 
 /// Writes [`flash_decode`]'s O and LSE into `o` and `lse`, with the named split variant or the
-/// selector's choice.
+/// selector's choice. The kernels read the length from `length` (u32 [1]) when they run; the
+/// split is planned for `len` keys, which must be at least that many (chunks past the length
+/// write an empty state).
 #[allow(clippy::too_many_arguments)]
 pub fn flash_decode_into(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
+    length: &Tensor,
     len: usize,
     o: &Tensor,
     lse: &Tensor,
@@ -232,17 +237,19 @@ pub fn flash_decode_into(
     scale: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let plan = plan(q, k, v, len, o, lse, causal, scale, named)?;
+    let plan = plan(q, k, v, length, len, o, lse, causal, scale, named)?;
     q.gpu().record_all(vec![plan.split, plan.combine])?;
     Ok(plan.choice)
 }
 
-/// Checks a decoding call and prepares its two launches.
+/// Checks a decoding call and prepares its two launches, the split planned for `len` keys (the
+/// kernels read the length itself from `length` when they run).
 #[allow(clippy::too_many_arguments)]
 pub fn plan(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
+    length: &Tensor,
     len: usize,
     o: &Tensor,
     lse: &Tensor,
@@ -251,6 +258,7 @@ pub fn plan(
     named: Option<&str>,
 ) -> Result<DecodePlan> {
     let d = decode_dims(q, k, v, len, scale)?;
+    crate::families::kv_append::check_length(OP, length)?;
     check_operands(OP, &[q, o])?;
     check_out_shape(OP, o, q.shape())?;
     if lse.dtype() != DType::F32 {
@@ -277,7 +285,7 @@ pub fn plan(
         kv_heads: d.kv_heads as u32,
         nq: d.q_len as u32,
         cap: d.capacity as u32,
-        len: d.len as u32,
+        _pad0: 0,
         rows: rows as u32,
         chunks: chunks as u32,
         causal: u32::from(causal),
@@ -289,7 +297,7 @@ pub fn plan(
     let split = Dispatch::new(
         gpu,
         &choice.variant,
-        &[q, k, v, &part_out, &part_max_sum],
+        &[q, k, v, &part_out, &part_max_sum, length],
         &params,
         groups,
     )?;

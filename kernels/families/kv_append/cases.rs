@@ -26,6 +26,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             let (k0, mut kca) = inputs.pair(gpu, &[b, h, cap, d], dtype)?;
             let (v0, mut vca) = inputs.pair(gpu, &[b, h, cap, d], dtype)?;
             let kc = Tensor::uninit(gpu, &[b, h, cap, d], dtype)?;
+            let full = Tensor::from_u32(gpu, &[1], &[cap as u32])?;
+            let after = Tensor::from_u32(gpu, &[1], &[(len + n) as u32])?;
             let vc = Tensor::uninit(gpu, &[b, h, cap, d], dtype)?;
             super::cpu::cache_append(&mut kca, &ka, len)?;
             super::cpu::cache_append(&mut vca, &va, len)?;
@@ -44,8 +46,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 bytes: 4.0 * (b * h * n * d) as f64 * dtype.size() as f64,
                 outputs: vec![values(&kc, &kca.data), values(&vc, &vca.data)],
                 plan: Box::new(move |name| {
-                    let (append, choice) = super::plan(&k, &v, &kc, &vc, len, name)?;
-                    let (restore, _) = super::plan(&k0, &v0, &kc, &vc, 0, None)?;
+                    let (append, choice) = super::plan(&k, &v, &kc, &vc, &after, len, name)?;
+                    let (restore, _) = super::plan(&k0, &v0, &kc, &vc, &full, 0, None)?;
                     Ok(Planned {
                         all: vec![restore, append],
                         timed: vec![1],

@@ -1,7 +1,9 @@
 //! The key/value cache of decoding on the GPU: [`KvCache`] holds preallocated K and V caches
 //! [B, Hkv, Cap, D] and their length; a step's rows are appended in place (this family's
 //! kernel, K and V in one launch) and the new queries attend to the cache through
-//! flash-decoding (`families/flash_decode`).
+//! flash-decoding (`families/flash_decode`). Both kernels read the length from a one-word
+//! buffer when they run, so a step captured once (a [`Plan`](crate::gpu::Plan)) is replayed as
+//! the cache grows with only that word rewritten.
 
 pub(crate) mod cases;
 pub mod cpu;
@@ -26,33 +28,37 @@ struct Params {
     n: u32,
     columns: u32,
     cap: u32,
-    len: u32,
-    _pad: [u32; 3],
+    _pad: [u32; 4],
 }
 
 /// Writes `k` and `v` [B, Hkv, n, D] into rows `len` … `len + n` of the caches
-/// [B, Hkv, Cap, D], with the named variant or the selector's choice.
+/// [B, Hkv, Cap, D], with the named variant or the selector's choice. `length` (u32 [1]) must
+/// hold `len + n` when the launch runs: the kernel reads where to write from it.
 pub fn kv_append_into(
     k: &Tensor,
     v: &Tensor,
     k_cache: &Tensor,
     v_cache: &Tensor,
+    length: &Tensor,
     len: usize,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(k.gpu(), plan(k, v, k_cache, v_cache, len, named)?)
+    record(k.gpu(), plan(k, v, k_cache, v_cache, length, len, named)?)
 }
 
-/// Checks the call and prepares its launch.
+/// Checks the call (`len`, the rows held before it, against the capacity) and prepares its
+/// launch.
 pub fn plan(
     k: &Tensor,
     v: &Tensor,
     k_cache: &Tensor,
     v_cache: &Tensor,
+    length: &Tensor,
     len: usize,
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
     check_operands(OP, &[k, v, k_cache, v_cache])?;
+    check_length(OP, length)?;
     if k.dtype() == DType::U32 {
         return Err(Error::shape(OP, "keys and values must be f32 or f16"));
     }
@@ -114,25 +120,41 @@ pub fn plan(
         n: n as u32,
         columns: (d / 4) as u32,
         cap: cap as u32,
-        len: len as u32,
-        _pad: [0; 3],
+        _pad: [0; 4],
     };
     let dispatch = Dispatch::new(
         gpu,
         &choice.variant,
-        &[k, v, k_cache, v_cache],
+        &[k, v, k_cache, v_cache, length],
         &params,
         groups,
     )?;
     Ok((dispatch, choice))
 }
 
-/// Preallocated K and V caches [B, Hkv, Cap, D] and the rows of them that hold keys. Appending
-/// writes into the caches' buffers; attending reads the first `len` rows.
+/// A cache's length as the kernels read it: a u32 tensor of one element on the same device.
+pub fn check_length(op: &'static str, length: &Tensor) -> Result<()> {
+    if length.dtype() != DType::U32 || length.numel() != 1 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "the length must be one u32, got {} {:?}",
+                length.dtype().wgsl(),
+                length.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Preallocated K and V caches [B, Hkv, Cap, D] and the rows of them that hold keys: counted
+/// here, and in a one-word buffer the kernels read when they run. Appending writes into the
+/// caches' buffers; attending reads the first `len` rows.
 #[derive(Clone, Debug)]
 pub struct KvCache {
     k: Tensor,
     v: Tensor,
+    length: Tensor,
     len: usize,
 }
 
@@ -156,6 +178,7 @@ impl KvCache {
         Ok(KvCache {
             k: Tensor::uninit(gpu, &shape, dtype)?,
             v: Tensor::uninit(gpu, &shape, dtype)?,
+            length: Tensor::from_u32(gpu, &[1], &[0])?,
             len: 0,
         })
     }
@@ -184,24 +207,69 @@ impl KvCache {
         &self.v
     }
 
+    /// The one-word buffer the kernels read the length from.
+    pub fn length(&self) -> &Tensor {
+        &self.length
+    }
+
     /// Forgets rows past `len` (a new prompt: 0); they are overwritten by the next appends.
-    pub fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
+    pub fn truncate(&mut self, len: usize) -> Result<()> {
+        self.set_len(self.len.min(len))
+    }
+
+    /// Counts `n` more rows as held without writing them: what a replayed step's append (captured
+    /// from [`append`](Self::append)) writes when it runs. Refused when they do not fit.
+    pub fn grow(&mut self, n: usize) -> Result<()> {
+        let cap = self.capacity();
+        if self.len + n > cap {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                detail: format!(
+                    "{n} rows at length {} overflow the cache's capacity of {cap}",
+                    self.len
+                ),
+            });
+        }
+        self.set_len(self.len + n)
+    }
+
+    fn set_len(&mut self, len: usize) -> Result<()> {
+        self.length.write_u32(&[len as u32])?;
+        self.len = len;
+        Ok(())
     }
 
     /// Appends a step's keys and values [B, Hkv, n, D]; refused, with nothing written, when they
     /// do not fit.
     pub fn append(&mut self, k: &Tensor, v: &Tensor) -> Result<()> {
-        kv_append_into(k, v, &self.k, &self.v, self.len, None)?;
-        self.len += k.shape()[2];
+        let n = k.shape().get(2).copied().unwrap_or(0);
+        let plan = plan(k, v, &self.k, &self.v, &self.length, self.len, None)?;
+        self.grow(n)?;
+        record(k.gpu(), plan)?;
         Ok(())
     }
 
     /// Attention of Q [B, Hq, Nq, D] (Hq a multiple of Hkv) against the cache: O like Q and the
     /// LSE [B, Hq, Nq]. Under `causal` the Nq rows are the cache's newest: query i sees keys
-    /// j ≤ len − Nq + i.
+    /// j ≤ len − Nq + i. The split is planned for the whole capacity, so that a captured call
+    /// stays right as the cache grows; chunks past the length write an empty state at once.
     pub fn attend(&self, q: &Tensor, causal: bool, scale: f32) -> Result<(Tensor, Tensor)> {
-        flash_decode::flash_decode(q, &self.k, &self.v, self.len, causal, scale)
+        flash_decode::decode_dims(q, &self.k, &self.v, self.len, scale)?;
+        let o = Tensor::uninit(q.gpu(), q.shape(), q.dtype())?;
+        let lse = Tensor::uninit(q.gpu(), &q.shape()[..3], DType::F32)?;
+        flash_decode::flash_decode_into(
+            q,
+            &self.k,
+            &self.v,
+            &self.length,
+            self.capacity(),
+            &o,
+            &lse,
+            causal,
+            scale,
+            None,
+        )?;
+        Ok((o, lse))
     }
 }
 

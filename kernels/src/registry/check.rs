@@ -134,7 +134,9 @@ pub fn validate_wgsl(
     })?;
     let mut caps = Capabilities::empty();
     if profile.features.shader_f16 {
-        caps |= Capabilities::SHADER_FLOAT16;
+        // unpack2x16float and its kin: wgpu allows them wherever f16 is (lavapipe needs f16 for
+        // them; other Vulkan drivers do not).
+        caps |= Capabilities::SHADER_FLOAT16 | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     }
     if profile.features.subgroup {
         caps |= Capabilities::SUBGROUP | Capabilities::SUBGROUP_BARRIER;
