@@ -14,6 +14,7 @@ use crate::Gpu;
 use crate::cpu::{self, Array};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::gpu::Plan;
 use crate::ops;
 use crate::optim::AdamW;
 use crate::tensor::Tensor;
@@ -27,6 +28,9 @@ pub trait Backend {
     /// A key/value cache on this path: keys and values [B, Hkv, capacity, d] and how many rows
     /// of each head hold some.
     type Cache;
+    /// A fixed-shape pass captured once and replayed (a GPU [`Plan`](crate::gpu::Plan)); `()` on
+    /// a path that runs each call as it comes.
+    type Replay;
 
     /// The path in words (`GPU (NVIDIA H200)`, `CPU (16 threads)`).
     fn name(&self) -> String;
@@ -130,7 +134,10 @@ pub trait Backend {
     /// Rows per head the cache holds.
     fn cache_len(&self, cache: &Self::Cache) -> usize;
     /// Forgets every row (a new context); the next appends overwrite them.
-    fn cache_clear(&self, cache: &mut Self::Cache);
+    fn cache_clear(&self, cache: &mut Self::Cache) -> Result<()>;
+    /// Counts `n` more rows as held without writing them: what the append of a replayed pass
+    /// writes when it runs. Refused when they do not fit.
+    fn cache_grow(&self, cache: &mut Self::Cache, n: usize) -> Result<()>;
     /// Appends K and V [B, Hkv, n, d] after the cache's rows; refused, with nothing written,
     /// when they do not fit.
     fn cache_append(&self, cache: &mut Self::Cache, k: &Self::T, v: &Self::T) -> Result<()>;
@@ -140,6 +147,14 @@ pub trait Backend {
     fn cache_attend(&self, cache: &Self::Cache, q: &Self::T, scale: f32) -> Result<Self::T>;
     /// Waits for the path's queued work (the GPU's; the CPU path is always done).
     fn idle(&self) -> impl Future<Output = Result<()>>;
+    /// Captures the work `build` records as a pass to [`replay`](Self::replay), returning it with
+    /// what `build` returned (tensors the replays rewrite). `None`, without running `build`, on a
+    /// path that cannot capture: its caller runs the pass each time instead.
+    fn capture<R>(&self, build: impl FnOnce() -> Result<R>) -> Result<Option<(Self::Replay, R)>>;
+    /// Runs a captured pass again, on the inputs as they are now.
+    fn replay(&self, pass: &Self::Replay) -> Result<()>;
+    /// Rewrites ids in place: an input of a captured pass, between replays.
+    fn write_ids(&self, ids: &Self::Ids, values: &[u32]) -> Result<()>;
 
     /// [N, H·d] → [H, N, d]: one matrix per attention head.
     fn split_heads(&self, x: &Self::T, heads: usize) -> Result<Self::T> {
@@ -210,6 +225,15 @@ fn bhtd(op: &'static str, shape: &[usize]) -> Result<[usize; 4]> {
     }
 }
 
+/// [a, b, c, d] → [a, c, b, d]: a view of the same buffer when b or c is 1 (the elements are
+/// in the same order: a decoding step's one row), a launch otherwise.
+fn swapped12(x: &Tensor) -> Result<Tensor> {
+    match *x.shape() {
+        [a, b, c, d] if b == 1 || c == 1 => x.reshape(&[a, c, b, d]),
+        _ => ops::swap_axes12(x),
+    }
+}
+
 /// The GPU path: every op a kiln kernel rendered for this adapter.
 #[derive(Clone, Debug)]
 pub struct GpuBackend {
@@ -220,6 +244,7 @@ impl Backend for GpuBackend {
     type T = Tensor;
     type Ids = Tensor;
     type Cache = ops::KvCache;
+    type Replay = crate::gpu::Plan;
 
     fn name(&self) -> String {
         format!("GPU ({})", self.gpu.profile().name)
@@ -292,11 +317,11 @@ impl Backend for GpuBackend {
         ops::transpose(x)
     }
     fn swap12(&self, x: &Tensor) -> Result<Tensor> {
-        ops::swap_axes12(x)
+        swapped12(x)
     }
     fn split_qkv(&self, qkv: &Tensor, [b, t, h, hkv, d]: [usize; 5]) -> Result<[Tensor; 3]> {
         // [B, T, H + 2Hkv, d] → [B, H + 2Hkv, T, d]: each batch's Q heads, then K's, then V's.
-        let heads = ops::swap_axes12(&qkv.reshape(&[b, t, h + 2 * hkv, d])?)?;
+        let heads = swapped12(&qkv.reshape(&[b, t, h + 2 * hkv, d])?)?;
         if hkv == h && b != 1 {
             // [B, 3, H·T·d] → [3, B, H·T·d]: three equal parts, each a view [B, H, T, d]
             // where the device's offset alignment allows.
@@ -426,8 +451,11 @@ impl Backend for GpuBackend {
     fn cache_len(&self, cache: &ops::KvCache) -> usize {
         cache.len()
     }
-    fn cache_clear(&self, cache: &mut ops::KvCache) {
-        cache.truncate(0);
+    fn cache_clear(&self, cache: &mut ops::KvCache) -> Result<()> {
+        cache.truncate(0)
+    }
+    fn cache_grow(&self, cache: &mut ops::KvCache, n: usize) -> Result<()> {
+        cache.grow(n)
     }
     fn cache_append(&self, cache: &mut ops::KvCache, k: &Tensor, v: &Tensor) -> Result<()> {
         cache.append(k, v)
@@ -437,6 +465,15 @@ impl Backend for GpuBackend {
     }
     async fn idle(&self) -> Result<()> {
         self.gpu.idle().await
+    }
+    fn capture<R>(&self, build: impl FnOnce() -> Result<R>) -> Result<Option<(Plan, R)>> {
+        Ok(Some(self.gpu.capture(build)?))
+    }
+    fn replay(&self, pass: &Plan) -> Result<()> {
+        pass.replay()
+    }
+    fn write_ids(&self, ids: &Tensor, values: &[u32]) -> Result<()> {
+        ids.write_u32(values)
     }
 }
 
@@ -545,6 +582,14 @@ impl CpuBackend {
     }
 }
 
+/// What a path that runs every call as it comes says when asked for a replay's parts.
+pub(crate) fn no_capture(op: &'static str) -> Error {
+    Error::InvalidArgument {
+        op,
+        detail: "this path runs every pass as it comes: it captures nothing to replay".into(),
+    }
+}
+
 /// The CPU path's key/value cache: keys and values [B, Hkv, capacity, d] and the rows of each
 /// head that hold some.
 #[derive(Clone, Debug)]
@@ -592,6 +637,7 @@ impl Backend for CpuBackend {
     type T = Array;
     type Ids = Vec<u32>;
     type Cache = CpuCache;
+    type Replay = ();
 
     fn name(&self) -> String {
         if self.threads > 1 {
@@ -773,8 +819,12 @@ impl Backend for CpuBackend {
     fn cache_len(&self, cache: &CpuCache) -> usize {
         cache.len
     }
-    fn cache_clear(&self, cache: &mut CpuCache) {
+    fn cache_clear(&self, cache: &mut CpuCache) -> Result<()> {
         cache.len = 0;
+        Ok(())
+    }
+    fn cache_grow(&self, _cache: &mut CpuCache, _n: usize) -> Result<()> {
+        Err(no_capture("cache_grow"))
     }
     fn cache_append(&self, cache: &mut CpuCache, k: &Array, v: &Array) -> Result<()> {
         if k.shape != v.shape {
@@ -794,5 +844,14 @@ impl Backend for CpuBackend {
     }
     async fn idle(&self) -> Result<()> {
         Ok(())
+    }
+    fn capture<R>(&self, _build: impl FnOnce() -> Result<R>) -> Result<Option<((), R)>> {
+        Ok(None)
+    }
+    fn replay(&self, _pass: &()) -> Result<()> {
+        Err(no_capture("replay"))
+    }
+    fn write_ids(&self, _ids: &Vec<u32>, _values: &[u32]) -> Result<()> {
+        Err(no_capture("write_ids"))
     }
 }

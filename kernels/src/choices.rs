@@ -183,6 +183,7 @@ impl Backend for ChoiceBackend<'_> {
     type T = Shaped;
     type Ids = Shaped;
     type Cache = ();
+    type Replay = ();
 
     fn name(&self) -> String {
         format!("plan only ({})", self.selector.profile.name)
@@ -383,7 +384,12 @@ impl Backend for ChoiceBackend<'_> {
     fn cache_len(&self, _cache: &()) -> usize {
         0
     }
-    fn cache_clear(&self, _cache: &mut ()) {}
+    fn cache_clear(&self, _cache: &mut ()) -> Result<()> {
+        Ok(())
+    }
+    fn cache_grow(&self, _cache: &mut (), _n: usize) -> Result<()> {
+        Err(crate::backend::no_capture("cache_grow"))
+    }
     fn cache_append(&self, _cache: &mut (), _k: &Shaped, _v: &Shaped) -> Result<()> {
         Err(self.not_modelled("kv_append"))
     }
@@ -392,6 +398,15 @@ impl Backend for ChoiceBackend<'_> {
     }
     async fn idle(&self) -> Result<()> {
         Ok(())
+    }
+    fn capture<R>(&self, _build: impl FnOnce() -> Result<R>) -> Result<Option<((), R)>> {
+        Ok(None)
+    }
+    fn replay(&self, _pass: &()) -> Result<()> {
+        Err(crate::backend::no_capture("replay"))
+    }
+    fn write_ids(&self, _ids: &Self::Ids, _values: &[u32]) -> Result<()> {
+        Err(crate::backend::no_capture("write_ids"))
     }
 }
 
