@@ -8,7 +8,7 @@ use flash::preset::Preset;
 use flash::run::{self, Setup};
 use flash::sweep;
 use flash::{Error, Result, generate, model};
-use kiln_app::kiln::{Gpu, GpuOptions};
+use kiln_app::kiln::{Gpu, GpuOptions, bench};
 
 #[derive(Parser)]
 #[command(
@@ -82,6 +82,10 @@ enum Command {
         /// gpu, cpu or both (the GPU's text is printed).
         #[arg(long, default_value = "both")]
         path: String,
+        /// Also time the GPU with every one-token pass recorded as it comes instead of the
+        /// captured pass replayed (the two must pick the same tokens).
+        #[arg(long)]
+        each_call: bool,
     },
 }
 
@@ -97,12 +101,14 @@ pub fn main() {
             temperature,
             seed,
             path,
+            each_call,
         }) => pollster::block_on(sample(
             checkpoint,
             prompt,
             *tokens,
             (*temperature, *seed),
             path,
+            *each_call,
         )),
         None if cli.bench => pollster::block_on(bench(&cli)),
         None => {
@@ -152,6 +158,7 @@ async fn sample(
     count: usize,
     (temperature, seed): (f32, u64),
     path: &str,
+    each_call: bool,
 ) -> Result<()> {
     let (on_gpu, on_cpu) = match path {
         "gpu" => (true, false),
@@ -178,7 +185,27 @@ async fn sample(
             gpu: Gpu::new(&GpuOptions::default()).await?,
         };
         let p = model::upload_params(&b, &state.params)?;
+        // A few tokens first, so that the timed run finds its pipelines built; and the clocks
+        // brought up before each timed run (a decoding loop leaves the GPU idle between its
+        // short passes, so it does not raise them itself).
+        generate::generate(&b, c, &p, &ids, count.min(4), temperature, seed).await?;
+        bench::heat(&b.gpu, 500.0).await?;
         let run = generate::generate(&b, c, &p, &ids, count, temperature, seed).await?;
+        if each_call {
+            bench::heat(&b.gpu, 500.0).await?;
+            let each = generate::generate_each_call(&b, c, &p, &ids, count, temperature, seed);
+            let each = each.await?;
+            if each.tokens != run.tokens {
+                return Err(Error::Config(
+                    "the GPU's replayed and recorded passes picked different tokens".into(),
+                ));
+            }
+            eprintln!(
+                "GPU, every pass recorded as it comes: {:.1} tokens/s (replayed: {:.1}), the same tokens",
+                each.tokens_per_s(),
+                run.tokens_per_s()
+            );
+        }
         runs.push((Backend::name(&b), run));
     }
     if on_cpu {

@@ -4,6 +4,11 @@
 //! the GPU path, the CPU reference on the CPU path. With grouped-query heads the caches hold
 //! only the key/value heads. When the context reaches the learned positions it keeps its last
 //! half and feeds that again from position 0, as the model was trained on windows.
+//!
+//! A one-token pass has the same shapes every time, so where the path can capture (the GPU) the
+//! first one is captured and the rest replay it, with only the token, its position and the
+//! caches' lengths rewritten: the host issues one list instead of choosing, allocating and
+//! binding some fifty launches per token.
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use web_time::Instant;
@@ -46,12 +51,30 @@ pub struct Sampling {
     pub seed: u64,
 }
 
+/// The one-token pass captured, and the inputs its replays rewrite.
+struct Captured<B: Backend> {
+    pass: B::Replay,
+    token: B::Ids,
+    position: B::Ids,
+    logits: B::T,
+}
+
+/// How the one-token passes run.
+enum Passes<B: Backend> {
+    /// Captured at the next token, where the path can.
+    Capture,
+    Replayed(Captured<B>),
+    /// Each run as it comes (a path that cannot capture, or asked not to).
+    EachCall,
+}
+
 /// Generation one token at a time (a window shows each as it comes): [`start`](Self::start)
 /// runs the prompt, then [`pick`](Self::pick) takes a token from the newest logits and
 /// [`advance`](Self::advance) feeds it. The model and path are passed to each call, so that
 /// their owner keeps them.
 pub struct Generator<B: Backend> {
     caches: Vec<B::Cache>,
+    passes: Passes<B>,
     context: Vec<u32>,
     row: Vec<f32>,
     rng: StdRng,
@@ -101,6 +124,7 @@ impl<B: Backend> Generator<B> {
         let row = last_logits(b, c, p, &mut caches, &context, 0).await?;
         Ok(Generator {
             caches,
+            passes: Passes::Capture,
             context,
             row,
             rng: StdRng::seed_from_u64(seed),
@@ -110,6 +134,13 @@ impl<B: Backend> Generator<B> {
                 ..Default::default()
             },
         })
+    }
+
+    /// Runs every one-token pass as it comes rather than replaying a captured one (to measure
+    /// what the capture saves; the two give the same logits).
+    pub fn each_call(mut self) -> Self {
+        self.passes = Passes::EachCall;
+        self
     }
 
     /// Takes the next token from the newest logits.
@@ -131,17 +162,63 @@ impl<B: Backend> Generator<B> {
         self.row = if self.context.len() > c.seq {
             self.context.drain(..self.context.len() - c.seq / 2);
             for cache in &mut self.caches {
-                b.cache_clear(cache);
+                b.cache_clear(cache)?;
             }
             self.out.refills += 1;
             last_logits(b, c, p, &mut self.caches, &self.context, 0).await?
         } else {
             let at = self.context.len() - 1;
-            last_logits(b, c, p, &mut self.caches, &[next], at).await?
+            self.one_token(b, c, p, next, at).await?
         };
         self.out.decode_s += start.elapsed().as_secs_f64();
         self.out.passes += 1;
         Ok(())
+    }
+
+    /// The logits after `token` at position `at`: the captured pass replayed (captured now if
+    /// this is the first), or the pass run as it comes.
+    async fn one_token(
+        &mut self,
+        b: &B,
+        c: &Config,
+        p: &Params<B::T>,
+        token: u32,
+        at: usize,
+    ) -> Result<Vec<f32>> {
+        if let Passes::Capture = self.passes {
+            let (token, position) = (b.ids(&[token])?, b.ids(&[at as u32])?);
+            let caches = &mut self.caches;
+            // The capture counts the token's row in each cache; the first replay writes it.
+            // (The model's errors ride through the capture as a value.)
+            let captured = b.capture(|| Ok(model::feed(b, c, p, caches, &token, &position, 1)))?;
+            self.passes = match captured {
+                Some((pass, logits)) => {
+                    let logits = logits?;
+                    b.replay(&pass)?;
+                    let row = b.read(&logits).await?;
+                    self.passes = Passes::Replayed(Captured {
+                        pass,
+                        token,
+                        position,
+                        logits,
+                    });
+                    return Ok(row);
+                }
+                None => Passes::EachCall,
+            };
+        }
+        match &self.passes {
+            Passes::Replayed(r) => {
+                for cache in &mut self.caches {
+                    b.cache_grow(cache, 1)?;
+                }
+                b.write_ids(&r.token, &[token])?;
+                b.write_ids(&r.position, &[at as u32])?;
+                b.replay(&r.pass)?;
+                Ok(b.read(&r.logits).await?)
+            }
+            _ => last_logits(b, c, p, &mut self.caches, &[token], at).await,
+        }
     }
 
     /// What has been generated so far.
@@ -181,7 +258,37 @@ pub async fn generate_watched<B: Backend>(
     sampling: Sampling,
     watch: &mut dyn FnMut(&[u32]),
 ) -> Result<Generation> {
-    let mut g = Generator::start(b, c, p, prompt, sampling).await?;
+    let g = Generator::start(b, c, p, prompt, sampling).await?;
+    run(b, c, p, g, count, watch).await
+}
+
+/// [`generate`] with every one-token pass run as it comes, none replayed (what the capture
+/// saves is the difference).
+pub async fn generate_each_call<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    prompt: &[u32],
+    count: usize,
+    temperature: f32,
+    seed: u64,
+) -> Result<Generation> {
+    let sampling = Sampling { temperature, seed };
+    let g = Generator::start(b, c, p, prompt, sampling)
+        .await?
+        .each_call();
+    run(b, c, p, g, count, &mut |_| {}).await
+}
+
+/// Picks `count` tokens, feeding each but the last.
+async fn run<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    mut g: Generator<B>,
+    count: usize,
+    watch: &mut dyn FnMut(&[u32]),
+) -> Result<Generation> {
     for i in 0..count {
         g.pick();
         watch(&g.out.tokens);

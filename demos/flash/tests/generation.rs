@@ -3,7 +3,8 @@
 //! full context too), with plain and grouped heads; on the adapter in hand (lavapipe in CI) the
 //! GPU path — flash attention over the prompt, flash-decoding per token — gives the CPU path's
 //! logits within a measured tolerance and the same tokens at temperature 0 (or a first
-//! difference that their logit difference explains). Bad input is refused.
+//! difference that their logit difference explains), and its captured one-token pass replayed
+//! gives what the pass recorded each time gives. Bad input is refused.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use flash::backend::{CpuBackend, GpuBackend};
@@ -124,6 +125,14 @@ fn gpu_generation_matches_the_cpu_path() {
             );
         }
         same += usize::from(agree == on_gpu.tokens.len());
+        // The one-token passes replayed from a capture (as above) against each recorded as it
+        // comes: the same launches on the same buffers, so the same logits to the bit.
+        let each = pollster::block_on(generate::generate_each_call(
+            &g, &c, &p_gpu, &prompt, 14, 0.0, 1,
+        ))
+        .unwrap();
+        assert_eq!(each.tokens, on_gpu.tokens, "H {heads}/{kv_heads}");
+        assert_eq!(each.logits, on_gpu.logits, "H {heads}/{kv_heads}");
         // Sampling above 0 is reproducible from its seed.
         let sampled = |seed| {
             pollster::block_on(generate::generate(&g, &c, &p_gpu, &prompt, 6, 0.8, seed)).unwrap()
@@ -155,4 +164,50 @@ fn bad_input_is_refused() {
     assert!(none.tokens.is_empty());
     // Three query heads over two key/value heads is not a model.
     assert!(config(3, 2).check().is_err());
+}
+
+/// After the first one-token pass is captured, each token costs the host one replay: no bind
+/// group or pipeline made, a word written per cache (its length) and two more (the token and
+/// its position), the same launches as the pass recorded as it comes.
+#[test]
+fn replayed_tokens_make_nothing_new() {
+    let gpu = pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap();
+    let g = GpuBackend { gpu: gpu.clone() };
+    let c = config(4, 2);
+    let p = model::upload_params(&g, &params(&c, 5)).unwrap();
+    let greedy = generate::Sampling {
+        temperature: 0.0,
+        seed: 1,
+    };
+    let mut run =
+        pollster::block_on(generate::Generator::start(&g, &c, &p, &[1, 2], greedy)).unwrap();
+    // The first token after the prompt is captured and replayed.
+    run.pick();
+    pollster::block_on(run.advance(&g, &c, &p)).unwrap();
+    let before = gpu.counters();
+    for _ in 0..3 {
+        run.pick();
+        pollster::block_on(run.advance(&g, &c, &p)).unwrap();
+    }
+    let spent = gpu.counters() - before;
+    println!("3 replayed tokens: {spent:?}");
+    assert_eq!(spent.bind_groups_created, 0, "{spent:?}");
+    assert_eq!(spent.pipelines_created, 0, "{spent:?}");
+    assert_eq!(spent.writes, 3 * (c.layers as u64 + 2), "{spent:?}");
+    assert_eq!(spent.readbacks, 3, "{spent:?}");
+    let mut each = pollster::block_on(generate::Generator::start(&g, &c, &p, &[1, 2], greedy))
+        .unwrap()
+        .each_call();
+    each.pick();
+    pollster::block_on(each.advance(&g, &c, &p)).unwrap();
+    let before = gpu.counters();
+    each.pick();
+    pollster::block_on(each.advance(&g, &c, &p)).unwrap();
+    let recorded = gpu.counters() - before;
+    println!("1 token recorded as it comes: {recorded:?}");
+    assert_eq!(
+        spent.dispatches,
+        3 * recorded.dispatches,
+        "the same launches"
+    );
 }
