@@ -113,7 +113,9 @@ pub trait Backend {
         targets: &Self::Ids,
         grad_scale: f32,
     ) -> Result<(Self::T, Self::T)>;
-    /// One AdamW update of `p` (and its moments) in place.
+    /// One AdamW update of `p` (and its moments) in place, with `h`'s bias corrections as
+    /// `corrections` holds them (made by [`bias_corrections`](Self::bias_corrections); the GPU
+    /// reads them when the launch runs, so a captured step replays with them rewritten).
     fn adamw(
         &self,
         p: &mut Self::T,
@@ -121,7 +123,12 @@ pub trait Backend {
         m: &mut Self::T,
         v: &mut Self::T,
         h: &AdamW,
+        corrections: &Self::T,
     ) -> Result<()>;
+    /// `h`'s bias corrections (1 − β₁ᵗ, 1 − β₂ᵗ) on the path, as `adamw` reads them.
+    fn bias_corrections(&self, h: &AdamW) -> Result<Self::T>;
+    /// Rewrites `corrections` in place for `h`'s step.
+    fn set_bias_corrections(&self, corrections: &mut Self::T, h: &AdamW) -> Result<()>;
     /// An empty key/value cache with room for `capacity` rows per head, the same dtype as the
     /// path's tensors.
     fn cache(
@@ -436,8 +443,16 @@ impl Backend for GpuBackend {
         m: &mut Tensor,
         v: &mut Tensor,
         h: &AdamW,
+        corrections: &Tensor,
     ) -> Result<()> {
-        ops::adamw(p, g, m, v, h)
+        ops::adamw_into(p, g, m, v, h, corrections, None).map(|_| ())
+    }
+    fn bias_corrections(&self, h: &AdamW) -> Result<Tensor> {
+        ops::bias_corrections(&self.gpu, h)
+    }
+    fn set_bias_corrections(&self, corrections: &mut Tensor, h: &AdamW) -> Result<()> {
+        let (bc1, bc2) = h.bias_corrections();
+        corrections.write(&[bc1, bc2])
     }
     fn cache(
         &self,
@@ -792,8 +807,28 @@ impl Backend for CpuBackend {
         m: &mut Array,
         v: &mut Array,
         h: &AdamW,
+        corrections: &Array,
     ) -> Result<()> {
+        // The CPU computes them from `h` itself; a mismatch means the model code handed the
+        // GPU another step's numbers, which the shared model code should hear of here too.
+        if *corrections != self.bias_corrections(h)? {
+            return Err(Error::InvalidArgument {
+                op: "adamw",
+                detail: format!(
+                    "the bias corrections {:?} are not step {}'s",
+                    corrections.data, h.step
+                ),
+            });
+        }
         cpu::adamw(p, g, m, v, h)
+    }
+    fn bias_corrections(&self, h: &AdamW) -> Result<Array> {
+        let (bc1, bc2) = h.bias_corrections();
+        Array::new(&[2], vec![bc1, bc2])
+    }
+    fn set_bias_corrections(&self, corrections: &mut Array, h: &AdamW) -> Result<()> {
+        *corrections = self.bias_corrections(h)?;
+        Ok(())
     }
     fn cache(
         &self,

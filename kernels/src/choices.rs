@@ -375,8 +375,18 @@ impl Backend for ChoiceBackend<'_> {
         _m: &mut Shaped,
         _v: &mut Shaped,
         _h: &AdamW,
+        _corrections: &Shaped,
     ) -> Result<()> {
         Err(self.not_modelled("adamw"))
+    }
+    fn bias_corrections(&self, _h: &AdamW) -> Result<Shaped> {
+        Ok(Shaped {
+            shape: vec![2],
+            dtype: DType::F32,
+        })
+    }
+    fn set_bias_corrections(&self, _corrections: &mut Shaped, _h: &AdamW) -> Result<()> {
+        Ok(())
     }
     fn cache(&self, _batch: usize, _heads: usize, _capacity: usize, _d: usize) -> Result<()> {
         Err(self.not_modelled("kv_append"))

@@ -238,7 +238,8 @@ fn adamw_every_variant_over_several_steps() {
         for step in 1..=6 {
             let (g, g_cpu) = input(410 + u64::from(step), &shape, 0.5, DType::F32);
             let h = hyper(step);
-            ops::adamw_into(&p, &g, &m, &vv, &h, Some(&v.name)).unwrap();
+            let corrections = ops::bias_corrections(gpu(), &h).unwrap();
+            ops::adamw_into(&p, &g, &m, &vv, &h, &corrections, Some(&v.name)).unwrap();
             cpu::adamw(&mut p_cpu, &g_cpu, &mut m_cpu, &mut v_cpu, &h).unwrap();
         }
         let case = format!("adamw {} after 6 steps", v.name);

@@ -26,6 +26,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         step: 10,
     };
     cpu::adamw(&mut pa, &ga, &mut ma, &mut va, &h)?;
+    let corrections = super::bias_corrections(gpu, &h)?;
     let (o_p, p) = out(gpu, &[n], DType::F32, pa.data)?;
     let (o_m, m) = out(gpu, &[n], DType::F32, ma.data)?;
     let (o_v, v) = out(gpu, &[n], DType::F32, va.data)?;
@@ -38,7 +39,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         bytes: 7.0 * n as f64 * 4.0,
         outputs: vec![o_p, o_m, o_v],
         plan: Box::new(move |name| {
-            let (step, choice) = crate::families::adamw::plan(&p, &g, &m, &v, &h, name)?;
+            let (step, choice) = crate::families::adamw::plan(&p, &g, &m, &v, &h, &corrections, name)?;
             Ok(Planned {
                 all: vec![
                     plan_copy(&p0, &p, None)?.0,

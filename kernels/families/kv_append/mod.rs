@@ -104,7 +104,13 @@ pub fn plan(
             });
         }
     }
-    if k_cache.overlaps(v_cache) {
+    if k_cache.overlaps(length) || v_cache.overlaps(length) {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            detail: "the length shares a buffer with a cache".into(),
+        });
+    }
+        if k_cache.overlaps(v_cache) {
         return Err(Error::InvalidArgument {
             op: OP,
             detail: "the K and V caches share a buffer".into(),
