@@ -108,8 +108,8 @@ if stage models; then
       "$bin/attention" --bench --json --frames 30 --model "$model" --text "$text" 2>>"$out/models.err" || failed=1
     done
     "$bin/attention" --bench --json --frames 30 --model synthetic --text "$builtin" 2>>"$out/models.err" || failed=1
-    "$bin/flash" --bench --json --preset medium --steps 40 --no-sweep --threads "$(nproc)" 2>>"$out/models.err" || failed=1
-    "$bin/flash" --bench --json --preset mega --steps 10 --no-sweep --threads "$(nproc)" 2>>"$out/models.err" || failed=1
+    "$bin/flash" --bench --json --preset medium --steps 40 --no-sweep --each-call --threads "$(nproc)" 2>>"$out/models.err" || failed=1
+    "$bin/flash" --bench --json --preset mega --steps 10 --no-sweep --each-call --threads "$(nproc)" 2>>"$out/models.err" || failed=1
     "$bin/waves" --bench --json --frames 200 2>>"$out/models.err" || failed=1
   } > "$out/models.jsonl"
   {

@@ -156,9 +156,10 @@ def models(out):
             graph = next((t for t in torch if t.get("what") == "train step" and t.get("preset") == cmp_["preset"]
                           and t.get("how") == "cuda graph"), None)
             g = cmp_["gpu_median_ms_per_step"]
-            rows.append([f"flash {cmp_['preset']} training step (drift {cmp_['drift']:.1e})", "—", f"{g:.3f}",
+            rows.append([f"flash {cmp_['preset']} training step (drift {cmp_['drift']:.1e})", f"{g:.3f}",
+                         fmt(cmp_.get("gpu_recorded_median_ms_per_step")),
                          fmt(prof.get("gpu_ms")), counts(prof.get("counts", {})),
-                         f"— / {fmt((cmp_.get('gpu_host') or {}).get('us_per_launch'))}",
+                         f"{fmt((cmp_.get('gpu_host') or {}).get('us_per_launch'))} / —",
                          fmt(eager), fmt(graph and graph["wall_ms"]),
                          f"{graph['wall_ms'] / g:.3g}×" if graph else "—",
                          f"{cmp_['cpu_median_ms_per_step']:.1f} ({cmp_['speedup']:.1f}×), {cmp_['cpu']['path']}"])

@@ -47,6 +47,10 @@ struct Cli {
     /// Leave out the kernel-level sweep (flash, naive GPU, CPU over sequence lengths).
     #[arg(long)]
     no_sweep: bool,
+    /// Also train the GPU path recording every step as it comes instead of replaying the
+    /// captured first step (the two must give the same losses).
+    #[arg(long)]
+    each_call: bool,
     /// Close the window after this many displayed frames (window tests).
     #[arg(long)]
     exit_after: Option<u64>,
@@ -283,7 +287,8 @@ async fn bench(cli: &Cli) -> Result<()> {
         gpu.profile().name,
         flash::backend::Backend::name(&cpu),
     );
-    let comparison = run::compare(&gpu, &setup, cli.steps, cpu, cli.save.as_deref()).await?;
+    let save = cli.save.as_deref();
+    let comparison = run::compare(&gpu, &setup, cli.steps, cpu, save, cli.each_call).await?;
     let sweep = if cli.no_sweep {
         None
     } else {
@@ -330,6 +335,12 @@ async fn bench(cli: &Cli) -> Result<()> {
                 p.total_s(),
                 p.losses.first().copied().unwrap_or(f64::NAN),
                 p.losses.last().copied().unwrap_or(f64::NAN)
+            );
+        }
+        if let Some(ms) = r.gpu_recorded_median_ms_per_step {
+            println!(
+                "{:<28} median {ms:>9.2} ms/step (the same losses)",
+                "GPU, each step recorded"
             );
         }
         println!(

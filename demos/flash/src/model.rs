@@ -475,14 +475,28 @@ pub fn loss_and_grads<B: Backend>(
     Ok((losses, Params { tensors }))
 }
 
-/// One training step: gradients, then AdamW on every parameter. Returns the per-row losses
-/// (still on the path; the caller reads them).
+/// The AdamW hyper-parameters of step `step` (weight decay as given; `step` sets it per tensor).
+pub fn adamw(hyper: &Hyper, step: u32) -> AdamW {
+    AdamW {
+        lr: hyper.lr,
+        beta1: hyper.beta1,
+        beta2: hyper.beta2,
+        eps: hyper.eps,
+        weight_decay: hyper.weight_decay,
+        step,
+    }
+}
+
+/// One training step: gradients, then AdamW on every parameter. `corrections` holds the bias
+/// corrections of step `s.step + 1` on the path ([`Backend::bias_corrections`]). Returns the
+/// per-row losses (still on the path; the caller reads them).
 pub fn step<B: Backend>(
     b: &B,
     c: &Config,
     hyper: &Hyper,
     s: &mut State<B::T>,
     inp: &Inputs<B::Ids>,
+    corrections: &B::T,
 ) -> Result<B::T> {
     let (losses, grads) = loss_and_grads(b, c, &s.params, inp)?;
     s.step += 1;
@@ -490,12 +504,8 @@ pub fn step<B: Backend>(
         // No weight decay on the 1-D parameters, the layer norms' gains and biases (as is usual).
         let decay = b.shape(g).len() > 1;
         let h = AdamW {
-            lr: hyper.lr,
-            beta1: hyper.beta1,
-            beta2: hyper.beta2,
-            eps: hyper.eps,
             weight_decay: if decay { hyper.weight_decay } else { 0.0 },
-            step: s.step,
+            ..adamw(hyper, s.step)
         };
         b.adamw(
             &mut s.params.tensors[i],
@@ -503,6 +513,7 @@ pub fn step<B: Backend>(
             &mut s.m.tensors[i],
             &mut s.v.tensors[i],
             &h,
+            corrections,
         )?;
     }
     Ok(losses)

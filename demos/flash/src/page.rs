@@ -598,9 +598,15 @@ impl Demo for FlashPage {
         async move {
             let preset = Preset::parse(options.preset.as_deref().unwrap_or("small"))?;
             let setup = Setup::new(preset, None, None)?;
-            let r =
-                crate::run::compare(&gpu, &setup, options.frames, CpuBackend::all_cores(), None)
-                    .await?;
+            let r = crate::run::compare(
+                &gpu,
+                &setup,
+                options.frames,
+                CpuBackend::all_cores(),
+                None,
+                false,
+            )
+            .await?;
             let timing = |run: &PathRun| {
                 bench::Timing::from_samples(bench::Clock::WallClock, 0, run.step_ms.clone())
             };

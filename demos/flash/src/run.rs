@@ -83,14 +83,17 @@ impl Setup {
     }
 }
 
-/// Trains `steps` steps on the GPU, then the same steps on the CPU path from the same start,
-/// printing progress to stderr; saves the GPU's state to `save` when given.
+/// Trains `steps` steps on the GPU (the first captured, the rest replayed), then the same steps
+/// on the CPU path from the same start, printing progress to stderr; saves the GPU's state to
+/// `save` when given. With `each_call` the GPU also trains the same steps recording each as it
+/// comes, for the comparison's `gpu_recorded_median_ms_per_step`.
 pub async fn compare(
     gpu: &Gpu,
     setup: &Setup,
     steps: usize,
     cpu: CpuBackend,
     save: Option<&str>,
+    each_call: bool,
 ) -> Result<Comparison> {
     // A throwaway trainer brings the GPU's clocks up and shows what a step asks of the device
     // (its buffers go back to the pool, where the real run finds them); the real run then
@@ -124,6 +127,20 @@ pub async fn compare(
         checkpoint::save(path, &setup.header(state.step), &state)?;
         eprintln!("  saved {path} (step {})", state.step);
     }
+    let recorded = if each_call {
+        let b = GpuBackend { gpu: gpu.clone() };
+        let mut r = Trainer::new(b, setup.config, setup.hyper, &setup.start)?.each_call();
+        bench::heat(gpu, 300.0).await?;
+        train_steps(&mut r, &setup.corpus, steps).await?;
+        if r.run.losses != g.run.losses {
+            return Err(crate::error::Error::Config(
+                "the GPU's replayed and recorded steps gave different losses".into(),
+            ));
+        }
+        Some(r.run.median_ms())
+    } else {
+        None
+    };
     let mut c = Trainer::new(cpu, setup.config, setup.hyper, &setup.start)?;
     train_steps(&mut c, &setup.corpus, steps).await?;
     let mut comparison = Comparison::new(
@@ -135,6 +152,7 @@ pub async fn compare(
         c.run,
     );
     comparison.gpu_step = Some(profile);
+    comparison.gpu_recorded_median_ms_per_step = recorded;
     comparison.gpu_host = host;
     Ok(comparison)
 }

@@ -11,7 +11,10 @@ use crate::error::{Error, Result};
 use crate::model::{self, Inputs, State};
 use crate::preset::{Config, Hyper};
 
-/// Training on one path.
+/// Training on one path. Where the path can capture (the GPU) the first step is captured and
+/// every later one replays it, with only the batch's tokens and targets and the step's AdamW
+/// bias corrections rewritten: the host issues one list instead of choosing, allocating and
+/// binding each launch of the step again.
 #[derive(Debug)]
 pub struct Trainer<B: Backend> {
     pub backend: B,
@@ -19,6 +22,36 @@ pub struct Trainer<B: Backend> {
     pub hyper: Hyper,
     pub state: State<B::T>,
     pub run: PathRun,
+    /// The bias corrections AdamW reads, rewritten before each step.
+    corrections: B::T,
+    steps: Steps<B>,
+}
+
+/// How the steps run.
+enum Steps<B: Backend> {
+    /// Captured at the next step, where the path can.
+    Capture,
+    /// (Boxed: a trainer moves between the page's phases.)
+    Replayed(Box<CapturedStep<B>>),
+    /// Each recorded as it comes (a path that cannot capture, or asked not to).
+    EachCall,
+}
+
+/// The captured step, and the inputs and losses its replays rewrite.
+struct CapturedStep<B: Backend> {
+    pass: B::Replay,
+    inputs: Inputs<B::Ids>,
+    losses: B::T,
+}
+
+impl<B: Backend> std::fmt::Debug for Steps<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Steps::Capture => "Capture",
+            Steps::Replayed(_) => "Replayed",
+            Steps::EachCall => "EachCall",
+        })
+    }
 }
 
 /// What one path did.
@@ -59,6 +92,7 @@ impl<B: Backend> Trainer<B> {
     pub fn new(backend: B, config: Config, hyper: Hyper, start: &State<Array>) -> Result<Self> {
         let state = model::upload(&backend, start)?;
         let path = backend.name();
+        let corrections = backend.bias_corrections(&model::adamw(&hyper, state.step + 1))?;
         Ok(Trainer {
             backend,
             config,
@@ -68,7 +102,16 @@ impl<B: Backend> Trainer<B> {
                 path,
                 ..Default::default()
             },
+            corrections,
+            steps: Steps::Capture,
         })
+    }
+
+    /// Records every step as it comes rather than replaying a captured one (to measure what the
+    /// capture saves; the two give the same numbers).
+    pub fn each_call(mut self) -> Self {
+        self.steps = Steps::EachCall;
+        self
     }
 
     /// One step on the batch the corpus gives for this step number; returns its mean loss.
@@ -92,10 +135,54 @@ impl<B: Backend> Trainer<B> {
     /// uploaded, forward, backward, AdamW on every parameter) and returns its per-row losses,
     /// still on the path: [`step`](Self::step) without the readback and the bookkeeping.
     pub fn record(&mut self, corpus: &Corpus) -> Result<B::T> {
-        let c = &self.config;
+        let (b, c) = (&self.backend, &self.config);
         let batch = corpus.batch(self.hyper.seed, u64::from(self.state.step), c.batch, c.seq);
-        let inputs = Inputs::new(&self.backend, c, &batch.inputs, &batch.targets)?;
-        model::step(&self.backend, c, &self.hyper, &mut self.state, &inputs)
+        let h = model::adamw(&self.hyper, self.state.step + 1);
+        b.set_bias_corrections(&mut self.corrections, &h)?;
+        if let Steps::Replayed(r) = &self.steps {
+            let CapturedStep {
+                pass,
+                inputs,
+                losses,
+            } = r.as_ref();
+            // The positions are the same every step.
+            b.write_ids(&inputs.tokens, &batch.inputs)?;
+            b.write_ids(&inputs.targets, &batch.targets)?;
+            b.replay(pass)?;
+            self.state.step += 1;
+            return Ok(losses.clone());
+        }
+        let inputs = Inputs::new(b, c, &batch.inputs, &batch.targets)?;
+        let (hyper, state, corrections) = (&self.hyper, &mut self.state, &self.corrections);
+        if let Steps::EachCall = self.steps {
+            return model::step(b, c, hyper, state, &inputs, corrections);
+        }
+        // The first step: captured (the model's errors ride through the capture as a value),
+        // then run by its first replay.
+        let captured = b.capture(|| Ok(model::step(b, c, hyper, state, &inputs, corrections)))?;
+        match captured {
+            Some((pass, losses)) => {
+                let losses = losses?;
+                b.replay(&pass)?;
+                self.steps = Steps::Replayed(Box::new(CapturedStep {
+                    pass,
+                    inputs,
+                    losses: losses.clone(),
+                }));
+                Ok(losses)
+            }
+            None => {
+                self.steps = Steps::EachCall;
+                model::step(
+                    b,
+                    c,
+                    &self.hyper,
+                    &mut self.state,
+                    &inputs,
+                    &self.corrections,
+                )
+            }
+        }
     }
 
     /// The state read back from the path.
@@ -117,6 +204,8 @@ pub struct Comparison {
     pub gpu: PathRun,
     pub cpu: PathRun,
     pub gpu_median_ms_per_step: f64,
+    /// The GPU's median with every step recorded as it comes rather than replayed, when asked.
+    pub gpu_recorded_median_ms_per_step: Option<f64>,
     pub cpu_median_ms_per_step: f64,
     pub gpu_total_s: f64,
     pub cpu_total_s: f64,
@@ -190,6 +279,7 @@ impl Comparison {
             steps: gpu.losses.len().min(cpu.losses.len()),
             start_step,
             gpu_median_ms_per_step: gpu.median_ms(),
+            gpu_recorded_median_ms_per_step: None,
             cpu_median_ms_per_step: cpu.median_ms(),
             gpu_total_s: gpu.total_s(),
             cpu_total_s: cpu.total_s(),
