@@ -39,7 +39,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         bytes: 7.0 * n as f64 * 4.0,
         outputs: vec![o_p, o_m, o_v],
         plan: Box::new(move |name| {
-            let (step, choice) = crate::families::adamw::plan(&p, &g, &m, &v, &h, &corrections, name)?;
+            let (step, choice) =
+                crate::families::adamw::plan(&p, &g, &m, &v, &h, &corrections, name)?;
             Ok(Planned {
                 all: vec![
                     plan_copy(&p0, &p, None)?.0,

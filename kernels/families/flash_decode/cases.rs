@@ -26,7 +26,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             bytes: p.kv_bytes,
             outputs: vec![o, lse],
             plan: Box::new(move |name| {
-                let plan = super::plan(&q, &k, &v, &length, len, &o_t, &lse_t, causal, scale, name)?;
+                let plan =
+                    super::plan(&q, &k, &v, &length, len, &o_t, &lse_t, causal, scale, name)?;
                 Ok(Planned {
                     all: vec![plan.split, plan.combine],
                     timed: vec![0, 1],

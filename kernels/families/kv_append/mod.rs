@@ -110,7 +110,7 @@ pub fn plan(
             detail: "the length shares a buffer with a cache".into(),
         });
     }
-        if k_cache.overlaps(v_cache) {
+    if k_cache.overlaps(v_cache) {
         return Err(Error::InvalidArgument {
             op: OP,
             detail: "the K and V caches share a buffer".into(),
