@@ -65,8 +65,8 @@ impl CaseModels {
 
     /// (class, family, variant) that some curated device of the class ran right: a crowd's
     /// `wrong` never excludes one of these.
-    pub fn right_by_class(&self) -> HashSet<(String, String, String)> {
-        self.right.clone()
+    pub fn right_by_class(&self) -> &HashSet<(String, String, String)> {
+        &self.right
     }
 
     pub fn get(&self, case: &str) -> Option<&CaseModel> {

@@ -14,6 +14,7 @@
 //! - `skipped` entries are unmeasured: they never count.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
 use kiln::{DeviceProfile, Registry};
 use serde::{Deserialize, Serialize};
@@ -280,7 +281,8 @@ pub fn merge(
     rules: &Rules,
 ) -> CrowdMerge {
     let heads: Vec<Head> = submissions.iter().map(Head::of).collect();
-    let mut tally = Tally::new(models, registry, *rules);
+    let mut checks = Checks::new(models, registry);
+    let mut tally = Tally::new(&mut checks, *rules);
     let counted = tally.select(&heads);
     for s in submissions.iter().filter(|s| counted.contains(&s.id)) {
         tally.add(s);
@@ -290,12 +292,81 @@ pub fn merge(
     out
 }
 
+/// The rules' per-result checks that depend only on this build (its registry and the curated
+/// cases) and on what of a device decides the variants it is offered, remembered across reports
+/// and merges: merging a class then costs its reports' results, not lookups in the registry.
+/// The collector keeps one for its life; what it remembers is bounded by the build's variants
+/// and, for the offered sets, by [`Checks::OFFERED`].
+#[derive(Debug)]
+pub struct Checks<'a> {
+    models: &'a CaseModels,
+    registry: &'a Registry,
+    /// (family, `kiln::registry::support_key` of a profile) → the variants offered to it.
+    offered: HashMap<(String, String), Rc<HashSet<String>>>,
+    /// (family, variant) → its scope (`merge::scope_in`), for variants the registry has.
+    scopes: HashMap<(String, String), Rc<str>>,
+}
+
+impl<'a> Checks<'a> {
+    /// The most offered sets remembered (a set is a family's variant names, about 2 KB); past
+    /// it they are forgotten and found again: reports can claim any limits they like.
+    pub const OFFERED: usize = 4096;
+
+    pub fn new(models: &'a CaseModels, registry: &'a Registry) -> Self {
+        Checks {
+            models,
+            registry,
+            offered: HashMap::new(),
+            scopes: HashMap::new(),
+        }
+    }
+
+    /// The variants of `family` offered to `device` (`support`: its support key, if it has one).
+    fn offered(
+        &mut self,
+        family: &str,
+        device: &DeviceProfile,
+        support: Option<&str>,
+    ) -> Rc<HashSet<String>> {
+        let find = || {
+            let names = self
+                .registry
+                .supported(family, device)
+                .map(|vs| vs.map(|v| v.name.clone()).collect())
+                .unwrap_or_default();
+            Rc::new(names)
+        };
+        let Some(support) = support else {
+            return find();
+        };
+        let key = (family.to_string(), support.to_string());
+        if let Some(set) = self.offered.get(&key) {
+            return set.clone();
+        }
+        let set = find();
+        if self.offered.len() >= Self::OFFERED {
+            self.offered.clear();
+        }
+        self.offered.insert(key, set.clone());
+        set
+    }
+
+    /// The scope of an offered variant (`merge::scope_in`).
+    fn scope(&mut self, family: &str, variant: &str) -> Rc<str> {
+        let key = (family.to_string(), variant.to_string());
+        let registry = self.registry;
+        self.scopes
+            .entry(key)
+            .or_insert_with(|| merge::scope_in(registry, family, variant).into())
+            .clone()
+    }
+}
+
 /// The merge, fed one report at a time (the collector's summary reads them from its database
 /// one by one): `select` the reports that count from their heads, `add` each of them, `finish`.
 #[derive(Debug)]
-pub struct Tally<'a> {
-    models: &'a CaseModels,
-    registry: &'a Registry,
+pub struct Tally<'c, 'a> {
+    checks: &'c mut Checks<'a>,
     rules: Rules,
     /// (class, family, bucket, scope) → variant → device fingerprint → one observation per
     /// sender.
@@ -303,22 +374,17 @@ pub struct Tally<'a> {
     names: HashMap<String, String>,
     /// Class → every counted report's claimed ceilings.
     claims: BTreeMap<String, Vec<Claim>>,
-    /// What a class's devices could show, from the curated reports: (class, family, variant)
-    /// that some curated device of the class ran right. The crowd never excludes those.
-    curated_right: HashSet<(String, String, String)>,
     out: CrowdMerge,
 }
 
-impl<'a> Tally<'a> {
-    pub fn new(models: &'a CaseModels, registry: &'a Registry, rules: Rules) -> Self {
+impl<'c, 'a> Tally<'c, 'a> {
+    pub fn new(checks: &'c mut Checks<'a>, rules: Rules) -> Self {
         Tally {
-            models,
-            registry,
+            checks,
             rules,
             seen: BTreeMap::new(),
             names: HashMap::new(),
             claims: BTreeMap::new(),
-            curated_right: models.right_by_class(),
             out: CrowdMerge::default(),
         }
     }
@@ -388,7 +454,7 @@ impl<'a> Tally<'a> {
                 copy: r.copy_gb_per_s,
                 fma: r.fma_gflop_per_s,
             });
-        let observed = observations(id, r, self.models, self.registry, &mut self.out.set_aside);
+        let observed = observations(id, r, self.checks, &mut self.out.set_aside);
         for ((key, variant), obs) in observed {
             self.seen
                 .entry(key)
@@ -465,9 +531,11 @@ impl<'a> Tally<'a> {
                 };
                 // A `wrong` needs a quorum and a majority of the class's devices that ran the
                 // variant, and never overrules a curated report of the class.
-                let curated =
-                    self.curated_right
-                        .contains(&(class.clone(), family.clone(), variant.clone()));
+                let curated = self.checks.models.right_by_class().contains(&(
+                    class.clone(),
+                    family.clone(),
+                    variant.clone(),
+                ));
                 if wrong >= rules.quorum && wrong > votes.len() && !curated {
                     excluded.push(verdict);
                     continue;
@@ -585,22 +653,20 @@ fn implausible(
 fn observations(
     id: i64,
     r: &Digest,
-    models: &CaseModels,
-    registry: &Registry,
+    checks: &mut Checks,
     aside: &mut Vec<SetAside>,
 ) -> BTreeMap<(Key, String), Obs> {
     let class = r.device.class();
-    let mut offered: HashMap<&str, HashSet<&str>> = HashMap::new();
+    let support = kiln::registry::support_key(&r.device);
+    let mut offered: HashMap<&str, Rc<HashSet<String>>> = HashMap::new();
     let mut out: BTreeMap<(Key, String), Obs> = BTreeMap::new();
     for x in &r.results {
         let DigestResult(family, variant, case, ..) = x;
-        let offered = offered.entry(family.as_str()).or_insert_with(|| {
-            registry
-                .supported(family, &r.device)
-                .map(|vs| vs.map(|v| v.name.as_str()).collect())
-                .unwrap_or_default()
-        });
-        match check(&r.device, x, offered, models, registry) {
+        let offered = offered
+            .entry(family.as_str())
+            .or_insert_with(|| checks.offered(family, &r.device, support.as_deref()))
+            .clone();
+        match check(&r.device, x, &offered, checks.models, checks.registry) {
             Err(why) => aside.push(SetAside {
                 id,
                 device: r.device.name.clone(),
@@ -608,8 +674,9 @@ fn observations(
                 why,
             }),
             Ok((bucket, kind)) => {
+                let scope = checks.scope(family, variant).to_string();
                 let key = (
-                    merge::key_in(registry, &class, family, &bucket, variant),
+                    (class.clone(), family.clone(), bucket.to_string(), scope),
                     variant.clone(),
                 );
                 let slot = out.entry(key).or_insert(Obs { id, kind });
@@ -638,20 +705,21 @@ fn observations(
 /// One result against the rules: its bucket (the case's, as the curated reports measured it)
 /// and what it says, or why it does not count. Whether its time is possible is decided later,
 /// against its class's ceilings (`Tally::finish`).
-fn check(
+fn check<'m>(
     device: &DeviceProfile,
     x: &DigestResult,
-    offered: &HashSet<&str>,
-    models: &CaseModels,
+    offered: &HashSet<String>,
+    models: &'m CaseModels,
     registry: &Registry,
-) -> Result<(String, Seen), String> {
+) -> Result<(&'m str, Seen), String> {
     let DigestResult(family, variant, case, bucket, outcome, rel_l2, median_ms) = x;
-    if registry.variant(family, variant).is_err() {
-        return Err(format!(
-            "no variant `{variant}` of a family `{family}` in this build's registry"
-        ));
-    }
+    // Every variant offered exists: the registry is searched only for one that is not.
     if !offered.contains(variant.as_str()) {
+        if registry.variant(family, variant).is_err() {
+            return Err(format!(
+                "no variant `{variant}` of a family `{family}` in this build's registry"
+            ));
+        }
         return Err(
             "not offered to the report's own device profile (it lacks a feature or \
                     limit the variant needs)"
@@ -687,17 +755,17 @@ fn check(
             let tolerance = kiln::cases::campaign_tolerance(family, model.dtype)
                 .ok_or_else(|| format!("the family {family} has no case table"))?;
             if rel_l2.is_none_or(|e| e > tolerance) {
-                return Ok((model.bucket.clone(), Seen::Wrong));
+                return Ok((model.bucket.as_str(), Seen::Wrong));
             }
             let seen = Seen::Time {
                 ms: *ms,
                 bytes: model.bytes,
                 flops: model.flops,
             };
-            Ok((model.bucket.clone(), seen))
+            Ok((model.bucket.as_str(), seen))
         }
         // Validation makes an ok result timed; anything else ran and was not right.
-        _ => Ok((model.bucket.clone(), Seen::Wrong)),
+        _ => Ok((model.bucket.as_str(), Seen::Wrong)),
     }
 }
 

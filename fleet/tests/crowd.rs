@@ -689,3 +689,60 @@ fn ceilings_come_from_the_class_not_the_claimant() {
     assert!(!picked_fast(&merged));
     assert_eq!(choices(&table), choices(&fair));
 }
+
+/// One class's merge through `checks`, from the digests of `reports` (each its own sender).
+fn merge_through(checks: &mut crowd::Checks, reports: &[Report]) -> CrowdMerge {
+    let subs: Vec<Submission> = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Submission {
+            id: i as i64 + 1,
+            sender: sender(i),
+            report: r.clone(),
+        })
+        .collect();
+    let heads: Vec<crowd::Head> = subs.iter().map(crowd::Head::of).collect();
+    let mut tally = crowd::Tally::new(checks, Rules::default());
+    let counted = tally.select(&heads);
+    for s in subs.iter().filter(|s| counted.contains(&s.id)) {
+        tally.add_digest(s.id, &crowd::Digest::of(&s.report));
+    }
+    tally.finish()
+}
+
+/// The per-result checks remembered across merges (the collector keeps them for its life) give
+/// each merge what checks made afresh give, whatever was merged before: a profile offered fewer
+/// variants (a smaller invocation limit, in the same class) does not inherit another's offered
+/// set, nor gives it its own.
+#[test]
+fn remembered_checks_merge_as_fresh_ones() {
+    let curated = curated();
+    let models = CaseModels::from_curated(&curated);
+    let full: Vec<Report> = (0..3).map(|n| new_class(n, 1.0)).collect();
+    let limited: Vec<Report> = (3..6)
+        .map(|n| {
+            let mut r = new_class(n, 1.0);
+            r.device.limits.max_compute_invocations_per_workgroup = 64;
+            r
+        })
+        .collect();
+    assert_eq!(full[0].device.class(), limited[0].device.class());
+    let mut shared = crowd::Checks::new(&models, registry());
+    let mut merged = Vec::new();
+    for crowd in [&full, &limited, &full, &limited] {
+        let fresh = merge_through(&mut crowd::Checks::new(&models, registry()), crowd);
+        let remembered = merge_through(&mut shared, crowd);
+        assert_eq!(remembered, fresh);
+        merged.push(fresh);
+    }
+    // The limit mattered: the limited devices' larger workgroups are set aside as not offered.
+    let not_offered = |m: &CrowdMerge| {
+        m.set_aside
+            .iter()
+            .filter(|a| a.why.starts_with("not offered"))
+            .count()
+    };
+    assert_eq!(not_offered(&merged[0]), 0);
+    assert!(not_offered(&merged[1]) > 0, "{:?}", merged[1].set_aside);
+    assert!(!merged[0].picks.is_empty());
+}

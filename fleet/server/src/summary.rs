@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use kiln::Registry;
 use kiln_fleet::Report;
 use kiln_fleet::case_models::CaseModels;
-use kiln_fleet::crowd::{CrowdPick, Digest, Head, Rules, Tally, Verdict, fingerprint};
+use kiln_fleet::crowd::{Checks, CrowdPick, Digest, Head, Rules, Tally, Verdict, fingerprint};
 use serde_json::{Value, json};
 
 use crate::db::{Database, Merged as Stored, Reader};
@@ -141,6 +141,8 @@ fn run(
     registry: &Registry,
 ) {
     let mut state = State::default();
+    // The per-result checks' answers, kept for the server's life (they depend on the build).
+    let mut checks = Checks::new(models, registry);
     let mut reader: Option<Reader> = None;
     while marks.recv().is_ok() {
         let started = Instant::now();
@@ -154,7 +156,7 @@ fn run(
                 .unwrap_or_else(PoisonError::into_inner) = Arc::new(json);
         };
         let updated = connected(&mut reader, database)
-            .and_then(|r| state.update(r, &summary, models, registry, started, publish));
+            .and_then(|r| state.update(r, &summary, &mut checks, started, publish));
         if let Err(e) = updated {
             // Tried again after the interval, on a new connection (the database may be back by
             // then); the classes not merged yet stay to be merged.
@@ -231,8 +233,7 @@ impl State {
         &mut self,
         reader: &mut Reader,
         summary: &Summary,
-        models: &CaseModels,
-        registry: &Registry,
+        checks: &mut Checks,
         started: Instant,
         publish: impl Fn(Vec<u8>),
     ) -> Result<()> {
@@ -243,7 +244,7 @@ impl State {
         // class stays dirty until it is merged: an error leaves the rest for the next update.
         while let Some(name) = self.dirty.front().cloned() {
             if let Some(class) = self.classes.get_mut(&name) {
-                let (m, r) = merge_class(reader, summary, &class.heads, models, registry)?;
+                let (m, r) = merge_class(reader, summary, &class.heads, checks)?;
                 (class.merged, merged, read) = (m, merged + 1, read + r);
             }
             self.dirty.pop_front();
@@ -441,10 +442,9 @@ fn merge_class(
     reader: &mut Reader,
     summary: &Summary,
     heads: &[Head],
-    models: &CaseModels,
-    registry: &Registry,
+    checks: &mut Checks,
 ) -> Result<(Merged, usize)> {
-    let mut tally = Tally::new(models, registry, Rules::default());
+    let mut tally = Tally::new(checks, Rules::default());
     let counted = tally.select(heads);
     // The reports the writer handed over count as they are (it parsed and stored them); the
     // others' digests are read.

@@ -15,7 +15,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 pub use check::{check_bindings, check_shape, validate_wgsl, workgroup_bytes};
 pub use render::Piece;
-pub use support::unsupported_reason;
+pub use support::{support_key, unsupported_reason};
 pub use variant::{Scope, Variant};
 
 use crate::contract::Contract;

@@ -4,6 +4,21 @@
 use super::variant::Variant;
 use crate::device::DeviceProfile;
 
+/// Everything of `profile` that [`unsupported_reason`] reads, as one string: two profiles with
+/// the same key are offered the same variants (the crowd merge remembers its offered sets by
+/// it). `None` only if the profile would not serialise, which plain data cannot do.
+pub fn support_key(profile: &DeviceProfile) -> Option<String> {
+    serde_json::to_string(&(
+        &profile.features,
+        profile.subgroup_min_size,
+        profile.subgroup_max_size,
+        profile.is_software(),
+        &profile.cooperative_matrix,
+        &profile.limits,
+    ))
+    .ok()
+}
+
 /// Why `profile` cannot run `variant`, or `None` when it can.
 pub fn unsupported_reason(variant: &Variant, profile: &DeviceProfile) -> Option<String> {
     for feature in &variant.requires {
