@@ -304,7 +304,7 @@ pub struct Checks<'a> {
     /// (family, `kiln::registry::support_key` of a profile) → the variants offered to it.
     offered: HashMap<(String, String), Rc<HashSet<String>>>,
     /// (family, variant) → its scope (`merge::scope_in`), for variants the registry has.
-    scopes: HashMap<(String, String), Rc<str>>,
+    scopes: HashMap<(String, String), String>,
 }
 
 impl<'a> Checks<'a> {
@@ -352,12 +352,12 @@ impl<'a> Checks<'a> {
     }
 
     /// The scope of an offered variant (`merge::scope_in`).
-    fn scope(&mut self, family: &str, variant: &str) -> Rc<str> {
+    fn scope(&mut self, family: &str, variant: &str) -> String {
         let key = (family.to_string(), variant.to_string());
         let registry = self.registry;
         self.scopes
             .entry(key)
-            .or_insert_with(|| merge::scope_in(registry, family, variant).into())
+            .or_insert_with(|| merge::scope_in(registry, family, variant))
             .clone()
     }
 }
@@ -674,7 +674,7 @@ fn observations(
                 why,
             }),
             Ok((bucket, kind)) => {
-                let scope = checks.scope(family, variant).to_string();
+                let scope = checks.scope(family, variant);
                 let key = (
                     (class.clone(), family.clone(), bucket.to_string(), scope),
                     variant.clone(),

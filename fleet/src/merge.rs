@@ -53,16 +53,6 @@ pub fn key_of(class: &str, family: &str, bucket: &str, variant: &str) -> Key {
     )
 }
 
-/// [`key_of`], the scope read from `registry` ([`scope_in`]).
-pub fn key_in(registry: &Registry, class: &str, family: &str, bucket: &str, variant: &str) -> Key {
-    (
-        class.to_string(),
-        family.to_string(),
-        bucket.to_string(),
-        scope_in(registry, family, variant),
-    )
-}
-
 /// What the merge decided for one (class, family, bucket, scope).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Pick {
