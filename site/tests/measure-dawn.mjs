@@ -1,0 +1,123 @@
+// Runs one page's own benchmark (`?bench&json&…`, what `attention.html?bench&json` runs in a
+// browser) under Dawn, Chrome's WebGPU implementation, on whatever GPU Dawn finds: npm's
+// `webgpu` package (dawn.node) in Node, with the built site's wasm module of one demo loaded as
+// the page loads it. No browser runs: the few page objects the benchmark path reads (the window
+// and its location, document's #report, #error, #text and body, navigator.gpu, the model the
+// page's loader would fetch) are stood in for here, and nothing else is. Dawn runs in this
+// process, where Chrome runs it in its GPU process behind an IPC wire, so a launch costs less
+// here than in a visitor's tab: these are the kernels as Tint compiles them and Dawn runs them,
+// not the browser's dispatch. Not a test: a measurement, the page's report printed as JSON with
+// what Dawn said of the adapter. For the GPU machine (scripts/bench-dawn.sh carries it there).
+//   node measure-dawn.mjs WEBGPU_PACKAGE SITE_DIR DEMO QUERY [MODEL_DIR]
+// WEBGPU_PACKAGE: the `webgpu` package's index.js; DEMO: waves, attention or flash; QUERY: the
+// page URL's query without `?` (`bench&json&frames=30&text=…`); MODEL_DIR: a model directory
+// (config.json, model.safetensors, vocab.txt) handed to the attention page as its loader does.
+// DAWN_FLAGS: comma-separated arguments for dawn.node's `create` (Dawn toggles).
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [pkg, site, demo, query, modelDir] = process.argv.slice(2);
+if (!pkg || !site || !['waves', 'attention', 'flash'].includes(demo) || query === undefined) {
+  console.error('usage: node measure-dawn.mjs WEBGPU_PACKAGE SITE_DIR waves|attention|flash QUERY [MODEL_DIR]');
+  process.exit(2);
+}
+const timeoutMs = Number(process.env.DAWN_TIMEOUT_MS ?? 540_000);
+
+const { create, globals } = await import(pathToFileURL(resolve(pkg)).href);
+Object.assign(globalThis, globals);
+const flags = (process.env.DAWN_FLAGS ?? '').split(',').filter(Boolean);
+const gpu = create(flags);
+
+// The page objects. An element keeps its text and attributes; the input keeps its value.
+class Element {
+  constructor(id) { this.id = id; this.textContent = ''; this.attributes = new Map(); }
+  setAttribute(name, value) { this.attributes.set(name, String(value)); }
+  getAttribute(name) { return this.attributes.get(name) ?? null; }
+  removeAttribute(name) { this.attributes.delete(name); }
+}
+class HTMLElement extends Element {}
+class HTMLInputElement extends HTMLElement { value = ''; }
+const elements = { report: new HTMLElement('report'), error: new HTMLElement('error'), hud: new HTMLElement('hud') };
+const body = new HTMLElement('body');
+const document = {
+  body,
+  getElementById: (id) => elements[id] ?? null,
+  querySelector: () => null,
+};
+// web-sys finds the window by `globalThis instanceof Window`, wgpu by a global `Window`.
+globalThis.Window = class Window { static [Symbol.hasInstance](x) { return x === globalThis; } };
+Object.assign(globalThis, {
+  Element, HTMLElement, HTMLInputElement, document,
+  location: { search: `?${query}`, href: `http://localhost/${demo}.html?${query}` },
+  navigator: { gpu, userAgent: `node ${process.version}, dawn.node` },
+});
+Object.defineProperty(globalThis, 'window', { value: globalThis });
+
+if (modelDir) {
+  const file = (name) => new Uint8Array(readFileSync(join(modelDir, name)));
+  globalThis.kilnModel = {
+    source: `${modelDir} (read by measure-dawn.mjs)`,
+    'config.json': file('config.json'),
+    'model.safetensors': file('model.safetensors'),
+    'vocab.txt': file('vocab.txt'),
+  };
+}
+
+// What Dawn says of the adapter, beside the page's report: the features a page can ask for.
+const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+if (!adapter) {
+  console.log(JSON.stringify({ demo, query, error: 'Dawn found no adapter' }));
+  process.exit(1);
+}
+const dawn = {
+  vendor: adapter.info?.vendor, architecture: adapter.info?.architecture,
+  description: adapter.info?.description, features: [...adapter.features].sort(), flags,
+};
+
+const started = performance.now();
+const module = await import(pathToFileURL(resolve(site, demo, `${demo}.js`)).href);
+try {
+  await module.default({ module_or_path: readFileSync(resolve(site, demo, `${demo}_bg.wasm`)) });
+} catch (e) {
+  // winit hands control back by throwing once its event loop runs (loader.js ignores it too).
+  if (!String(e).includes('Using exceptions for control flow')) throw e;
+}
+
+// The attention and waves pages run their benchmark from the URL (`?bench`) on the module's own
+// tasks: the report lands in #report (data-done), a fatal error in #error. The flash page's
+// buttons call its exports instead, and so does this: `train` (run_training: the preset's steps
+// on WebGPU, then on the wasm CPU path), `generate=N` after it (run_generation: N tokens from
+// `prompt` on both paths), `sweep` (run_sweep: flash against naive attention over the lengths).
+async function flash() {
+  const q = new URLSearchParams(query);
+  const quiet = () => {};
+  if (q.has('sweep')) return { sweep: JSON.parse(await module.run_sweep(quiet)) };
+  const training = JSON.parse(await module.run_training(q.get('preset') ?? 'medium', Number(q.get('steps') ?? 20), quiet));
+  if (!q.has('generate')) return { training };
+  const generation = JSON.parse(await module.run_generation(q.get('prompt') ?? 'the ', Number(q.get('generate')), quiet));
+  return { training, generation };
+}
+const report = demo === 'flash' ? JSON.stringify(await flash()) : await new Promise((done, fail) => {
+  const poll = setInterval(() => {
+    if (elements.report.getAttribute('data-done') === 'true') {
+      clearInterval(poll);
+      done(elements.report.textContent);
+    } else if (elements.error.textContent) {
+      clearInterval(poll);
+      fail(new Error(`${demo}: ${elements.error.textContent}`));
+    } else if (performance.now() - started > timeoutMs) {
+      clearInterval(poll);
+      fail(new Error(`${demo}: no report after ${timeoutMs} ms`));
+    }
+  }, 20);
+});
+let parsed;
+try {
+  parsed = JSON.parse(report);
+} catch {
+  parsed = { text: report };
+}
+console.log(JSON.stringify({ demo, query, dawn, wall_s: (performance.now() - started) / 1e3, report: parsed }));
+// dawn.node keeps its device's event loop alive: end the process once the report is out.
+process.exit(0);
