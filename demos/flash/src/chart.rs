@@ -114,14 +114,11 @@ impl Canvas {
     /// (`stage`: the walkthrough stage drawn), as every page publishes them, and here also
     /// their words (`strings`).
     pub fn texts_json(&self, stage: Option<usize>) -> String {
-        let boxes = kiln_app::raster::texts_json(self.width, self.height, stage, &self.texts);
-        match serde_json::from_str::<serde_json::Value>(&boxes) {
-            Ok(serde_json::Value::Object(mut json)) => {
-                json.insert("strings".into(), self.strings.clone().into());
-                serde_json::Value::Object(json).to_string()
-            }
-            _ => boxes,
+        let mut json = kiln_app::raster::texts_value(self.width, self.height, stage, &self.texts);
+        if let Some(object) = json.as_object_mut() {
+            object.insert("strings".into(), serde_json::json!(self.strings));
         }
+        json.to_string()
     }
 
     /// Lines over x in the box (x, y, w, h); y on a log scale when `log`.

@@ -113,8 +113,17 @@ pub fn texts_json<T: serde::Serialize>(
     stage: Option<usize>,
     texts: &[T],
 ) -> String {
+    texts_value(width, height, stage, texts).to_string()
+}
+
+/// [`texts_json`] as a JSON object, for a picture that publishes more beside its boxes.
+pub fn texts_value<T: serde::Serialize>(
+    width: usize,
+    height: usize,
+    stage: Option<usize>,
+    texts: &[T],
+) -> serde_json::Value {
     serde_json::json!({ "width": width, "height": height, "stage": stage, "texts": texts })
-        .to_string()
 }
 
 /// Characters the panels use that font8x8 lacks (bit x of row y is pixel x).
