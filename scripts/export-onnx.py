@@ -13,7 +13,8 @@ feed-forward with GELU (erf), a residual and layer norm. No PyTorch.
 
 --check runs a few sentences through ONNX Runtime (CPU) on the written file and through the
 attention demo's binary (`--bench --dump`: the GPU path, where the demo checks itself against
-its CPU path), and exits 1 unless every last hidden state agrees within 1e-5 relative L2 (1.1e-6 measured on MiniLM).
+its CPU path), and exits 1 unless every last hidden state agrees within 1e-5 relative L2
+(1.1e-6 measured on MiniLM).
 Needs numpy and onnx (and onnxruntime for --check): pip install numpy onnx onnxruntime.
 """
 import argparse
