@@ -49,9 +49,16 @@ pub struct Timing {
     pub clock: Clock,
     pub warmup: usize,
     pub samples_ms: Vec<f64>,
+    /// The median of the samples; on a clock that rounds its readings (`quantum_ms`), their mean
+    /// instead: rounding both ends to a grid leaves the mean unbiased, while the median lands on
+    /// one of two neighbouring grid values (Chrome's WebGPU timed a 0.103 ms frame at 0.131).
     pub median_ms: f64,
     pub min_ms: f64,
     pub max_ms: f64,
+    /// The grid a rounding clock's readings sit on (Chrome's WebGPU rounds timestamps to
+    /// 65.536 µs), read off the samples by [`quantum_ms`]; absent for a clock that does not round.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantum_ms: Option<f64>,
 }
 
 /// The median of samples (the mean of the middle two for an even count); `None` for none.
@@ -64,6 +71,29 @@ pub fn median(samples: &[f64]) -> Option<f64> {
         n if n % 2 == 1 => Some(s[mid]),
         _ => Some((s[mid - 1] + s[mid]) / 2.0),
     }
+}
+
+/// The grid that samples sit on when their clock rounds its readings: the greatest common
+/// divisor of their nanoseconds, where every sample is a whole number of nanoseconds, the
+/// divisor is at least a microsecond and the samples are not all equal (equal samples say
+/// nothing of rounding). `None` otherwise, as for any clock that reads to the nanosecond: the
+/// divisor of real timings is a few nanoseconds.
+pub fn quantum_ms(samples_ms: &[f64]) -> Option<f64> {
+    let ns: Vec<u64> = samples_ms
+        .iter()
+        .map(|&s| (s * 1e6).round() as u64)
+        .collect();
+    let whole = samples_ms
+        .iter()
+        .zip(&ns)
+        .all(|(&s, &n)| (s * 1e6 - n as f64).abs() < 1e-3);
+    let differ = ns.windows(2).any(|w| w[0] != w[1]);
+    let divisor = ns.iter().fold(0, |g, &n| gcd(g, n));
+    (whole && differ && divisor >= 1_000).then_some(divisor as f64 / 1e6)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 impl Timing {
@@ -81,13 +111,19 @@ impl Timing {
                 detail: "every sample is 0 ms: the clock is too coarse for this work".into(),
             });
         }
+        let quantum_ms = quantum_ms(&samples_ms);
+        let centre = match quantum_ms {
+            Some(_) => samples_ms.iter().sum::<f64>() / samples_ms.len() as f64,
+            None => median(&samples_ms).unwrap_or(0.0),
+        };
         Ok(Timing {
             clock,
             warmup,
-            median_ms: median(&samples_ms).unwrap_or(0.0),
+            median_ms: centre,
             min_ms: samples_ms.iter().copied().fold(f64::INFINITY, f64::min),
             max_ms: samples_ms.iter().copied().fold(0.0, f64::max),
             samples_ms,
+            quantum_ms,
         })
     }
 
@@ -469,4 +505,43 @@ pub fn time_cpu(
         }
     }
     Timing::from_samples(Clock::WallClock, warmup, samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounded_readings_are_summarised_by_their_mean() -> Result<()> {
+        // Chrome's grid (65.536 µs) under a 0.103 ms frame: readings of one and two quanta.
+        let q = 0.065536;
+        let samples: Vec<f64> = (0..20)
+            .map(|i| if i % 5 < 2 { q } else { 2.0 * q })
+            .collect();
+        let t = Timing::from_samples(Clock::GpuTimestamps, 0, samples.clone())?;
+        assert_eq!(t.quantum_ms, Some(q));
+        let mean = samples.iter().sum::<f64>() / 20.0;
+        assert!(
+            (t.median_ms - mean).abs() < 1e-12,
+            "{} against {mean}",
+            t.median_ms
+        );
+        assert_eq!(median(&samples), Some(2.0 * q));
+        Ok(())
+    }
+
+    #[test]
+    fn fine_readings_keep_their_median() -> Result<()> {
+        // Nanosecond readings as native timestamps give them: no grid of a microsecond or more.
+        let samples = vec![0.102832, 0.102432, 0.103104, 0.102977, 0.102501];
+        let t = Timing::from_samples(Clock::GpuTimestamps, 0, samples.clone())?;
+        assert_eq!(t.quantum_ms, None);
+        assert_eq!(Some(t.median_ms), median(&samples));
+        // Equal readings, a wall clock's fractions of a nanosecond, a grid under a microsecond.
+        assert_eq!(quantum_ms(&[0.131072; 4]), None);
+        assert_eq!(quantum_ms(&[0.1000004, 0.2000004]), None);
+        assert_eq!(quantum_ms(&[0.000512, 0.001024]), None);
+        assert_eq!(quantum_ms(&[0.2, 0.3, 0.5]), Some(0.1));
+        Ok(())
+    }
 }

@@ -47,10 +47,18 @@ fn print(r: &BenchReport, options: &Options) {
         r.demo, r.settings, r.adapter, r.backend
     )];
     for (path, t) in [("GPU", &r.gpu), ("CPU", &r.cpu)] {
+        // A clock that rounds its readings is summarised by their mean (kiln::bench::Timing).
+        let centre = match t.quantum_ms {
+            Some(q) => format!(
+                "mean {:.4} ms of readings on a {:.1} µs grid",
+                t.median_ms,
+                q * 1e3
+            ),
+            None => format!("median {:.4} ms", t.median_ms),
+        };
         lines.push(format!(
-            "{path}  {:>10.1} frames/s  (median {:.4} ms, min {:.4}, max {:.4}; {} frames, {})",
+            "{path}  {:>10.1} frames/s  ({centre}, min {:.4}, max {:.4}; {} frames, {})",
             1e3 / t.median_ms,
-            t.median_ms,
             t.min_ms,
             t.max_ms,
             t.samples_ms.len(),
