@@ -44,7 +44,7 @@ def read_safetensors(path):
     header.pop("__metadata__", None)
     tensors = {}
     for name, meta in header.items():
-        if not meta["dtype"].startswith("F"):
+        if meta["dtype"].startswith(("I", "U", "BOOL")):
             continue  # integer buffers (position ids) that the graph computes itself
         if meta["dtype"] not in DTYPES:
             sys.exit(f"export-onnx: {name} is {meta['dtype']}; only F32 and F16 are read")
@@ -103,8 +103,9 @@ def build(model_dir):
     weights = read_safetensors(os.path.join(model_dir, "model.safetensors"))
     hidden, heads = config["hidden_size"], config["num_attention_heads"]
     layers, eps = config["num_hidden_layers"], config.get("layer_norm_eps", 1e-12)
-    if config.get("hidden_act", "gelu") != "gelu" or hidden % heads:
-        sys.exit("export-onnx: only BERT encoders with GELU (erf) and whole heads are written")
+    if (config.get("hidden_act", "gelu") != "gelu" or hidden % heads
+            or config.get("position_embedding_type", "absolute") != "absolute"):
+        sys.exit("export-onnx: only BERT encoders with GELU (erf), whole heads and absolute positions are written")
     d = hidden // heads
     g = Graph(weights)
 

@@ -49,7 +49,7 @@ pub struct Timing {
     pub clock: Clock,
     pub warmup: usize,
     pub samples_ms: Vec<f64>,
-    /// The median of the samples; on a clock that rounds its readings (`quantum_ms`), their mean
+    /// The median of the samples; for timestamps that a clock rounds (`quantum_ms`), their mean
     /// instead: rounding both ends to a grid leaves the mean unbiased, while the median lands on
     /// one of two neighbouring grid values (Chrome's WebGPU timed a 0.103 ms frame at 0.131).
     pub median_ms: f64,
@@ -111,7 +111,12 @@ impl Timing {
                 detail: "every sample is 0 ms: the clock is too coarse for this work".into(),
             });
         }
-        let quantum_ms = quantum_ms(&samples_ms);
+        // Only timestamps: a browser's wall clock sits on a grid too, but its samples carry
+        // pauses (a first step's pipeline builds, garbage collection) that the median absorbs.
+        let quantum_ms = match clock {
+            Clock::GpuTimestamps => quantum_ms(&samples_ms),
+            Clock::WallClock => None,
+        };
         let centre = match quantum_ms {
             Some(_) => samples_ms.iter().sum::<f64>() / samples_ms.len() as f64,
             None => median(&samples_ms).unwrap_or(0.0),
@@ -537,6 +542,12 @@ mod tests {
         let t = Timing::from_samples(Clock::GpuTimestamps, 0, samples.clone())?;
         assert_eq!(t.quantum_ms, None);
         assert_eq!(Some(t.median_ms), median(&samples));
+        // A wall clock on a grid keeps its median: its pauses would move a mean.
+        let wall = Timing::from_samples(Clock::WallClock, 0, vec![0.1, 0.1, 0.2, 5.0])?;
+        assert_eq!(
+            (wall.quantum_ms, wall.median_ms),
+            (None, 0.15000000000000002)
+        );
         // Equal readings, a wall clock's fractions of a nanosecond, a grid under a microsecond.
         assert_eq!(quantum_ms(&[0.131072; 4]), None);
         assert_eq!(quantum_ms(&[0.1000004, 0.2000004]), None);

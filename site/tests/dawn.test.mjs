@@ -19,7 +19,7 @@ function measure(...args) {
     execFile(process.execPath, [here('./measure-dawn.mjs'), webgpu, dist, ...args], {
       env: { ...process.env, VK_ICD_FILENAMES: icd, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? '/tmp' },
       timeout: 300_000,
-    }, (error, stdout, stderr) => done({ code: error?.code ?? 0, stdout, stderr }));
+    }, (error, stdout, stderr) => done({ code: error ? (error.code ?? error.signal) : 0, stdout, stderr }));
   });
 }
 

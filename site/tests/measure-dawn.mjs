@@ -23,6 +23,17 @@ if (!pkg || !site || !['waves', 'attention', 'flash'].includes(demo) || query ==
   process.exit(2);
 }
 const timeoutMs = Number(process.env.DAWN_TIMEOUT_MS ?? 540_000);
+if (!(timeoutMs > 0)) {
+  console.error(`DAWN_TIMEOUT_MS must be a number of milliseconds, got ${process.env.DAWN_TIMEOUT_MS}`);
+  process.exit(2);
+}
+// However the page's work ends, or fails to, the process ends within the time allowed.
+setTimeout(() => {
+  console.error(`${demo}: no report after ${timeoutMs} ms`);
+  process.exit(1);
+}, timeoutMs).unref();
+// The module logs through the console; its lines go to stderr, so that stdout holds the report.
+for (const level of ['log', 'info', 'debug']) console[level] = console.error;
 
 const { create, globals } = await import(pathToFileURL(resolve(pkg)).href);
 Object.assign(globalThis, globals);
@@ -67,7 +78,7 @@ if (modelDir) {
 // What Dawn says of the adapter, beside the page's report: the features a page can ask for.
 const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
 if (!adapter) {
-  console.log(JSON.stringify({ demo, query, error: 'Dawn found no adapter' }));
+  process.stdout.write(`${JSON.stringify({ demo, query, error: 'Dawn found no adapter' })}\n`);
   process.exit(1);
 }
 const dawn = {
@@ -76,11 +87,6 @@ const dawn = {
 };
 
 const started = performance.now();
-// However the page's work ends, or fails to, the process ends within the time allowed.
-setTimeout(() => {
-  console.error(`${demo}: no report after ${timeoutMs} ms`);
-  process.exit(1);
-}, timeoutMs).unref();
 const module = await import(pathToFileURL(resolve(site, demo, `${demo}.js`)).href);
 try {
   await module.default({ module_or_path: readFileSync(resolve(site, demo, `${demo}_bg.wasm`)) });
@@ -120,6 +126,6 @@ try {
 } catch {
   parsed = { text: report };
 }
-console.log(JSON.stringify({ demo, query, dawn, wall_s: (performance.now() - started) / 1e3, report: parsed }));
+process.stdout.write(`${JSON.stringify({ demo, query, dawn, wall_s: (performance.now() - started) / 1e3, report: parsed })}\n`);
 // dawn.node keeps its device's event loop alive: end the process once the report is out.
 process.exit(0);

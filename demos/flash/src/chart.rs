@@ -116,7 +116,10 @@ impl Canvas {
     pub fn texts_json(&self, stage: Option<usize>) -> String {
         let mut json = kiln_app::raster::texts_value(self.width, self.height, stage, &self.texts);
         if let Some(object) = json.as_object_mut() {
-            object.insert("strings".into(), serde_json::json!(self.strings));
+            object.insert(
+                "strings".into(),
+                serde_json::Value::from(self.strings.clone()),
+            );
         }
         json.to_string()
     }
