@@ -40,17 +40,14 @@ Object.assign(globalThis, globals);
 const flags = (process.env.DAWN_FLAGS ?? '').split(',').filter(Boolean);
 const gpu = create(flags);
 
-// The page objects. An element keeps its text and attributes; the input keeps its value.
+// The page objects: an element keeps its text and attributes.
 class Element {
   constructor(id) { this.id = id; this.textContent = ''; this.attributes = new Map(); }
   setAttribute(name, value) { this.attributes.set(name, String(value)); }
   getAttribute(name) { return this.attributes.get(name) ?? null; }
-  removeAttribute(name) { this.attributes.delete(name); }
 }
-class HTMLElement extends Element {}
-class HTMLInputElement extends HTMLElement { value = ''; }
-const elements = { report: new HTMLElement('report'), error: new HTMLElement('error'), hud: new HTMLElement('hud') };
-const body = new HTMLElement('body');
+const elements = { report: new Element('report'), error: new Element('error'), hud: new Element('hud') };
+const body = new Element('body');
 const document = {
   body,
   getElementById: (id) => elements[id] ?? null,
@@ -59,7 +56,7 @@ const document = {
 // web-sys finds the window by `globalThis instanceof Window`, wgpu by a global `Window`.
 globalThis.Window = class Window { static [Symbol.hasInstance](x) { return x === globalThis; } };
 Object.assign(globalThis, {
-  Element, HTMLElement, HTMLInputElement, document,
+  Element, document,
   location: { search: `?${query}`, href: `http://localhost/${demo}.html?${query}` },
   navigator: { gpu, userAgent: `node ${process.version}, dawn.node` },
 });
@@ -109,7 +106,7 @@ async function flash() {
   const generation = JSON.parse(await module.run_generation(q.get('prompt') ?? 'the ', Number(q.get('generate')), quiet));
   return { training, generation };
 }
-const report = demo === 'flash' ? JSON.stringify(await flash()) : await new Promise((done, fail) => {
+const text = demo === 'flash' ? null : await new Promise((done, fail) => {
   const poll = setInterval(() => {
     if (elements.report.getAttribute('data-done') === 'true') {
       clearInterval(poll);
@@ -120,12 +117,9 @@ const report = demo === 'flash' ? JSON.stringify(await flash()) : await new Prom
     }
   }, 20);
 });
-let parsed;
-try {
-  parsed = JSON.parse(report);
-} catch {
-  parsed = { text: report };
-}
-process.stdout.write(`${JSON.stringify({ demo, query, dawn, wall_s: (performance.now() - started) / 1e3, report: parsed })}\n`);
+// A report the page printed as a table rather than JSON travels as its text.
+const parse = (t) => { try { return JSON.parse(t); } catch { return { text: t }; } };
+const report = text === null ? await flash() : parse(text);
+process.stdout.write(`${JSON.stringify({ demo, query, dawn, wall_s: (performance.now() - started) / 1e3, report })}\n`);
 // dawn.node keeps its device's event loop alive: end the process once the report is out.
 process.exit(0);
