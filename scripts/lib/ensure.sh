@@ -78,3 +78,15 @@ ensure_postgresql() {
 ensure_pip() {
   python3 -m pip --version >/dev/null 2>&1 || ensure_apt python3 python3-pip
 }
+
+# numpy and onnx for scripts/export-onnx.py (the site's ONNX copy of the model): Python's own when
+# it has them, else installed once into .cache/python with pip's --target, beside the system's
+# packages rather than into them.
+ensure_onnx_export() {
+  python3 -c 'import numpy, onnx' 2>/dev/null && return 0
+  export PYTHONPATH="$PWD/.cache/python${PYTHONPATH:+:$PYTHONPATH}"
+  python3 -c 'import numpy, onnx' 2>/dev/null && return 0
+  ensure_pip
+  echo "== installing numpy and onnx into .cache/python"
+  python3 -m pip install --quiet --disable-pip-version-check --target .cache/python numpy==2.2.6 onnx==1.23.2
+}
