@@ -120,6 +120,23 @@ impl Loaded {
         })
     }
 
+    /// One embedding call on the GPU path, as a sentence-embedding library runs it: the plan for
+    /// this token count replayed, the last hidden state read back, its rows averaged
+    /// ([`mean_pool`]).
+    pub async fn gpu_embedding(&self, gpu: &Gpu, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
+        let planned = self.gpu_forward_planned(gpu, ids)?;
+        let last = planned.forward.hidden.last().ok_or_else(|| {
+            ModelError::Kiln(kiln::Error::InvalidArgument {
+                op: "embedding",
+                detail: "the forward pass has no hidden state".into(),
+            })
+        })?;
+        Ok(mean_pool(
+            &last.read().await?,
+            self.model.config.hidden_size,
+        ))
+    }
+
     /// The same forward pass on the CPU path.
     pub fn cpu_forward(&self, ids: &[u32]) -> Result<Forward<Array>, ModelError> {
         cpu_forward(&self.model, ids)
@@ -167,6 +184,20 @@ pub fn cpu_forward(model: &Model, ids: &[u32]) -> Result<Forward<Array>, ModelEr
         c.num_attention_heads,
         c.layer_norm_eps,
     )?)
+}
+
+/// A sentence's embedding as sentence-transformers pools MiniLM (and transformers.js's
+/// `pooling: 'mean'` for one unpadded sentence): the mean of the rows of `hidden`, a row-major
+/// matrix `width` columns wide. No rows give no embedding.
+pub fn mean_pool(hidden: &[f32], width: usize) -> Vec<f32> {
+    let rows = hidden.len().checked_div(width).unwrap_or(0);
+    let mut sum = vec![0.0f64; if rows == 0 { 0 } else { width }];
+    for row in hidden.chunks_exact(width.max(1)).take(rows) {
+        for (s, &x) in sum.iter_mut().zip(row) {
+            *s += f64::from(x);
+        }
+    }
+    sum.into_iter().map(|s| (s / rows as f64) as f32).collect()
 }
 
 /// Reads a GPU forward pass back: every hidden state and attention matrix.

@@ -77,7 +77,7 @@ async fn wall_breakdown(
     .await?;
     Ok(serde_json::json!({
         "record": bench::median(&runs.record), "submit": bench::median(&runs.submit),
-        "gpu": bench::median(&pass), "wait_read": bench::median(&runs.finish),
+        "gpu": bench::timestamp_centre(&pass), "wait_read": bench::median(&runs.finish),
         "launches": runs.launches,
         "host_us_per_launch": runs.cost().map(|h| h.us_per_launch),
         "runs": runs.record.len(),

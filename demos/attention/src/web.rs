@@ -2,18 +2,69 @@
 //! `run` returns), and the page (site/src/attention.js) draws this export's heatmaps into a 2D
 //! canvas: the same encoder on kiln's CPU loops, in this WebAssembly module, on one thread. The
 //! walkthrough runs on it too: every stage's visual from a CPU forward pass, the kernels
-//! rendered for a stored profile.
+//! rendered for a stored profile. Also the Kiln side of the page's comparison with
+//! transformers.js: one sentence embedded on the GPU path, timed.
 
 use attention::demo::{token_summary, view_notes};
 use attention::heatmap::{self, Labels};
-use attention::load::{cpu_forward, encode, pick_model};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use attention::load::{Loaded, cpu_forward, encode, pick_model};
 use attention::model::Model;
 use attention::stages::{kernel_choices, stages};
 use attention::tokenizer::{Tokenizer, Tokens};
 use attention::walkthrough::{self, Scene, Trace};
 use kiln_app::talk::{Stored, Target};
-use kiln_app::web::js_error;
+use kiln_app::web::{js_error, js_value, page_gpu};
 use wasm_bindgen::prelude::*;
+use web_time::Instant;
+
+thread_local! {
+    /// The comparison's model on the page's GPU device, uploaded on first use.
+    static EMBEDDER: RefCell<Option<Rc<Loaded>>> = const { RefCell::new(None) };
+}
+
+/// The Kiln side of the attention page's comparison with transformers.js
+/// (site/src/compare.js): `text` embedded on the GPU path as an embedding call runs it
+/// ([`Loaded::gpu_embedding`]: tokens, the forward replayed, the last hidden state read back and
+/// mean-pooled), `warm` times untimed, then `runs` times on the wall clock, each from the text to
+/// the embedding on the CPU — what transformers.js's `extractor(text, {pooling: 'mean'})` does.
+/// Resolves to JSON: `{adapter, weights, tokens, ids, ms, embedding}`.
+#[wasm_bindgen]
+pub async fn embed_timed(text: String, warm: usize, runs: usize) -> Result<String, JsValue> {
+    if !(1..=1000).contains(&runs) || warm > 1000 {
+        return Err(js_value("runs must be 1..=1000 and warm 0..=1000"));
+    }
+    let gpu = page_gpu().await?;
+    let loaded = match EMBEDDER.with(|e| e.borrow().clone()) {
+        Some(l) => l,
+        None => {
+            let l = Rc::new(Loaded::new(&gpu, None).map_err(js_value)?);
+            EMBEDDER.with(|e| *e.borrow_mut() = Some(l.clone()));
+            l
+        }
+    };
+    let mut embedding = Vec::new();
+    let mut ms = Vec::with_capacity(runs);
+    for i in 0..warm + runs {
+        let start = Instant::now();
+        let tokens = loaded.encode(&text).map_err(js_value)?;
+        embedding = loaded
+            .gpu_embedding(&gpu, &tokens.ids)
+            .await
+            .map_err(js_value)?;
+        if i >= warm {
+            ms.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let tokens = loaded.encode(&text).map_err(js_value)?;
+    Ok(serde_json::json!({
+        "adapter": gpu.profile().name, "weights": loaded.model.source,
+        "tokens": tokens.tokens, "ids": tokens.ids, "ms": ms, "embedding": embedding,
+    })
+    .to_string())
+}
 
 /// The encoder on the CPU path and the demo's heatmap view, for a page without WebGPU.
 #[wasm_bindgen]

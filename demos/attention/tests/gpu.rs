@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use attention::encoder;
+use attention::load::{Loaded, mean_pool};
 use attention::model::{Layer, Model};
 use kiln_app::kiln::cpu::{self, Array};
 use kiln_app::kiln::{CpuBackend, DType, Gpu, GpuBackend, GpuOptions, Tensor};
@@ -150,4 +151,31 @@ fn the_plan_only_run_lists_the_launches_the_device_runs() {
             );
         }
     }
+}
+
+/// The embedding call of the page's comparison with transformers.js: the plan replayed, its last
+/// hidden state read back and mean-pooled, against the CPU path's last rows averaged here, at
+/// token counts on both sides of a tile; a second count replays a second plan.
+#[test]
+fn gpu_embedding_is_the_mean_of_the_cpu_paths_last_hidden_rows() {
+    let gpu = gpu();
+    let loaded = Loaded::new(&gpu, Some("synthetic")).unwrap();
+    let (vocab, w) = (
+        loaded.model.config.vocab_size,
+        loaded.model.config.hidden_size,
+    );
+    for n in [3usize, 23, 3] {
+        let ids: Vec<u32> = (0..n).map(|k| ((k * 11 + n) % vocab) as u32).collect();
+        let got = pollster::block_on(loaded.gpu_embedding(&gpu, &ids)).unwrap();
+        let forward = loaded.cpu_forward(&ids).unwrap();
+        let last = &forward.hidden.last().unwrap().data;
+        let want: Vec<f32> = (0..w)
+            .map(|c| (0..n).map(|r| last[r * w + c]).sum::<f32>() / n as f32)
+            .collect();
+        assert_eq!(got.len(), w);
+        let e = cpu::rel_l2(&got, &want);
+        assert!(e < 1e-5, "{n} tokens: rel L2 {e:.2e}");
+    }
+    assert!(mean_pool(&[], w).is_empty());
+    assert!(mean_pool(&[1.0; 4], 0).is_empty());
 }
