@@ -31,6 +31,8 @@ window.kilnWithoutWebGPU = async (demo, missing) => {
   const note = document.getElementById('weights');
   disableForGpu([document.querySelector('button[data-key="Tab"]')],
     `the GPU path needs WebGPU (here: ${missing.short}); the CPU path draws instead.`);
+  disableForGpu([document.getElementById('compare-start')],
+    `the comparison with transformers.js runs both on WebGPU (here: ${missing.short}).`);
   try {
     const params = new URLSearchParams(location.search);
     if (params.has('text')) field.value = params.get('text');
