@@ -14,12 +14,16 @@
 # timestamps; Chrome rounds them to 65.536 µs). STAGES picks the parts:
 #   pages  waves (1024², 128 waves), the attention demo on its built-in weights, the flash page's
 #          Medium training and a generation after it, and its kernel sweep;
-#   minilm the attention demo on MODEL_DIR (MiniLM) at 17 and 212 tokens.
+#   minilm the attention demo on MODEL_DIR (MiniLM) at 17 and 212 tokens;
+#   compare the attention page's comparison with transformers.js at 17 and 212 tokens: Kiln's GPU
+#          path on MODEL_DIR and transformers.js's WebGPU pipeline on the site's ONNX export
+#          (SITE_DIR/models/all-minilm-l6-v2: its onnx/, config and tokenizer files; and
+#          SITE_DIR/vendor/transformers), on one Dawn device, after the page's own benchmark.
 # Writes OUT/dawn.jsonl (one page report per line) and OUT/native.json (the binaries' JSON
 # reports, one after another). Exits non-zero when a step fails.
 set -uo pipefail
 node=$1 pkg=$2 site=$3 bin=$4 out=$5 model=${6:-}
-stages=${STAGES:-pages minilm}
+stages=${STAGES:-pages minilm compare}
 here=$(cd "$(dirname "$0")" && pwd)
 measure="$here/../site/tests/measure-dawn.mjs"
 failed=0
@@ -47,6 +51,12 @@ if stage minilm; then
   for text in "$short" "$long"; do
     native attention --bench --json --frames 30 --model "$model" --text "$text"
     dawn attention "$(query 'bench&json&frames=30&text=' "$text")" "$model"
+  done
+fi
+if stage compare; then
+  [ -n "$model" ] || { echo "bench-dawn: the compare stage needs MODEL_DIR" >&2; exit 2; }
+  for text in "$short" "$long"; do
+    dawn attention "$(query 'bench&json&frames=10&compare&compare-runs=50&compare-warm=10&compare-text=' "$text")" "$model"
   done
 fi
 exit $failed

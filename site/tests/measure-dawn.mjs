@@ -13,7 +13,11 @@
 // page URL's query without `?` (`bench&json&frames=30&text=…`); MODEL_DIR: a model directory
 // (config.json, model.safetensors, vocab.txt) handed to the attention page as its loader does.
 // DAWN_FLAGS: comma-separated arguments for dawn.node's `create` (Dawn toggles).
-import { readFileSync } from 'node:fs';
+// With `compare` in an attention QUERY, after the page's benchmark: the page's comparison with
+// transformers.js (compareOn of the site's compare.js) on each `compare-text` of the query
+// (`compare-runs` timed after `compare-warm`): Kiln's embed_timed export, then transformers.js's
+// WebGPU pipeline on the site's ONNX export, on this same Dawn device, in this same process.
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -117,9 +121,113 @@ const text = demo === 'flash' ? null : await new Promise((done, fail) => {
     }
   }, 20);
 });
+// transformers.js as the attention page loads it (compare.js), in Node: it takes this process
+// for a browser (a window with a document, a process that is not Node's while the module reads
+// it), fetches the site's files through a stand-in fetch that reads them from SITE_DIR, and
+// loads ONNX Runtime's WebAssembly from the file (Emscripten's Node path). Dawn's writeBuffer
+// takes no view of shared memory, which ONNX Runtime's threaded build hands it: such a view is
+// copied first.
+async function transformers() {
+  const vendor = resolve(site, 'vendor', 'transformers');
+  if (!existsSync(join(vendor, 'transformers.min.js'))) throw new Error(`${vendor}: the site carries no transformers.js`);
+  const nodeFetch = globalThis.fetch;
+  globalThis.fetch = async (url, options) => {
+    const u = new URL(String(url), location.href);
+    if (u.host !== 'localhost') return nodeFetch(url, options);
+    const file = join(site, decodeURIComponent(u.pathname));
+    if (!existsSync(file)) return new Response('not found', { status: 404 });
+    const body = readFileSync(file);
+    return new Response(body, { headers: { 'content-length': String(body.length) } });
+  };
+  const write = GPUQueue.prototype.writeBuffer;
+  GPUQueue.prototype.writeBuffer = function writeBuffer(buffer, offset, data, dataOffset = 0, size = undefined) {
+    if (!ArrayBuffer.isView(data) || !(data.buffer instanceof SharedArrayBuffer)) {
+      return write.call(this, buffer, offset, data, dataOffset, size);
+    }
+    const unit = data.BYTES_PER_ELEMENT ?? 1;
+    const bytes = new Uint8Array(data.buffer, data.byteOffset + dataOffset * unit,
+      size === undefined ? data.byteLength - dataOffset * unit : size * unit);
+    return write.call(this, buffer, offset, bytes.slice());
+  };
+  globalThis.self = globalThis;
+  const release = process.release;
+  Object.defineProperty(process, 'release', { value: { name: 'browser' }, configurable: true });
+  const t = await import(pathToFileURL(join(vendor, 'transformers.min.js')).href);
+  Object.defineProperty(process, 'release', { value: release, configurable: true });
+  t.env.allowRemoteModels = false;
+  t.env.allowLocalModels = true;
+  t.env.localModelPath = '/models/';
+  t.env.useBrowserCache = false;
+  t.env.backends.onnx.wasm.wasmPaths = {
+    mjs: pathToFileURL(join(vendor, 'ort-wasm-simd-threaded.asyncify.mjs')).href,
+    wasm: join(vendor, 'ort-wasm-simd-threaded.asyncify.wasm'),
+  };
+  return t;
+}
+
+// Brings the GPU's clocks up before a side is timed: a forward of either side leaves the GPU
+// mostly idle, and an H200 at low load stays at low clocks for seconds. Two seconds of a
+// multiply-add loop over 4 Mi floats, on a device of its own (the clocks are the chip's), with
+// more dispatches per submission until one takes 20 ms (a software adapter needs one).
+async function heat() {
+  const adapter = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
+  const device = await adapter.requestDevice();
+  const n = 1 << 22;
+  const buffer = device.createBuffer({ size: n * 4, usage: GPUBufferUsage.STORAGE });
+  const code = `@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+    @compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3u) {
+      var v = x[g.x];
+      for (var k = 0u; k < 256u; k++) { v = fma(v, 0.999, 0.001); }
+      x[g.x] = v;
+    }`;
+  const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
+  const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer } }] });
+  let dispatches = 1;
+  for (const start = performance.now(); performance.now() - start < 2000;) {
+    const began = performance.now();
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bind);
+    for (let i = 0; i < dispatches; i++) pass.dispatchWorkgroups(n / 256);
+    pass.end();
+    device.queue.submit([encoder.finish()]);
+    await device.queue.onSubmittedWorkDone();
+    if (performance.now() - began < 20 && dispatches < 1024) dispatches *= 2;
+  }
+  buffer.destroy();
+  device.destroy();
+}
+
+async function compare() {
+  const q = new URLSearchParams(query);
+  const options = { runs: Number(q.get('compare-runs') ?? 10), warm: Number(q.get('compare-warm') ?? 3), prepare: heat };
+  const { compareOn, warmUp } = await import(pathToFileURL(resolve(site, 'compare.js')).href);
+  const texts = q.getAll('compare-text');
+  // Kiln alone first, before ONNX Runtime's device exists beside it.
+  const alone = [];
+  for (const sentence of texts) {
+    await heat();
+    await warmUp(() => module.embed_timed(sentence, 0, 1), options.warm);
+    alone.push(JSON.parse(await module.embed_timed(sentence, 0, options.runs)).ms);
+  }
+  const t = await transformers();
+  const extractor = await t.pipeline('feature-extraction', 'all-minilm-l6-v2', { device: 'webgpu', dtype: 'fp32' });
+  const results = [];
+  for (const [i, sentence] of texts.entries()) {
+    const r = await compareOn(module, extractor, sentence, options);
+    r.transformers.version = t.env.version;
+    r.kiln_alone = { ms: alone[i], note: 'the same calls before transformers.js was loaded' };
+    results.push(r);
+  }
+  await extractor.dispose();
+  return results;
+}
+
 // A report the page printed as a table rather than JSON travels as its text.
 const parse = (t) => { try { return JSON.parse(t); } catch { return { text: t }; } };
 const report = text === null ? await flash() : parse(text);
+if (demo === 'attention' && new URLSearchParams(query).has('compare')) report.compare = await compare();
 process.stdout.write(`${JSON.stringify({ demo, query, dawn, wall_s: (performance.now() - started) / 1e3, report })}\n`);
 // dawn.node keeps its device's event loop alive: end the process once the report is out.
 process.exit(0);
