@@ -328,6 +328,7 @@ async fn run_one(
         max_ms: t.max_ms,
         warmup: t.warmup as u32,
         repeats: t.samples_ms.len() as u32,
+        quantum_ms: t.quantum_ms,
     });
     Ok(Some(result))
 }

@@ -109,6 +109,12 @@ pub struct Timing {
     pub max_ms: f64,
     pub warmup: u32,
     pub repeats: u32,
+    /// The grid the clock rounds its readings to (Chrome's WebGPU: 65.536 µs), when it does:
+    /// `median_ms` then holds the readings' mean, which the rounding leaves unbiased (their
+    /// median lands on one of two neighbouring grid values). Absent for a clock that does not
+    /// round, and in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantum_ms: Option<f64>,
 }
 
 /// A variant the campaign did not run.

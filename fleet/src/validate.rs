@@ -227,6 +227,16 @@ fn timing(at: &str, t: &Timing) -> Check {
             t.min_ms, t.median_ms, t.max_ms
         ));
     }
+    if let Some(q) = t.quantum_ms {
+        // A grid is a timestamp clock's, and finer than what it times.
+        positive(&format!("{at}.quantum_ms"), q)?;
+        if t.clock != "gpu_timestamps" || q > t.max_ms {
+            return Err(format!(
+                "{at}.quantum_ms: a grid of {q} ms belongs to gpu_timestamps readings no finer than it (clock {}, max {} ms)",
+                t.clock, t.max_ms
+            ));
+        }
+    }
     if t.repeats == 0 {
         return Err(format!("{at}.repeats: at least one timed run"));
     }

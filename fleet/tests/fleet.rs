@@ -264,6 +264,7 @@ fn result(variant: &str, outcome: Outcome, ms: f64) -> VariantResult {
             max_ms: ms,
             warmup: 1,
             repeats: 3,
+            quantum_ms: None,
         }),
         gflop_per_s: None,
         gb_per_s: None,

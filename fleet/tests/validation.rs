@@ -268,6 +268,19 @@ fn numbers_past_any_campaigns_are_refused() {
             "median_ms: 1e300 is over",
         ),
         (
+            "a rounding grid on a wall clock",
+            edited(|v| {
+                v["results"][0]["timing"]["clock"] = json!("wall_clock");
+                v["results"][0]["timing"]["quantum_ms"] = json!(0.065536);
+            }),
+            "quantum_ms: a grid of 0.065536 ms belongs to gpu_timestamps",
+        ),
+        (
+            "a negative rounding grid",
+            timing("quantum_ms", json!(-0.065536)),
+            "quantum_ms: -0.065536 is not a positive finite number",
+        ),
+        (
             "2^32 - 1 repeats",
             timing("repeats", json!(4_294_967_295u64)),
             "repeats: 4294967295 is over",
@@ -288,4 +301,35 @@ fn numbers_past_any_campaigns_are_refused() {
             "tolerance: 1e300 is over",
         ),
     ]);
+}
+
+/// A browser's rounded timestamps: the grid travels with the timing (its median_ms then holds
+/// the readings' mean) and reads back; reports without it still read.
+#[test]
+fn a_rounding_grid_reads_back_and_is_optional() {
+    let json = edited(|v| {
+        let t = &mut v["results"][0]["timing"];
+        t["clock"] = json!("gpu_timestamps");
+        t["min_ms"] = json!(0.065536);
+        t["median_ms"] = json!(0.0983);
+        t["max_ms"] = json!(0.131072);
+        t["quantum_ms"] = json!(0.065536);
+    });
+    let report = Report::parse("test", &json).unwrap();
+    let t = report.results[0].timing.as_ref().unwrap();
+    assert_eq!(t.quantum_ms, Some(0.065536));
+    let again = serde_json::to_string(&report).unwrap();
+    assert_eq!(Report::parse("again", &again).unwrap(), report);
+    let plain = Report::parse("lavapipe.json", &checked_in("lavapipe.json")).unwrap();
+    assert!(
+        plain
+            .results
+            .iter()
+            .all(|r| r.timing.as_ref().is_none_or(|t| t.quantum_ms.is_none()))
+    );
+    assert!(
+        !serde_json::to_string(&plain)
+            .unwrap()
+            .contains("quantum_ms")
+    );
 }

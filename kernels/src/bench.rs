@@ -92,6 +92,18 @@ pub fn quantum_ms(samples_ms: &[f64]) -> Option<f64> {
     (whole && differ && divisor >= 1_000).then_some(divisor as f64 / 1e6)
 }
 
+/// The centre of GPU timestamp readings (or sums of them): their mean when the clock rounds
+/// them to a grid ([`quantum_ms`]), which the rounding leaves unbiased, else their median. `None`
+/// for no readings.
+pub fn timestamp_centre(samples_ms: &[f64]) -> Option<f64> {
+    match quantum_ms(samples_ms) {
+        Some(_) if !samples_ms.is_empty() => {
+            Some(samples_ms.iter().sum::<f64>() / samples_ms.len() as f64)
+        }
+        _ => median(samples_ms),
+    }
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
@@ -117,10 +129,11 @@ impl Timing {
             Clock::GpuTimestamps => quantum_ms(&samples_ms),
             Clock::WallClock => None,
         };
-        let centre = match quantum_ms {
-            Some(_) => samples_ms.iter().sum::<f64>() / samples_ms.len() as f64,
-            None => median(&samples_ms).unwrap_or(0.0),
-        };
+        let centre = match clock {
+            Clock::GpuTimestamps => timestamp_centre(&samples_ms),
+            Clock::WallClock => median(&samples_ms),
+        }
+        .unwrap_or(0.0);
         Ok(Timing {
             clock,
             warmup,
@@ -482,7 +495,7 @@ pub async fn profile_unit<E: From<Error>>(
     by_family.sort_by(|a, b| b.ms.total_cmp(&a.ms));
     Ok(UnitProfile {
         counts,
-        gpu_ms: median(&totals),
+        gpu_ms: timestamp_centre(&totals),
         by_family,
     })
 }
@@ -555,5 +568,18 @@ mod tests {
         assert_eq!(quantum_ms(&[0.000512, 0.001024]), None);
         assert_eq!(quantum_ms(&[0.2, 0.3, 0.5]), Some(0.1));
         Ok(())
+    }
+
+    #[test]
+    fn summed_timestamps_are_centred_the_same_way() {
+        // A forward's passes summed: still on the grid, so their mean; fine sums keep the median.
+        let q = 0.065536;
+        let sums = [7.0 * q, 8.0 * q, 8.0 * q, 9.0 * q, 7.0 * q];
+        let mean = sums.iter().sum::<f64>() / 5.0;
+        let centre = timestamp_centre(&sums).unwrap_or(f64::NAN);
+        assert!((centre - mean).abs() < 1e-12, "{centre} against {mean}");
+        let fine = [0.51234, 0.50987, 0.51102];
+        assert_eq!(timestamp_centre(&fine), median(&fine));
+        assert_eq!(timestamp_centre(&[]), None);
     }
 }
