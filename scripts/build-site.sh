@@ -113,7 +113,8 @@ if [ -f "$model-f16/model.safetensors" ]; then
     { ensure_onnx_export && python3 scripts/export-onnx.py "$model-f16"; } \
       || echo "   the model could not be exported to ONNX"
   fi
-  if [ -f "$onnx" ] && bash scripts/vendor-transformers.sh; then
+  if [ -f "$onnx" ] && [ -f "$model-f16/tokenizer.json" ] && [ -f "$model-f16/tokenizer_config.json" ] \
+    && bash scripts/vendor-transformers.sh; then
     mkdir -p "$out/models/all-minilm-l6-v2/onnx" "$out/vendor/transformers"
     cp "$onnx" "$out/models/all-minilm-l6-v2/onnx/"
     cp "$model-f16"/{tokenizer.json,tokenizer_config.json} "$out/models/all-minilm-l6-v2/"
@@ -121,7 +122,7 @@ if [ -f "$model-f16/model.safetensors" ]; then
     compared+=(all-minilm-l6-v2)
     echo "   included the comparison with transformers.js: ONNX export ($(du -k "$onnx" | cut -f1) KiB), $(cat .cache/transformers-js/VERSIONS)"
   else
-    echo "   the attention page offers no comparison with transformers.js (no ONNX export or no transformers.js)"
+    echo "   the attention page offers no comparison with transformers.js (no ONNX export, tokenizer files or transformers.js)"
   fi
 else
   # The index card says what this build carries.
@@ -145,7 +146,7 @@ root = sys.argv[1]
 
 
 def online_only(path):
-    """The transformers.js comparison's files (some 70 MB): fetched when the visitor starts it,
+    """The transformers.js comparison's files (about 72 MB): fetched when the visitor starts it,
     never kept for offline use."""
     return any(fnmatch.fnmatch(path, p) for p in
                ("vendor/transformers/*", "models/*/onnx/*", "models/*/tokenizer*.json"))

@@ -33,6 +33,10 @@ echo "vendor-transformers: downloading $transformers and $ort (about 30 MB)"
 node - "$tmp/packed.json" "$transformers_sha" "$ort_sha" <<'JS'
 const [file, ...want] = process.argv.slice(2);
 const packed = JSON.parse(require('fs').readFileSync(file, 'utf8'));
+if (packed.length !== want.length) {
+  console.error(`vendor-transformers: npm packed ${packed.length} packages, not ${want.length}`);
+  process.exit(1);
+}
 packed.forEach((p, i) => {
   if (p.integrity !== want[i]) {
     console.error(`vendor-transformers: ${p.id} has integrity ${p.integrity}, not the pinned ${want[i]}`);

@@ -81,12 +81,20 @@ ensure_pip() {
 
 # numpy and onnx for scripts/export-onnx.py (the site's ONNX copy of the model): Python's own when
 # it has them, else installed once into .cache/python with pip's --target, beside the system's
-# packages rather than into them.
+# packages rather than into them (into a fresh folder, moved into place whole).
 ensure_onnx_export() {
   python3 -c 'import numpy, onnx' 2>/dev/null && return 0
   export PYTHONPATH="$PWD/.cache/python${PYTHONPATH:+:$PYTHONPATH}"
   python3 -c 'import numpy, onnx' 2>/dev/null && return 0
   ensure_pip
   echo "== installing numpy and onnx into .cache/python"
-  python3 -m pip install --quiet --disable-pip-version-check --target .cache/python numpy==2.2.6 onnx==1.23.2
+  mkdir -p .cache
+  local tmp
+  tmp=$(mktemp -d .cache/python.XXXXXX)
+  if python3 -m pip install --quiet --disable-pip-version-check --target "$tmp" numpy==2.2.6 onnx==1.23.2; then
+    rm -rf .cache/python && mv "$tmp" .cache/python
+  else
+    rm -rf "$tmp"
+    return 1
+  fi
 }

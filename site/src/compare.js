@@ -5,16 +5,19 @@
 // warmed up and then timed per forward on the wall clock, from the text to the mean-pooled
 // embedding on the CPU; the two embeddings compared (relative L2). Nothing of transformers.js
 // loads before the button is pressed. `?compare` starts it with the page; `compare-runs` and
-// `compare-warm` set the counts. The result lands in #compare's data-result as JSON, for tests
+// `compare-warm` (the fewest warm-up calls; at least a second of them) set the counts. The result lands in #compare's data-result as JSON, for tests
 // and measurement scripts.
+
+import { listedModels } from './model.js';
 
 const section = document.getElementById('compare');
 const button = document.getElementById('compare-start');
 const status = document.getElementById('compare-status');
 const table = document.getElementById('compare-table');
 const params = new URLSearchParams(location.search);
+// A count from the URL, or `fallback` when it is absent, empty or out of range.
 const count = (name, fallback, max) => {
-  const n = Number(params.get(name) ?? fallback);
+  const n = Number(params.get(name) || fallback);
   return Number.isInteger(n) && n >= 0 && n <= max ? n : fallback;
 };
 const RUNS = Math.max(1, count('compare-runs', 10, 200));
@@ -38,38 +41,54 @@ export function relL2(got, want) {
 
 // Whether this build carries the ONNX export and transformers.js (scripts/build-site.sh lists
 // them in models/index.json).
-async function carried() {
-  const listed = await fetch('models/index.json').then((r) => (r.ok ? r.json() : {})).catch(() => ({}));
-  return (listed.compare ?? []).includes(MODEL);
-}
+const carried = async () => ((await listedModels('models')).compare ?? []).includes(MODEL);
 
-// transformers.js, set to read this site's files only: the model from models/, ONNX Runtime's
-// WebAssembly from vendor/transformers/ (its default is a CDN), no browser cache of its own.
-async function transformers() {
-  const here = (path) => new URL(path, location.href);
-  const t = await import('./vendor/transformers/transformers.min.js');
+// Sets transformers.js (`t`, its module) to read `models` (a path: transformers.js takes a URL
+// for a remote model) and ONNX Runtime's WebAssembly from `wasm` ({mjs, wasm}; its default is
+// a CDN), with no remote models and no cache of its own. Shared with measure-dawn.mjs.
+export function configureTransformers(t, models, wasm) {
   t.env.allowRemoteModels = false;
   t.env.allowLocalModels = true;
-  // A path, not a URL: transformers.js reads a URL as a remote model.
-  t.env.localModelPath = here('models/').pathname;
+  t.env.localModelPath = models;
   t.env.useBrowserCache = false;
-  t.env.backends.onnx.wasm.wasmPaths = {
-    mjs: here('vendor/transformers/ort-wasm-simd-threaded.asyncify.mjs').href,
-    wasm: here('vendor/transformers/ort-wasm-simd-threaded.asyncify.wasm').href,
-  };
-  return t;
+  t.env.backends.onnx.wasm.wasmPaths = wasm;
 }
 
-// The page fetches the weights as it starts (loader.js); `?compare` may be here first.
-async function modelFetched() {
+// transformers.js's pipeline on this site's files, made once and kept for the next comparison.
+let pipeline = null;
+function extractor() {
+  pipeline ??= (async () => {
+    const here = (path) => new URL(path, location.href);
+    // The comparison's files are left out of the offline copy: say so rather than fail on a
+    // fetch deep inside transformers.js.
+    const reachable = await fetch('vendor/transformers/VERSIONS', { cache: 'no-store' })
+      .then((r) => r.ok).catch(() => false);
+    if (!reachable) {
+      throw new Error('its files (about 72 MB) are not in the offline copy, and the site\'s server did not answer');
+    }
+    const t = await import('./vendor/transformers/transformers.min.js');
+    configureTransformers(t, here('models/').pathname, {
+      mjs: here('vendor/transformers/ort-wasm-simd-threaded.asyncify.mjs').href,
+      wasm: here('vendor/transformers/ort-wasm-simd-threaded.asyncify.wasm').href,
+    });
+    const e = await t.pipeline('feature-extraction', MODEL, { device: 'webgpu', dtype: 'fp32' });
+    e.version = t.env.version;
+    return e;
+  })();
+  // A failed start is tried again at the next press.
+  pipeline.catch(() => { pipeline = null; });
+  return pipeline;
+}
+
+// The page's GPU path running on the MiniLM weights (loader.js says when; `?compare` may ask
+// before it has).
+async function kilnReady() {
   if (params.get('model') === 'synthetic') {
-    throw new Error('the comparison needs the MiniLM weights, and this page runs on built-in synthetic ones (?model=synthetic)');
+    throw new Error('it needs the MiniLM weights, and this page runs on built-in synthetic ones (?model=synthetic)');
   }
-  for (let waited = 0; !window.kilnModel; waited += 100) {
-    if (waited > 300000) throw new Error('the model\'s weights did not arrive');
-    status.textContent = 'waiting for the model\'s weights…';
-    await new Promise((ok) => setTimeout(ok, 100));
-  }
+  const path = await window.kilnStarted;
+  if (!path?.gpu) throw new Error(`it runs both sides on WebGPU, and here ${path?.why ?? 'there is none'}`);
+  if (!window.kilnModel) throw new Error('the page runs without the MiniLM weights');
 }
 
 const ms = (x) => `${x.toFixed(x < 10 ? 2 : 1)} ms`;
@@ -91,15 +110,18 @@ function show(result) {
   const ratio = result.transformers.median_ms / result.kiln.median_ms;
   status.textContent =
     `Kiln ${ratio >= 1 ? `${ratio.toFixed(2)}× faster` : `${(1 / ratio).toFixed(2)}× slower`} per ` +
-    `forward (medians of ${result.runs} after ${result.warm} warm-up each, wall clock, text to ` +
+    `forward (medians of ${result.runs} after at least a second of warm-up each, wall clock, text to ` +
     `pooled embedding). Embeddings agree within ${result.rel_l2.toExponential(1)} (relative L2)` +
     `${result.same_tokens ? ', on the same tokens' : '; the tokens differ'}. Adapter: ${result.adapter}.`;
 }
 
-// A GPU left idle runs at low clocks at first: warm-up is `warm` calls and at least a second.
+// A GPU left idle runs at low clocks at first: warm-up is `warm` calls and at least a second of
+// them. Returns how many ran.
 export async function warmUp(call, warm) {
   const start = performance.now();
-  for (let i = 0; i < warm || performance.now() - start < 1000; i++) await call();
+  let calls = 0;
+  for (; calls < warm || performance.now() - start < 1000; calls++) await call();
+  return calls;
 }
 
 // The comparison itself, on a started Kiln module (its embed_timed export) and transformers.js's
@@ -109,12 +131,12 @@ export async function warmUp(call, warm) {
 export async function compareOn(module, extractor, text, { warm, runs, report = () => {}, prepare = async () => {} }) {
   report('Kiln: warming up and timing…');
   await prepare();
-  await warmUp(() => module.embed_timed(text, 0, 1), warm);
+  const kilnWarm = await warmUp(() => module.embed_timed(text, 0, 1), warm);
   const kiln = JSON.parse(await module.embed_timed(text, 0, runs));
   report('transformers.js: warming up and timing…');
   const embed = () => extractor(text, { pooling: 'mean', normalize: false });
   await prepare();
-  await warmUp(embed, warm);
+  const theirWarm = await warmUp(embed, warm);
   let output;
   const times = [];
   for (let i = 0; i < runs; i++) {
@@ -122,15 +144,22 @@ export async function compareOn(module, extractor, text, { warm, runs, report = 
     output = await embed();
     times.push(performance.now() - start);
   }
-  const ids = Array.from((await extractor.tokenizer(text)).input_ids.data, Number);
+  // Cut as the pipeline cuts (and Kiln, at the model's 512 positions).
+  const ids = Array.from((await extractor.tokenizer(text, { truncation: true })).input_ids.data, Number);
   return {
-    text, runs, warm, adapter: kiln.adapter,
-    kiln: { tokens: kiln.ids.length, ms: kiln.ms, median_ms: median(kiln.ms), min_ms: Math.min(...kiln.ms) },
-    transformers: { tokens: ids.length, ms: times, median_ms: median(times), min_ms: Math.min(...times) },
+    text, runs, adapter: kiln.adapter,
+    kiln: { tokens: kiln.ids.length, warm_calls: kilnWarm, ms: kiln.ms, median_ms: median(kiln.ms), min_ms: Math.min(...kiln.ms) },
+    transformers: {
+      version: extractor.version, tokens: ids.length, warm_calls: theirWarm,
+      ms: times, median_ms: median(times), min_ms: Math.min(...times),
+    },
     same_tokens: ids.length === kiln.ids.length && ids.every((id, i) => id === kiln.ids[i]),
     rel_l2: relL2(Array.from(output.data), kiln.embedding),
   };
 }
+
+// Whether the GPU path is missing here (the button then stays off, as disableForGpu left it).
+let gpuMissing = false;
 
 async function compare() {
   button.disabled = true;
@@ -139,29 +168,27 @@ async function compare() {
   const text = document.getElementById('text').value;
   const report = (line) => { status.textContent = line; };
   try {
-    await modelFetched();
+    await kilnReady();
     const module = await import('./attention/attention.js');
-    await module.default().catch(() => {}); // already started by loader.js: returns at once
-    report('loading transformers.js, ONNX Runtime Web and the ONNX model (about 75 MB)…');
-    const t = await transformers();
-    const extractor = await t.pipeline('feature-extraction', MODEL, { device: 'webgpu', dtype: 'fp32' });
-    try {
-      const result = await compareOn(module, extractor, text, { warm: WARM, runs: RUNS, report });
-      result.transformers.version = t.env.version;
-      show(result);
-      section.dataset.result = JSON.stringify(result);
-    } finally {
-      await extractor.dispose();
-    }
+    // Started by loader.js already: this returns at once (winit's control-flow throw aside).
+    await module.default().catch((e) => {
+      if (!String(e).includes('Using exceptions for control flow')) throw e;
+    });
+    report('loading transformers.js, ONNX Runtime Web and the ONNX model (about 72 MB)…');
+    const pipe = await extractor();
+    const result = await compareOn(module, pipe, text, { warm: WARM, runs: RUNS, report });
+    show(result);
+    section.dataset.result = JSON.stringify(result);
   } catch (e) {
     status.textContent = `The comparison could not run: ${e.message ?? e}`;
     section.dataset.error = String(e.message ?? e);
   } finally {
-    if (!button.title) button.disabled = false; // disableForGpu leaves its reason there
+    button.disabled = gpuMissing;
   }
 }
 
 if (section) {
+  window.kilnStarted?.then((path) => { gpuMissing = !path.gpu; }, () => {});
   if (await carried()) {
     button.addEventListener('click', compare);
     if (params.has('compare')) compare();

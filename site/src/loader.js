@@ -27,7 +27,15 @@ for (const button of document.querySelectorAll('button[data-key]')) {
   });
 }
 
+// Settles once the page knows its path: `{ gpu: true }` when the demo's module runs on WebGPU
+// (its model fetched first), `{ gpu: false, why }` when it cannot, rejected when starting
+// failed. The attention page's comparison with transformers.js waits on it.
+let started;
+window.kilnStarted = new Promise((ok, no) => { started = { ok, no }; });
+window.kilnStarted.catch(() => {}); // a failure is shown by fail(); nobody need be listening
+
 const webgpu = await detectWebGPU();
+if (!webgpu.ok) started.ok({ gpu: false, why: webgpu.short });
 if (!webgpu.ok && window.kilnWithoutWebGPU) {
   // The page draws its CPU path instead, and explains.
   window.kilnWithoutWebGPU(demo, webgpu);
@@ -46,8 +54,14 @@ if (!webgpu.ok && window.kilnWithoutWebGPU) {
     else if (asked === 'synthetic') document.getElementById('weights').textContent = 'built-in synthetic weights (asked for in the URL)';
     const module = await import(`./${demo}/${demo}.js`);
     await module.default();
+    started.ok({ gpu: true });
   } catch (e) {
     // winit hands control back by throwing once its event loop runs: not an error.
-    if (!String(e).includes('Using exceptions for control flow')) fail(`${demo}: ${e}`);
+    if (String(e).includes('Using exceptions for control flow')) {
+      started.ok({ gpu: true });
+    } else {
+      fail(`${demo}: ${e}`);
+      started.no(e);
+    }
   }
 }

@@ -6,9 +6,7 @@ export async function fetchModel(dir) {
   // The build lists the models it carried beside them (scripts/build-site.sh); fetching a file
   // that is not there would log a 404.
   const slash = dir.lastIndexOf('/');
-  const listed = await fetch(`${dir.slice(0, slash)}/index.json`)
-    .then((r) => (r.ok ? r.json() : { models: [] }))
-    .catch(() => ({ models: [] }));
+  const listed = await listedModels(dir.slice(0, slash));
   if (!listed.models.includes(dir.slice(slash + 1))) {
     if (note) note.textContent = 'built-in synthetic weights (this site was built without the model)';
     return false;
@@ -29,6 +27,13 @@ export async function fetchModel(dir) {
   if (bar) bar.hidden = true;
   if (note) note.textContent = name;
   return true;
+}
+
+// What the build carries in `folder` (its index.json): `models`, the folders of weights, and
+// `compare`, those the transformers.js comparison can run on. Nothing, when it cannot be read.
+export async function listedModels(folder) {
+  const listed = await fetch(`${folder}/index.json`).then((r) => (r.ok ? r.json() : {})).catch(() => ({}));
+  return { models: listed.models ?? [], compare: listed.compare ?? [] };
 }
 
 // A response's body, read chunk by chunk into one array; the bar and the note show the bytes

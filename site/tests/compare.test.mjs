@@ -25,13 +25,15 @@ test('the comparison with transformers.js loads on demand, runs both, and they a
   }
   const query = `text=${encodeURIComponent(TEXT)}&compare-runs=2&compare-warm=1`;
   const { page, errors } = await site.open(`/attention.html?${query}`, { width: 1280, height: 1100 });
-  const requested = [];
-  page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+  // Everything the page fetched, from its first request on (the browser's own record).
+  const fetched = () => page.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
   await page.waitForFunction(() => /tokens: \[CLS\] ki/.test(document.getElementById('hud').textContent),
     null, { timeout: 120000 }).catch(async (e) => {
     throw new Error(`${e.message}; the HUD: ${await page.textContent('#hud')}; errors: ${errors}`);
   });
-  const early = requested.filter((p) => /vendor\/transformers|\/onnx\/|tokenizer/.test(p));
+  const before = await fetched();
+  assert.ok(before.some((p) => p.endsWith('/model.safetensors')), `the page's record misses its own model: ${before}`);
+  const early = before.filter((p) => /vendor\/transformers|\/onnx\/|tokenizer/.test(p));
   assert.deepEqual(early, [], 'the comparison loaded files before it was started');
 
   await page.click('#compare-start');
@@ -49,13 +51,15 @@ test('the comparison with transformers.js loads on demand, runs both, and they a
   assert.equal(r.text, TEXT);
   assert.ok(r.same_tokens, 'transformers.js and Kiln tokenized the sentence differently');
   assert.ok(r.rel_l2 <= TOLERANCE, `embeddings ${r.rel_l2} apart (relative L2), over ${TOLERANCE}`);
+  assert.ok(r.kiln.warm_calls >= 1 && r.transformers.warm_calls >= 1);
   assert.equal(r.kiln.ms.length, 2);
   assert.equal(r.transformers.ms.length, 2);
   assert.ok(r.kiln.ms.concat(r.transformers.ms).every((ms) => ms > 0));
   // The visitor reads both rows and the verdict.
   assert.equal(await page.locator('#compare-table tbody tr').count(), 2);
   assert.match(await page.textContent('#compare-status'), /per forward .* agree within/);
-  assert.ok(requested.some((p) => p.endsWith('/onnx/model.onnx')), 'transformers.js did not read the ONNX export');
+  const after = await fetched();
+  assert.ok(after.some((p) => p.endsWith('/onnx/model.onnx')), 'transformers.js did not read the ONNX export');
   assert.deepEqual(errors, []);
   await page.close();
 });

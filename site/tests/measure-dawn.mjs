@@ -154,14 +154,11 @@ async function transformers() {
   Object.defineProperty(process, 'release', { value: { name: 'browser' }, configurable: true });
   const t = await import(pathToFileURL(join(vendor, 'transformers.min.js')).href);
   Object.defineProperty(process, 'release', { value: release, configurable: true });
-  t.env.allowRemoteModels = false;
-  t.env.allowLocalModels = true;
-  t.env.localModelPath = '/models/';
-  t.env.useBrowserCache = false;
-  t.env.backends.onnx.wasm.wasmPaths = {
+  const { configureTransformers } = await import(pathToFileURL(resolve(site, 'compare.js')).href);
+  configureTransformers(t, '/models/', {
     mjs: pathToFileURL(join(vendor, 'ort-wasm-simd-threaded.asyncify.mjs')).href,
     wasm: join(vendor, 'ort-wasm-simd-threaded.asyncify.wasm'),
-  };
+  });
   return t;
 }
 
@@ -213,10 +210,10 @@ async function compare() {
   }
   const t = await transformers();
   const extractor = await t.pipeline('feature-extraction', 'all-minilm-l6-v2', { device: 'webgpu', dtype: 'fp32' });
+  extractor.version = t.env.version;
   const results = [];
   for (const [i, sentence] of texts.entries()) {
     const r = await compareOn(module, extractor, sentence, options);
-    r.transformers.version = t.env.version;
     r.kiln_alone = { ms: alone[i], note: 'the same calls before transformers.js was loaded' };
     results.push(r);
   }

@@ -134,7 +134,7 @@ impl Loaded {
         Ok(mean_pool(
             &last.read().await?,
             self.model.config.hidden_size,
-        ))
+        )?)
     }
 
     /// The same forward pass on the CPU path.
@@ -188,16 +188,22 @@ pub fn cpu_forward(model: &Model, ids: &[u32]) -> Result<Forward<Array>, ModelEr
 
 /// A sentence's embedding as sentence-transformers pools MiniLM (and transformers.js's
 /// `pooling: 'mean'` for one unpadded sentence): the mean of the rows of `hidden`, a row-major
-/// matrix `width` columns wide. No rows give no embedding.
-pub fn mean_pool(hidden: &[f32], width: usize) -> Vec<f32> {
-    let rows = hidden.len().checked_div(width).unwrap_or(0);
-    let mut sum = vec![0.0f64; if rows == 0 { 0 } else { width }];
-    for row in hidden.chunks_exact(width.max(1)).take(rows) {
+/// matrix `width` columns wide. No rows, or a partial one, is an error.
+pub fn mean_pool(hidden: &[f32], width: usize) -> kiln::Result<Vec<f32>> {
+    if width == 0 || hidden.is_empty() || !hidden.len().is_multiple_of(width) {
+        return Err(kiln::Error::InvalidArgument {
+            op: "mean_pool",
+            detail: format!("{} values are not whole rows of {width}", hidden.len()),
+        });
+    }
+    let rows = hidden.len() / width;
+    let mut sum = vec![0.0f64; width];
+    for row in hidden.chunks_exact(width) {
         for (s, &x) in sum.iter_mut().zip(row) {
             *s += f64::from(x);
         }
     }
-    sum.into_iter().map(|s| (s / rows as f64) as f32).collect()
+    Ok(sum.into_iter().map(|s| (s / rows as f64) as f32).collect())
 }
 
 /// Reads a GPU forward pass back: every hidden state and attention matrix.

@@ -176,6 +176,8 @@ fn gpu_embedding_is_the_mean_of_the_cpu_paths_last_hidden_rows() {
         let e = cpu::rel_l2(&got, &want);
         assert!(e < 1e-5, "{n} tokens: rel L2 {e:.2e}");
     }
-    assert!(mean_pool(&[], w).is_empty());
-    assert!(mean_pool(&[1.0; 4], 0).is_empty());
+    // No rows, no width, or a partial row: an error, not a short embedding.
+    assert!(mean_pool(&[], w).is_err());
+    assert!(mean_pool(&[1.0; 4], 0).is_err());
+    assert!(mean_pool(&[1.0; 5], 4).is_err());
 }
