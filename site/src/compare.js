@@ -189,7 +189,12 @@ async function compare() {
 
 if (section) {
   window.kilnStarted?.then((path) => { gpuMissing = !path.gpu; }, () => {});
-  if (await carried()) {
+  if (params.get('model') === 'synthetic') {
+    // The page asked for its built-in weights (as the index's preview does): nothing to compare,
+    // and nothing of the models folder is read.
+    button.disabled = true;
+    status.textContent = 'The comparison runs on the MiniLM weights; this page runs on built-in synthetic ones (?model=synthetic).';
+  } else if (await carried()) {
     button.addEventListener('click', compare);
     if (params.has('compare')) compare();
   } else {

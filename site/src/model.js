@@ -31,9 +31,16 @@ export async function fetchModel(dir) {
 
 // What the build carries in `folder` (its index.json): `models`, the folders of weights, and
 // `compare`, those the transformers.js comparison can run on. Nothing, when it cannot be read.
-export async function listedModels(folder) {
-  const listed = await fetch(`${folder}/index.json`).then((r) => (r.ok ? r.json() : {})).catch(() => ({}));
-  return { models: listed.models ?? [], compare: listed.compare ?? [] };
+// Read once per page (the loader and the comparison both ask).
+const listings = new Map();
+export function listedModels(folder) {
+  if (!listings.has(folder)) {
+    listings.set(folder, fetch(`${folder}/index.json`)
+      .then((r) => (r.ok ? r.json() : {}))
+      .catch(() => ({}))
+      .then((listed) => ({ models: listed.models ?? [], compare: listed.compare ?? [] })));
+  }
+  return listings.get(folder);
 }
 
 // A response's body, read chunk by chunk into one array; the bar and the note show the bytes
