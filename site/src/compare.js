@@ -5,8 +5,8 @@
 // warmed up and then timed per forward on the wall clock, from the text to the mean-pooled
 // embedding on the CPU; the two embeddings compared (relative L2). Nothing of transformers.js
 // loads before the button is pressed. `?compare` starts it with the page; `compare-runs` and
-// `compare-warm` (the fewest warm-up calls; at least a second of them) set the counts. The result lands in #compare's data-result as JSON, for tests
-// and measurement scripts.
+// `compare-warm` (the fewest warm-up calls; at least a second of them) set the counts. The
+// result lands in #compare's data-result as JSON, for tests and measurement scripts.
 
 import { listedModels } from './model.js';
 
@@ -29,7 +29,7 @@ const median = (xs) => {
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
-export function relL2(got, want) {
+function relL2(got, want) {
   let num = 0;
   let den = 0;
   for (let i = 0; i < want.length; i++) {
@@ -41,7 +41,7 @@ export function relL2(got, want) {
 
 // Whether this build carries the ONNX export and transformers.js (scripts/build-site.sh lists
 // them in models/index.json).
-const carried = async () => ((await listedModels('models')).compare ?? []).includes(MODEL);
+const carried = async () => (await listedModels('models')).compare.includes(MODEL);
 
 // Sets transformers.js (`t`, its module) to read `models` (a path: transformers.js takes a URL
 // for a remote model) and ONNX Runtime's WebAssembly from `wasm` ({mjs, wasm}; its default is
