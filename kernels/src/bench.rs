@@ -96,11 +96,14 @@ pub fn quantum_ms(samples_ms: &[f64]) -> Option<f64> {
 /// them to a grid ([`quantum_ms`]), which the rounding leaves unbiased, else their median. `None`
 /// for no readings.
 pub fn timestamp_centre(samples_ms: &[f64]) -> Option<f64> {
-    match quantum_ms(samples_ms) {
-        Some(_) if !samples_ms.is_empty() => {
-            Some(samples_ms.iter().sum::<f64>() / samples_ms.len() as f64)
-        }
-        _ => median(samples_ms),
+    centre(samples_ms, quantum_ms(samples_ms))
+}
+
+/// The mean of samples on a grid (`quantum_ms` found), else their median.
+fn centre(samples_ms: &[f64], quantum_ms: Option<f64>) -> Option<f64> {
+    match quantum_ms {
+        Some(_) => Some(samples_ms.iter().sum::<f64>() / samples_ms.len() as f64),
+        None => median(samples_ms),
     }
 }
 
@@ -129,11 +132,7 @@ impl Timing {
             Clock::GpuTimestamps => quantum_ms(&samples_ms),
             Clock::WallClock => None,
         };
-        let centre = match clock {
-            Clock::GpuTimestamps => timestamp_centre(&samples_ms),
-            Clock::WallClock => median(&samples_ms),
-        }
-        .unwrap_or(0.0);
+        let centre = centre(&samples_ms, quantum_ms).unwrap_or(0.0);
         Ok(Timing {
             clock,
             warmup,

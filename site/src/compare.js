@@ -124,15 +124,21 @@ export async function warmUp(call, warm) {
   return calls;
 }
 
+// Kiln's side alone: `prepare`, the warm-up, then `runs` calls of embed_timed; its JSON with
+// the warm-up's count added.
+export async function kilnSide(module, text, { warm, runs, prepare = async () => {} }) {
+  await prepare();
+  const warmCalls = await warmUp(() => module.embed_timed(text, 1), warm);
+  return { ...JSON.parse(await module.embed_timed(text, runs)), warm_calls: warmCalls };
+}
+
 // The comparison itself, on a started Kiln module (its embed_timed export) and transformers.js's
 // pipeline, also run by site/tests/measure-dawn.mjs under Dawn in Node: Kiln warmed up and
 // timed, then transformers.js; the tokens and the mean-pooled embeddings compared. `prepare`
 // runs before each side's warm-up (the measurement script brings the GPU's clocks up there).
 export async function compareOn(module, extractor, text, { warm, runs, report = () => {}, prepare = async () => {} }) {
   report('Kiln: warming up and timing…');
-  await prepare();
-  const kilnWarm = await warmUp(() => module.embed_timed(text, 0, 1), warm);
-  const kiln = JSON.parse(await module.embed_timed(text, 0, runs));
+  const kiln = await kilnSide(module, text, { warm, runs, prepare });
   report('transformers.js: warming up and timing…');
   const embed = () => extractor(text, { pooling: 'mean', normalize: false });
   await prepare();
@@ -148,7 +154,7 @@ export async function compareOn(module, extractor, text, { warm, runs, report = 
   const ids = Array.from((await extractor.tokenizer(text, { truncation: true })).input_ids.data, Number);
   return {
     text, runs, adapter: kiln.adapter,
-    kiln: { tokens: kiln.ids.length, warm_calls: kilnWarm, ms: kiln.ms, median_ms: median(kiln.ms), min_ms: Math.min(...kiln.ms) },
+    kiln: { tokens: kiln.ids.length, warm_calls: kiln.warm_calls, ms: kiln.ms, median_ms: median(kiln.ms), min_ms: Math.min(...kiln.ms) },
     transformers: {
       version: extractor.version, tokens: ids.length, warm_calls: theirWarm,
       ms: times, median_ms: median(times), min_ms: Math.min(...times),

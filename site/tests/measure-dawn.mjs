@@ -163,51 +163,18 @@ async function transformers() {
 }
 
 // Brings the GPU's clocks up before a side is timed: a forward of either side leaves the GPU
-// mostly idle, and an H200 at low load stays at low clocks for seconds. Two seconds of a
-// multiply-add loop over 4 Mi floats, on a device of its own (the clocks are the chip's), with
-// more dispatches per submission until one takes 20 ms (a software adapter needs one).
-async function heat() {
-  const adapter = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
-  const device = await adapter.requestDevice();
-  const n = 1 << 22;
-  const buffer = device.createBuffer({ size: n * 4, usage: GPUBufferUsage.STORAGE });
-  const code = `@group(0) @binding(0) var<storage, read_write> x: array<f32>;
-    @compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3u) {
-      var v = x[g.x];
-      for (var k = 0u; k < 256u; k++) { v = fma(v, 0.999, 0.001); }
-      x[g.x] = v;
-    }`;
-  const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
-  const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer } }] });
-  let dispatches = 1;
-  for (const start = performance.now(); performance.now() - start < 2000;) {
-    const began = performance.now();
-    const encoder = device.createCommandEncoder();
-    const pass = encoder.beginComputePass();
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bind);
-    for (let i = 0; i < dispatches; i++) pass.dispatchWorkgroups(n / 256);
-    pass.end();
-    device.queue.submit([encoder.finish()]);
-    await device.queue.onSubmittedWorkDone();
-    if (performance.now() - began < 20 && dispatches < 1024) dispatches *= 2;
-  }
-  buffer.destroy();
-  device.destroy();
-}
+// mostly idle, and an H200 at low load stays at low clocks for seconds. Two seconds of kiln's
+// bench::heat through the module's export (the clocks are the chip's, whichever device).
+const heat = () => module.heat(2000);
 
 async function compare() {
   const q = new URLSearchParams(query);
   const options = { runs: Number(q.get('compare-runs') ?? 10), warm: Number(q.get('compare-warm') ?? 3), prepare: heat };
-  const { compareOn, warmUp } = await import(pathToFileURL(resolve(site, 'compare.js')).href);
+  const { compareOn, kilnSide } = await import(pathToFileURL(resolve(site, 'compare.js')).href);
   const texts = q.getAll('compare-text');
   // Kiln alone first, before ONNX Runtime's device exists beside it.
   const alone = [];
-  for (const sentence of texts) {
-    await heat();
-    await warmUp(() => module.embed_timed(sentence, 0, 1), options.warm);
-    alone.push(JSON.parse(await module.embed_timed(sentence, 0, options.runs)).ms);
-  }
+  for (const sentence of texts) alone.push((await kilnSide(module, sentence, options)).ms);
   const t = await transformers();
   const extractor = await t.pipeline('feature-extraction', 'all-minilm-l6-v2', { device: 'webgpu', dtype: 'fp32' });
   extractor.version = t.env.version;

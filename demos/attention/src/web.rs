@@ -28,13 +28,13 @@ thread_local! {
 /// The Kiln side of the attention page's comparison with transformers.js
 /// (site/src/compare.js): `text` embedded on the GPU path as an embedding call runs it
 /// ([`Loaded::gpu_embedding`]: tokens, the forward replayed, the last hidden state read back and
-/// mean-pooled), `warm` times untimed, then `runs` times on the wall clock, each from the text to
-/// the embedding on the CPU — what transformers.js's `extractor(text, {pooling: 'mean'})` does.
-/// Resolves to JSON: `{adapter, weights, tokens, ids, ms, embedding}`.
+/// mean-pooled) `runs` times on the wall clock, each from the text to the embedding on the CPU —
+/// what transformers.js's `extractor(text, {pooling: 'mean'})` does. Resolves to JSON:
+/// `{adapter, weights, tokens, ids, ms, embedding}`.
 #[wasm_bindgen]
-pub async fn embed_timed(text: String, warm: usize, runs: usize) -> Result<String, JsValue> {
-    if !(1..=1000).contains(&runs) || warm > 1000 {
-        return Err(js_value("runs must be 1..=1000 and warm 0..=1000"));
+pub async fn embed_timed(text: String, runs: usize) -> Result<String, JsValue> {
+    if !(1..=1000).contains(&runs) {
+        return Err(js_value("runs must be 1..=1000"));
     }
     let gpu = page_gpu().await?;
     let loaded = match EMBEDDER.with(|e| e.borrow().clone()) {
@@ -45,25 +45,34 @@ pub async fn embed_timed(text: String, warm: usize, runs: usize) -> Result<Strin
             l
         }
     };
-    let mut embedding = Vec::new();
+    let mut last = None;
     let mut ms = Vec::with_capacity(runs);
-    for i in 0..warm + runs {
+    for _ in 0..runs {
         let start = Instant::now();
         let tokens = loaded.encode(&text).map_err(js_value)?;
-        embedding = loaded
+        let embedding = loaded
             .gpu_embedding(&gpu, &tokens.ids)
             .await
             .map_err(js_value)?;
-        if i >= warm {
-            ms.push(start.elapsed().as_secs_f64() * 1e3);
-        }
+        ms.push(start.elapsed().as_secs_f64() * 1e3);
+        last = Some((tokens, embedding));
     }
-    let tokens = loaded.encode(&text).map_err(js_value)?;
+    let (tokens, embedding) = last.ok_or_else(|| js_value("no run"))?;
     Ok(serde_json::json!({
         "adapter": gpu.profile().name, "weights": loaded.model.source,
         "tokens": tokens.tokens, "ids": tokens.ids, "ms": ms, "embedding": embedding,
     })
     .to_string())
+}
+
+/// Keeps the page's GPU busy for `ms` (kiln's `bench::heat`; nothing on a software adapter), so
+/// that a measurement script times it at its clocks (site/tests/measure-dawn.mjs).
+#[wasm_bindgen]
+pub async fn heat(ms: f64) -> Result<(), JsValue> {
+    let gpu = page_gpu().await?;
+    kiln_app::kiln::bench::heat(&gpu, ms)
+        .await
+        .map_err(js_value)
 }
 
 /// The encoder on the CPU path and the demo's heatmap view, for a page without WebGPU.
