@@ -138,6 +138,20 @@ pub trait Backend {
         capacity: usize,
         head_dim: usize,
     ) -> Result<Self::Cache>;
+    /// `count` empty caches (a model's layers) that are appended to together: on the GPU they
+    /// share one length word, which [`feed_greedy`](Self::feed_greedy) moves on in one launch.
+    fn caches(
+        &self,
+        count: usize,
+        batch: usize,
+        kv_heads: usize,
+        capacity: usize,
+        head_dim: usize,
+    ) -> Result<Vec<Self::Cache>> {
+        (0..count)
+            .map(|_| self.cache(batch, kv_heads, capacity, head_dim))
+            .collect()
+    }
     /// Rows per head the cache holds.
     fn cache_len(&self, cache: &Self::Cache) -> usize;
     /// Forgets every row (a new context); the next appends overwrite them.
@@ -162,6 +176,20 @@ pub trait Backend {
     fn replay(&self, pass: &Self::Replay) -> Result<()>;
     /// Rewrites ids in place: an input of a captured pass, between replays.
     fn write_ids(&self, ids: &Self::Ids, values: &[u32]) -> Result<()>;
+    /// Greedy decoding's hand-over, recorded at the end of a one-token pass so that a captured
+    /// pass feeds itself: the likeliest id of `logits`' last row
+    /// ([`greedy_pick`](crate::cpu::greedy_pick)'s rule) into `token`; `position` and the
+    /// length of `caches` (made together by [`caches`](Self::caches)) moved on by one; the row
+    /// and the id logged at row `position % cap` of `log` [cap, V + 1]. Only on a path that
+    /// captures; the others refuse.
+    fn feed_greedy(
+        &self,
+        logits: &Self::T,
+        token: &Self::Ids,
+        position: &Self::Ids,
+        caches: &[Self::Cache],
+        log: &Self::T,
+    ) -> Result<()>;
 
     /// [N, H·d] → [H, N, d]: one matrix per attention head.
     fn split_heads(&self, x: &Self::T, heads: usize) -> Result<Self::T> {
@@ -463,6 +491,17 @@ impl Backend for GpuBackend {
     ) -> Result<ops::KvCache> {
         ops::KvCache::new(&self.gpu, batch, kv_heads, capacity, head_dim, DType::F32)
     }
+    fn caches(
+        &self,
+        count: usize,
+        batch: usize,
+        kv_heads: usize,
+        capacity: usize,
+        head_dim: usize,
+    ) -> Result<Vec<ops::KvCache>> {
+        let shape = [batch, kv_heads, capacity, head_dim];
+        ops::KvCache::group(&self.gpu, count, shape, DType::F32)
+    }
     fn cache_len(&self, cache: &ops::KvCache) -> usize {
         cache.len()
     }
@@ -489,6 +528,28 @@ impl Backend for GpuBackend {
     }
     fn write_ids(&self, ids: &Tensor, values: &[u32]) -> Result<()> {
         ids.write_u32(values)
+    }
+    fn feed_greedy(
+        &self,
+        logits: &Tensor,
+        token: &Tensor,
+        position: &Tensor,
+        caches: &[ops::KvCache],
+        log: &Tensor,
+    ) -> Result<()> {
+        let Some(first) = caches.first() else {
+            return Err(Error::InvalidArgument {
+                op: "greedy_next",
+                detail: "no cache to move on".into(),
+            });
+        };
+        if !caches.iter().all(|c| c.shares_length(first)) {
+            return Err(Error::InvalidArgument {
+                op: "greedy_next",
+                detail: "the caches count apart: make them together (`caches`) so that one word holds their length".into(),
+            });
+        }
+        ops::greedy_next_into(logits, token, position, first.length(), log, None).map(|_| ())
     }
 }
 
@@ -888,5 +949,15 @@ impl Backend for CpuBackend {
     }
     fn write_ids(&self, _ids: &Vec<u32>, _values: &[u32]) -> Result<()> {
         Err(no_capture("write_ids"))
+    }
+    fn feed_greedy(
+        &self,
+        _logits: &Array,
+        _token: &Vec<u32>,
+        _position: &Vec<u32>,
+        _caches: &[CpuCache],
+        _log: &Array,
+    ) -> Result<()> {
+        Err(no_capture("feed_greedy"))
     }
 }

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{assert_close, gpu, input, random, read, scaled_input};
+use common::{assert_close, gpu, input, random, read, scaled_input, variants};
 use kiln::cpu::{self, Array};
 use kiln::ops::{KvCache, flash_decode};
 use kiln::{DType, Error, Gpu, GpuOptions, Tensor};
@@ -206,4 +206,77 @@ fn bad_calls_are_refused_and_leave_the_cache_as_it_was() {
     let e = kiln::ops::kv_append_into(&k, &v, cache.keys(), cache.values(), &f32_length, 3, None)
         .unwrap_err();
     assert!(e.to_string().contains("one u32"), "{e}");
+}
+
+/// Greedy decoding's hand-over picks what the CPU's rule picks where a plain comparison would
+/// not: NaNs (above every number, the positive over the negative), infinities, −0 against +0,
+/// and equals (the last one). Every variant, every case, against `cpu::greedy_pick`.
+#[test]
+fn the_hand_over_picks_as_the_cpu_does_on_special_values() {
+    let nan = f32::NAN;
+    let rows: [&[f32]; 6] = [
+        &[1.0, nan, 3.0, -nan, 2.0],
+        &[-nan, -1.0, f32::NEG_INFINITY, -2.0],
+        &[f32::INFINITY, 0.5, f32::INFINITY, -3.0, 1.0],
+        &[0.0, -0.0, -0.0, -1.0],
+        &[-0.0, 0.0, -0.0],
+        &[7.0; 70],
+    ];
+    let words = |v: u32| Tensor::from_u32(gpu(), &[1], &[v]).unwrap();
+    for variant in variants("greedy_next", DType::F32) {
+        for row in rows {
+            let logits = Tensor::from_slice(gpu(), &[1, row.len()], row, DType::F32).unwrap();
+            let (token, position, length) = (words(99), words(40), words(41));
+            let log = Tensor::from_slice(
+                gpu(),
+                &[3, row.len() + 1],
+                &vec![0.0; 3 * (row.len() + 1)],
+                DType::F32,
+            )
+            .unwrap();
+            kiln::ops::greedy_next_into(
+                &logits,
+                &token,
+                &position,
+                &length,
+                &log,
+                Some(&variant.name),
+            )
+            .unwrap();
+            let want = cpu::greedy_pick(row).unwrap();
+            let got = pollster::block_on(token.read_u32()).unwrap()[0];
+            assert_eq!(got, want, "{} on {row:?}", variant.name);
+            assert_eq!(pollster::block_on(position.read_u32()).unwrap(), [41]);
+            assert_eq!(pollster::block_on(length.read_u32()).unwrap(), [42]);
+            // Row 40 % 3 = 1 of the log: the row's bits, then the id.
+            let logged = pollster::block_on(log.read()).unwrap();
+            let logged = &logged[row.len() + 1..2 * (row.len() + 1)];
+            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&logged[..row.len()]), bits(row), "{}", variant.name);
+            assert_eq!(logged[row.len()], want as f32);
+        }
+    }
+}
+
+#[test]
+fn bad_hand_overs_are_refused() {
+    let words = |v: u32| Tensor::from_u32(gpu(), &[1], &[v]).unwrap();
+    let logits = Tensor::from_slice(gpu(), &[2, 5], &[0.0; 10], DType::F32).unwrap();
+    let log = Tensor::from_slice(gpu(), &[4, 6], &[0.0; 24], DType::F32).unwrap();
+    let (token, position, length) = (words(0), words(0), words(0));
+    let call =
+        |logits: &Tensor, token: &Tensor, position: &Tensor, length: &Tensor, log: &Tensor| {
+            kiln::ops::greedy_next_into(logits, token, position, length, log, None)
+                .unwrap_err()
+                .to_string()
+        };
+    let narrow = Tensor::from_slice(gpu(), &[4, 5], &[0.0; 20], DType::F32).unwrap();
+    assert!(call(&logits, &token, &position, &length, &narrow).contains("[cap ≥ 1, V + 1]"));
+    let two = Tensor::from_u32(gpu(), &[2], &[0, 0]).unwrap();
+    assert!(call(&logits, &token, &two, &length, &log).contains("the position must be one u32"));
+    assert!(call(&logits, &token, &position, &position, &log).contains("separate buffers"));
+    let f32_word = Tensor::from_slice(gpu(), &[1], &[0.0], DType::F32).unwrap();
+    assert!(
+        call(&logits, &f32_word, &position, &length, &log).contains("the token must be one u32")
+    );
 }

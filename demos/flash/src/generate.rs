@@ -8,8 +8,16 @@
 //! A one-token pass has the same shapes every time, so where the path can capture (the GPU) the
 //! first one is captured and the rest replay it, with only the token, its position and the
 //! caches' lengths rewritten: the host issues one list instead of choosing, allocating and
-//! binding some fifty launches per token.
+//! binding some fifty launches per token. At temperature 0 the captured pass also ends with
+//! greedy decoding's hand-over (the pick written where the next pass reads its token, the
+//! position and the caches' length moved on), so it feeds itself: a run of up to [`CHAIN`]
+//! tokens is that many replays handed to the GPU one after another and one read-back of their
+//! logits, not a round trip through the host per token. The host picks again from the logits
+//! it reads (the same rule, `greedy_pick`) and checks that the GPU fed what it picked.
 
+use std::collections::VecDeque;
+
+use kiln_app::kiln::cpu::{Array, greedy_pick};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use web_time::Instant;
 
@@ -51,12 +59,37 @@ pub struct Sampling {
     pub seed: u64,
 }
 
+/// Tokens one greedy run of replays writes at most before the host reads their logits back.
+pub const CHAIN: usize = 16;
+
+/// How a run's one-token passes are made: the fastest way the path has, or a slower one, to
+/// measure what each step saves (all three give the same logits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Way {
+    /// Replayed from a capture; at temperature 0 in runs that feed themselves.
+    Fastest,
+    /// Replayed from a capture one at a time, each token picked on the host and written back.
+    OneByOne,
+    /// Each pass recorded as it comes (chosen, allocated and bound), none captured.
+    Recorded,
+}
+
 /// The one-token pass captured, and the inputs its replays rewrite.
 struct Captured<B: Backend> {
     pass: B::Replay,
     token: B::Ids,
     position: B::Ids,
     logits: B::T,
+    /// Greedy decoding's log [CHAIN, V + 1] (each replay's logits and pick), when the pass
+    /// feeds itself.
+    log: Option<B::T>,
+}
+
+/// A pass a greedy run of replays made ahead of the host: the token it fed and the logits
+/// after it.
+struct Ahead {
+    fed: u32,
+    row: Vec<f32>,
 }
 
 /// How the one-token passes run.
@@ -79,6 +112,12 @@ pub struct Generator<B: Backend> {
     row: Vec<f32>,
     rng: StdRng,
     temperature: f32,
+    /// Whether a captured pass feeds itself (temperature 0, unless asked one by one).
+    hand_over: bool,
+    /// Passes a greedy run made that no advance has taken yet.
+    ahead: VecDeque<Ahead>,
+    /// Advances the caller still means to make, when it said (a run of replays makes no more).
+    advances: Option<usize>,
     out: Generation,
 }
 
@@ -112,9 +151,7 @@ impl<B: Backend> Generator<B> {
                 c.vocab
             )));
         }
-        let mut caches = (0..c.layers)
-            .map(|_| b.cache(1, c.kv_heads, c.seq, c.head_dim()))
-            .collect::<kiln_app::kiln::Result<Vec<_>>>()?;
+        let mut caches = b.caches(c.layers, 1, c.kv_heads, c.seq, c.head_dim())?;
         let context: Vec<u32> = if prompt.is_empty() {
             vec![0]
         } else {
@@ -129,6 +166,9 @@ impl<B: Backend> Generator<B> {
             row,
             rng: StdRng::seed_from_u64(seed),
             temperature,
+            hand_over: temperature == 0.0,
+            ahead: VecDeque::new(),
+            advances: None,
             out: Generation {
                 prefill_s: start.elapsed().as_secs_f64(),
                 ..Default::default()
@@ -136,10 +176,20 @@ impl<B: Backend> Generator<B> {
         })
     }
 
-    /// Runs every one-token pass as it comes rather than replaying a captured one (to measure
-    /// what the capture saves; the two give the same logits).
-    pub fn each_call(mut self) -> Self {
-        self.passes = Passes::EachCall;
+    /// Makes the one-token passes `way` (the default is the fastest).
+    pub fn way(mut self, way: Way) -> Self {
+        match way {
+            Way::Fastest => {}
+            Way::OneByOne => self.hand_over = false,
+            Way::Recorded => self.passes = Passes::EachCall,
+        }
+        self
+    }
+
+    /// Says how many more advances the caller will make, so that a greedy run of replays makes
+    /// no passes past them.
+    pub fn advances(mut self, count: usize) -> Self {
+        self.advances = Some(count);
         self
     }
 
@@ -160,23 +210,34 @@ impl<B: Backend> Generator<B> {
         let start = Instant::now();
         self.context.push(next);
         self.row = if self.context.len() > c.seq {
+            // A run of replays stops short of the context's end, so none is ahead here.
+            self.ahead.clear();
             self.context.drain(..self.context.len() - c.seq / 2);
             for cache in &mut self.caches {
                 b.cache_clear(cache)?;
             }
             self.out.refills += 1;
             last_logits(b, c, p, &mut self.caches, &self.context, 0).await?
+        } else if let Some(Ahead { fed, row }) = self.ahead.pop_front() {
+            if fed != next {
+                return Err(Error::Config(format!(
+                    "the GPU fed token {fed} where the host picked {next} from the same logits"
+                )));
+            }
+            row
         } else {
             let at = self.context.len() - 1;
             self.one_token(b, c, p, next, at).await?
         };
+        self.advances = self.advances.map(|n| n.saturating_sub(1));
         self.out.decode_s += start.elapsed().as_secs_f64();
         self.out.passes += 1;
         Ok(())
     }
 
     /// The logits after `token` at position `at`: the captured pass replayed (captured now if
-    /// this is the first), or the pass run as it comes.
+    /// this is the first; at temperature 0 a run of replays, the later passes kept ahead), or
+    /// the pass run as it comes.
     async fn one_token(
         &mut self,
         b: &B,
@@ -185,40 +246,95 @@ impl<B: Backend> Generator<B> {
         token: u32,
         at: usize,
     ) -> Result<Vec<f32>> {
-        if let Passes::Capture = self.passes {
-            let (token, position) = (b.ids(&[token])?, b.ids(&[at as u32])?);
-            let caches = &mut self.caches;
-            // The capture counts the token's row in each cache; the first replay writes it.
-            // (The model's errors ride through the capture as a value.)
-            let captured = b.capture(|| Ok(model::feed(b, c, p, caches, &token, &position, 1)))?;
-            self.passes = match captured {
-                Some((pass, logits)) => {
-                    let logits = logits?;
-                    b.replay(&pass)?;
-                    let row = b.read(&logits).await?;
-                    self.passes = Passes::Replayed(Captured {
-                        pass,
-                        token,
-                        position,
-                        logits,
-                    });
-                    return Ok(row);
-                }
+        let fresh = matches!(self.passes, Passes::Capture);
+        if fresh {
+            self.passes = match self.capture(b, c, p, token, at)? {
+                Some(captured) => Passes::Replayed(captured),
                 None => Passes::EachCall,
             };
         }
-        match &self.passes {
-            Passes::Replayed(r) => {
-                for cache in &mut self.caches {
-                    b.cache_grow(cache, 1)?;
-                }
-                b.write_ids(&r.token, &[token])?;
-                b.write_ids(&r.position, &[at as u32])?;
-                b.replay(&r.pass)?;
-                Ok(b.read(&r.logits).await?)
+        let Passes::Replayed(r) = &self.passes else {
+            return last_logits(b, c, p, &mut self.caches, &[token], at).await;
+        };
+        // The capture counted the token's row in each cache and made the inputs with their
+        // values; a later pass rewrites them.
+        if !fresh {
+            for cache in &mut self.caches {
+                b.cache_grow(cache, 1)?;
             }
-            _ => last_logits(b, c, p, &mut self.caches, &[token], at).await,
+            b.write_ids(&r.token, &[token])?;
+            b.write_ids(&r.position, &[at as u32])?;
         }
+        let Some(log) = &r.log else {
+            b.replay(&r.pass)?;
+            return Ok(b.read(&r.logits).await?);
+        };
+        // As many passes as the caller wants, the log holds and the context has room for.
+        let wanted = self.advances.unwrap_or(CHAIN).max(1);
+        let run = CHAIN.min(wanted).min(c.seq - at);
+        // One recording, submitted at the read-back in pieces that grow (the GPU starts on the
+        // first while the host encodes the rest).
+        for _ in 0..run {
+            b.replay(&r.pass)?;
+        }
+        let logged = b.read(log).await?;
+        // Each replay after the first moved the caches on by a row on the GPU; count them here.
+        for cache in &mut self.caches {
+            b.cache_grow(cache, run - 1)?;
+        }
+        let width = c.vocab + 1;
+        let mut fed = token;
+        let mut rows = (at..at + run).map(|position| {
+            let row = &logged[(position % CHAIN) * width..][..width];
+            let ahead = Ahead {
+                fed,
+                row: row[..c.vocab].to_vec(),
+            };
+            fed = row[c.vocab] as u32;
+            ahead
+        });
+        let first = rows.next().map(|a| a.row).unwrap_or_default();
+        self.ahead.extend(rows);
+        Ok(first)
+    }
+
+    /// Captures the one-token pass (at temperature 0 with the hand-over at its end); `None` on
+    /// a path that cannot capture. The capture counts the token's row in each cache; the first
+    /// replay writes it.
+    fn capture(
+        &mut self,
+        b: &B,
+        c: &Config,
+        p: &Params<B::T>,
+        token: u32,
+        at: usize,
+    ) -> Result<Option<Captured<B>>> {
+        let (token, position) = (b.ids(&[token])?, b.ids(&[at as u32])?);
+        let log = if self.hand_over {
+            let width = c.vocab + 1;
+            Some(b.upload(&Array::new(&[CHAIN, width], vec![0.0; CHAIN * width])?)?)
+        } else {
+            None
+        };
+        let caches = &mut self.caches;
+        let mut feed_and_pick = || -> Result<B::T> {
+            let logits = model::feed(b, c, p, caches, &token, &position, 1)?;
+            if let Some(log) = &log {
+                b.feed_greedy(&logits, &token, &position, caches, log)?;
+            }
+            Ok(logits)
+        };
+        // The model's errors ride through the capture as a value.
+        let Some((pass, logits)) = b.capture(|| Ok(feed_and_pick()))? else {
+            return Ok(None);
+        };
+        Ok(Some(Captured {
+            pass,
+            token,
+            position,
+            logits: logits?,
+            log,
+        }))
     }
 
     /// What has been generated so far.
@@ -262,9 +378,10 @@ pub async fn generate_watched<B: Backend>(
     run(b, c, p, g, count, watch).await
 }
 
-/// [`generate`] with every one-token pass run as it comes, none replayed (what the capture
-/// saves is the difference).
-pub async fn generate_each_call<B: Backend>(
+/// [`generate`] with the one-token passes made `way` (what the faster ways save is the
+/// difference).
+#[allow(clippy::too_many_arguments)]
+pub async fn generate_as<B: Backend>(
     b: &B,
     c: &Config,
     p: &Params<B::T>,
@@ -272,11 +389,10 @@ pub async fn generate_each_call<B: Backend>(
     count: usize,
     temperature: f32,
     seed: u64,
+    way: Way,
 ) -> Result<Generation> {
     let sampling = Sampling { temperature, seed };
-    let g = Generator::start(b, c, p, prompt, sampling)
-        .await?
-        .each_call();
+    let g = Generator::start(b, c, p, prompt, sampling).await?.way(way);
     run(b, c, p, g, count, &mut |_| {}).await
 }
 
@@ -285,10 +401,11 @@ async fn run<B: Backend>(
     b: &B,
     c: &Config,
     p: &Params<B::T>,
-    mut g: Generator<B>,
+    g: Generator<B>,
     count: usize,
     watch: &mut dyn FnMut(&[u32]),
 ) -> Result<Generation> {
+    let mut g = g.advances(count.saturating_sub(1));
     for i in 0..count {
         g.pick();
         watch(&g.out.tokens);
@@ -317,14 +434,9 @@ async fn last_logits<B: Backend>(
 
 /// The likeliest token at temperature 0; above it, a draw from softmax(logits / temperature).
 pub fn pick(row: &[f32], temperature: f32, rng: &mut StdRng) -> u32 {
-    let best = || {
-        row.iter()
-            .enumerate()
-            .max_by(|a, b| a.1.total_cmp(b.1))
-            .map_or(0, |(i, _)| i)
-    };
+    let best = || greedy_pick(row).unwrap_or(0);
     if temperature <= 0.0 {
-        return best() as u32;
+        return best();
     }
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let w: Vec<f32> = row
@@ -333,7 +445,7 @@ pub fn pick(row: &[f32], temperature: f32, rng: &mut StdRng) -> u32 {
         .collect();
     let total: f32 = w.iter().sum();
     if !(total > 0.0 && total.is_finite()) {
-        return best() as u32;
+        return best();
     }
     let mut left = rng.random_range(0.0..total);
     w.iter()

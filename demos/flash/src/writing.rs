@@ -38,7 +38,8 @@ pub async fn step(t: &Trained, run: Option<Run>, ids: &[u32]) -> Result<Run> {
     let (g, c) = (&t.gpu, &t.cpu);
     Ok(match run {
         None => {
-            Run::Gpu(Generator::start(&g.backend, &g.config, &g.state.params, ids, GREEDY).await?)
+            let run = Generator::start(&g.backend, &g.config, &g.state.params, ids, GREEDY).await?;
+            Run::Gpu(run.advances(TOKENS - 1))
         }
         Some(Run::Gpu(mut run)) if run.generation().tokens.len() < TOKENS => {
             run.pick();

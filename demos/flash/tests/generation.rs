@@ -125,14 +125,17 @@ fn gpu_generation_matches_the_cpu_path() {
             );
         }
         same += usize::from(agree == on_gpu.tokens.len());
-        // The one-token passes replayed from a capture (as above) against each recorded as it
-        // comes: the same launches on the same buffers, so the same logits to the bit.
-        let each = pollster::block_on(generate::generate_each_call(
-            &g, &c, &p_gpu, &prompt, 14, 0.0, 1,
-        ))
-        .unwrap();
-        assert_eq!(each.tokens, on_gpu.tokens, "H {heads}/{kv_heads}");
-        assert_eq!(each.logits, on_gpu.logits, "H {heads}/{kv_heads}");
+        // The greedy runs of replays that feed themselves (as above) against one replayed pass
+        // per token and against each pass recorded as it comes: the same launches on the same
+        // buffers, so the same logits to the bit.
+        for way in [generate::Way::OneByOne, generate::Way::Recorded] {
+            let other = pollster::block_on(generate::generate_as(
+                &g, &c, &p_gpu, &prompt, 14, 0.0, 1, way,
+            ))
+            .unwrap();
+            assert_eq!(other.tokens, on_gpu.tokens, "H {heads}/{kv_heads} {way:?}");
+            assert_eq!(other.logits, on_gpu.logits, "H {heads}/{kv_heads} {way:?}");
+        }
         // Sampling above 0 is reproducible from its seed.
         let sampled = |seed| {
             pollster::block_on(generate::generate(&g, &c, &p_gpu, &prompt, 6, 0.8, seed)).unwrap()
@@ -166,48 +169,85 @@ fn bad_input_is_refused() {
     assert!(config(3, 2).check().is_err());
 }
 
-/// After the first one-token pass is captured, each token costs the host one replay: no bind
-/// group or pipeline made, a word written per cache (its length) and two more (the token and
-/// its position), the same launches as the pass recorded as it comes.
+/// After the first one-token pass is captured, each sampled token costs the host one replay: no
+/// bind group or pipeline made, a word written per cache (its length) and two more (the token
+/// and its position), the same launches as the pass recorded as it comes. At temperature 0 the
+/// pass feeds itself: a run of k tokens is k replays (each with the hand-over's launch), the
+/// words written once, one read-back; the tokens of the run are then taken with nothing done.
 #[test]
 fn replayed_tokens_make_nothing_new() {
     let gpu = pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap();
     let g = GpuBackend { gpu: gpu.clone() };
     let c = config(4, 2);
     let p = model::upload_params(&g, &params(&c, 5)).unwrap();
-    let greedy = generate::Sampling {
-        temperature: 0.0,
+    let sampling = |temperature| generate::Sampling {
+        temperature,
         seed: 1,
     };
-    let mut run =
-        pollster::block_on(generate::Generator::start(&g, &c, &p, &[1, 2], greedy)).unwrap();
-    // The first token after the prompt is captured and replayed.
-    run.pick();
-    pollster::block_on(run.advance(&g, &c, &p)).unwrap();
-    let before = gpu.counters();
-    for _ in 0..3 {
+    let start = |temperature| {
+        pollster::block_on(generate::Generator::start(
+            &g,
+            &c,
+            &p,
+            &[1, 2],
+            sampling(temperature),
+        ))
+        .unwrap()
+    };
+    let step = |run: &mut generate::Generator<GpuBackend>| {
         run.pick();
         pollster::block_on(run.advance(&g, &c, &p)).unwrap();
+        gpu.counters()
+    };
+    // One token recorded as it comes, for the launches of a pass.
+    let mut each = start(0.0).way(generate::Way::Recorded);
+    let before = step(&mut each);
+    let recorded = step(&mut each) - before;
+    println!("1 token recorded as it comes: {recorded:?}");
+
+    // Sampled: the first token after the prompt is captured and replayed, then one replay each.
+    let mut run = start(0.8);
+    let before = step(&mut run);
+    let mut after = before;
+    for _ in 0..3 {
+        after = step(&mut run);
     }
-    let spent = gpu.counters() - before;
-    println!("3 replayed tokens: {spent:?}");
+    let spent = after - before;
+    println!("3 replayed sampled tokens: {spent:?}");
     assert_eq!(spent.bind_groups_created, 0, "{spent:?}");
     assert_eq!(spent.pipelines_created, 0, "{spent:?}");
     assert_eq!(spent.writes, 3 * (c.layers as u64 + 2), "{spent:?}");
     assert_eq!(spent.readbacks, 3, "{spent:?}");
-    let mut each = pollster::block_on(generate::Generator::start(&g, &c, &p, &[1, 2], greedy))
-        .unwrap()
-        .each_call();
-    each.pick();
-    pollster::block_on(each.advance(&g, &c, &p)).unwrap();
-    let before = gpu.counters();
-    each.pick();
-    pollster::block_on(each.advance(&g, &c, &p)).unwrap();
-    let recorded = gpu.counters() - before;
-    println!("1 token recorded as it comes: {recorded:?}");
     assert_eq!(
         spent.dispatches,
         3 * recorded.dispatches,
         "the same launches"
     );
+
+    // Greedy, 20 advances in 12 positions: the first makes the capture and a run of 10 (to the
+    // context's end), the next 9 take them, the 11th refills, the 12th is a run of 6.
+    let mut run = start(0.0).advances(20);
+    let mut before = step(&mut run);
+    for i in 2..=12 {
+        let now = step(&mut run);
+        let spent = now - before;
+        before = now;
+        match i {
+            2..=10 => assert_eq!(
+                (spent.dispatches, spent.readbacks, spent.writes),
+                (0, 0, 0),
+                "advance {i} takes a pass the run made: {spent:?}"
+            ),
+            12 => {
+                println!("a greedy run of 6 tokens: {spent:?}");
+                assert_eq!(spent.bind_groups_created, 0, "{spent:?}");
+                assert_eq!(spent.pipelines_created, 0, "{spent:?}");
+                assert_eq!(spent.readbacks, 1, "{spent:?}");
+                assert_eq!(spent.writes, 2 + 2 * c.layers as u64, "{spent:?}");
+                assert_eq!(spent.dispatches, 6 * (recorded.dispatches + 1), "{spent:?}");
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(run.generation().refills, 1);
 }

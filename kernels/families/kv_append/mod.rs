@@ -189,6 +189,32 @@ impl KvCache {
         })
     }
 
+    /// `count` empty caches of `shape` [B, Hkv, Cap, D] that share one length word: a model's
+    /// layers, appended to together (each counts its rows; every append writes the same word),
+    /// whose length one launch moves on ([`greedy_next`](crate::ops::greedy_next_into)).
+    pub fn group(gpu: &Gpu, count: usize, shape: [usize; 4], dtype: DType) -> Result<Vec<KvCache>> {
+        let [batch, kv_heads, capacity, head_dim] = shape;
+        let first = KvCache::new(gpu, batch, kv_heads, capacity, head_dim, dtype)?;
+        let mut group = Vec::with_capacity(count);
+        for _ in 1..count {
+            group.push(KvCache {
+                k: Tensor::uninit(gpu, &shape, dtype)?,
+                v: Tensor::uninit(gpu, &shape, dtype)?,
+                length: first.length.clone(),
+                len: 0,
+            });
+        }
+        if count > 0 {
+            group.insert(0, first);
+        }
+        Ok(group)
+    }
+
+    /// Whether the two count their rows in one word (made together by [`group`](Self::group)).
+    pub fn shares_length(&self, other: &KvCache) -> bool {
+        self.length.overlaps(&other.length)
+    }
+
     /// Rows per head that hold keys.
     pub fn len(&self) -> usize {
         self.len

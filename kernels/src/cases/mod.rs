@@ -21,12 +21,16 @@ pub enum Output {
         t: Tensor,
         want: Vec<f32>,
     },
-    /// Packed RGBA8 pixels, compared channel by channel.
+    /// u32 words (packed RGBA8 pixels, ids, counters), compared byte by byte; poisoned with
+    /// [`POISON_WORD`].
     Pixels {
         t: Tensor,
         want: Vec<u32>,
     },
 }
+
+/// What [`Case::check`] writes into every word of a u32 output before the launch.
+pub(crate) const POISON_WORD: u32 = 0xdead_beef;
 
 /// A planned launch: every dispatch in order, the ones to time, and the named variant's choice.
 #[derive(Debug)]
@@ -78,7 +82,7 @@ impl Case {
         for o in &self.outputs {
             match o {
                 Output::Values { t, .. } => t.write(&vec![f32::NAN; t.numel()])?,
-                Output::Pixels { t, .. } => t.write_u32(&vec![0xdead_beef; t.numel()])?,
+                Output::Pixels { t, .. } => t.write_u32(&vec![POISON_WORD; t.numel()])?,
             }
         }
         let all: Vec<_> = planned.all.iter().collect();
