@@ -143,8 +143,8 @@ fi
 # Grouped-query attention (forward + backward, Hkv 4 against the plain Hkv 16 at B1 H16 N4096
 # D64, f32 and f16, causal or not) and generation: the flash demo's gqa preset trained 4 steps,
 # then 256 tokens after a 256-character prompt with a key/value cache on the GPU (a warm-up
-# first, then the captured one-token pass replayed, then each pass recorded as it comes) and on
-# the CPU path, in flash's own words.
+# first, then greedy runs of the captured one-token pass, then that pass replayed one token at a
+# time, then each pass recorded as it comes) and on the CPU path, in flash's own words.
 if stage generate; then
   bin=${BIN_DIR:-$(dirname "$kiln")}
   {

@@ -184,12 +184,14 @@ pub trait Backend {
     /// captures; the others refuse.
     fn feed_greedy(
         &self,
-        logits: &Self::T,
-        token: &Self::Ids,
-        position: &Self::Ids,
-        caches: &[Self::Cache],
-        log: &Self::T,
-    ) -> Result<()>;
+        _logits: &Self::T,
+        _token: &Self::Ids,
+        _position: &Self::Ids,
+        _caches: &[Self::Cache],
+        _log: &Self::T,
+    ) -> Result<()> {
+        Err(no_capture("feed_greedy"))
+    }
 
     /// [N, H·d] → [H, N, d]: one matrix per attention head.
     fn split_heads(&self, x: &Self::T, heads: usize) -> Result<Self::T> {
@@ -949,15 +951,5 @@ impl Backend for CpuBackend {
     }
     fn write_ids(&self, _ids: &Vec<u32>, _values: &[u32]) -> Result<()> {
         Err(no_capture("write_ids"))
-    }
-    fn feed_greedy(
-        &self,
-        _logits: &Array,
-        _token: &Vec<u32>,
-        _position: &Vec<u32>,
-        _caches: &[CpuCache],
-        _log: &Array,
-    ) -> Result<()> {
-        Err(no_capture("feed_greedy"))
     }
 }

@@ -248,10 +248,11 @@ pub async fn heat(gpu: &Gpu, ms: f64) -> Result<()> {
 /// Keeps the GPU busy with `dispatches` until its clocks are up (see [`warm_up`]; at most
 /// `ms` of wall time), unmeasured. A fifth of the time goes to [`heat`] first: a unit of a few
 /// microseconds leaves the GPU idle between its submissions, so it may not raise the clocks
-/// itself, while its time per unit (the host's round trip) looks steady at any clock (the
-/// suspected cause of decode rows timed 3–4× slow on the H200, PERF.md 2026-12-03).
+/// itself, while its time per unit (the host's round trip) looks steady at any clock (decode
+/// rows timed 3–4× slow on the H200 that way, PERF.md 2026-12-04).
 pub async fn spin_up(gpu: &Gpu, dispatches: &[&Dispatch], ms: f64) -> Result<WarmUp> {
-    heat(gpu, ms / 5.0).await?;
+    let heating = ms / 5.0;
+    heat(gpu, heating).await?;
     warm_up(
         async || {
             for _ in 0..4 {
@@ -259,7 +260,7 @@ pub async fn spin_up(gpu: &Gpu, dispatches: &[&Dispatch], ms: f64) -> Result<War
             }
             gpu.idle().await
         },
-        ms,
+        ms - heating,
     )
     .await
 }

@@ -418,16 +418,6 @@ impl Backend for ChoiceBackend<'_> {
     fn write_ids(&self, _ids: &Self::Ids, _values: &[u32]) -> Result<()> {
         Err(crate::backend::no_capture("write_ids"))
     }
-    fn feed_greedy(
-        &self,
-        _logits: &Shaped,
-        _token: &Shaped,
-        _position: &Shaped,
-        _caches: &[()],
-        _log: &Shaped,
-    ) -> Result<()> {
-        Err(crate::backend::no_capture("feed_greedy"))
-    }
 }
 
 #[cfg(test)]

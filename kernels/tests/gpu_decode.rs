@@ -210,7 +210,8 @@ fn bad_calls_are_refused_and_leave_the_cache_as_it_was() {
 
 /// Greedy decoding's hand-over picks what the CPU's rule picks where a plain comparison would
 /// not: NaNs (above every number, the positive over the negative), infinities, −0 against +0,
-/// and equals (the last one). Every variant, every case, against `cpu::greedy_pick`.
+/// and equals (the last one). Every f32 variant (the f16 ones read f32 the same way once the
+/// value is widened; their ties are proven by every_variant.rs), against `cpu::greedy_pick`.
 #[test]
 fn the_hand_over_picks_as_the_cpu_does_on_special_values() {
     let nan = f32::NAN;
@@ -279,4 +280,61 @@ fn bad_hand_overs_are_refused() {
     assert!(
         call(&logits, &f32_word, &position, &length, &log).contains("the token must be one u32")
     );
+}
+
+/// A group's caches count in one word, written once per step however many of them append the
+/// same rows (a write per cache would submit the work recorded since the first); greedy
+/// decoding's hand-over moves that word, and refuses caches that count apart.
+#[test]
+fn a_group_of_caches_shares_one_length_word() {
+    use kiln::{Backend, GpuBackend};
+    // A device of its own: the counters below are device-wide.
+    let gpu = pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap();
+    let shape = [1, 2, 16, 8];
+    assert!(
+        KvCache::group(&gpu, 0, shape, DType::F32)
+            .unwrap()
+            .is_empty()
+    );
+    let mut group = KvCache::group(&gpu, 3, shape, DType::F32).unwrap();
+    let apart = KvCache::new(&gpu, 1, 2, 16, 8, DType::F32).unwrap();
+    assert!(group[0].shares_length(&group[2]) && !group[1].shares_length(&apart));
+    let rows = |seed| {
+        let data = random(seed, 2 * 3 * 8);
+        Tensor::from_slice(&gpu, &[1, 2, 3, 8], &data, DType::F32).unwrap()
+    };
+    let (k, v) = (rows(1), rows(2));
+    gpu.flush().unwrap();
+    let before = gpu.counters();
+    for cache in &mut group {
+        cache.append(&k, &v).unwrap();
+    }
+    let spent = gpu.counters() - before;
+    assert_eq!((spent.writes, spent.submissions), (1, 0), "{spent:?}");
+    assert!(group.iter().all(|c| c.len() == 3));
+    assert_eq!(
+        pollster::block_on(group[2].length().read_u32()).unwrap(),
+        [3]
+    );
+
+    let b = GpuBackend { gpu: gpu.clone() };
+    let words = |x: u32| Tensor::from_u32(&gpu, &[1], &[x]).unwrap();
+    let logits = Tensor::from_slice(&gpu, &[1, 4], &[0.5, 2.0, -1.0, 2.0], DType::F32).unwrap();
+    let log = Tensor::from_slice(&gpu, &[2, 5], &[0.0; 10], DType::F32).unwrap();
+    let (token, position) = (words(0), words(2));
+    b.feed_greedy(&logits, &token, &position, &group, &log)
+        .unwrap();
+    assert_eq!(pollster::block_on(token.read_u32()).unwrap(), [3]);
+    assert_eq!(pollster::block_on(position.read_u32()).unwrap(), [3]);
+    assert_eq!(
+        pollster::block_on(group[1].length().read_u32()).unwrap(),
+        [4]
+    );
+    let refused = |caches: &[KvCache]| {
+        b.feed_greedy(&logits, &token, &position, caches, &log)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(refused(&[group[0].clone(), apart]).contains("count apart"));
+    assert!(refused(&[]).contains("no cache"));
 }

@@ -87,8 +87,9 @@ enum Command {
         /// gpu, cpu or both (the GPU's text is printed).
         #[arg(long, default_value = "both")]
         path: String,
-        /// Also time the GPU with every one-token pass recorded as it comes instead of the
-        /// captured pass replayed (the two must pick the same tokens).
+        /// Also time the GPU's slower ways on the same work: the captured pass replayed one
+        /// token at a time (at temperature 0, where the fastest way is greedy runs) and every
+        /// one-token pass recorded as it comes (all must pick the same tokens).
         #[arg(long)]
         each_call: bool,
     },
@@ -197,25 +198,30 @@ async fn sample(
         bench::heat(&b.gpu, 500.0).await?;
         let run = generate::generate(&b, c, &p, &ids, count, temperature, seed).await?;
         if each_call {
-            // The slower ways on the same work: what replaying one pass per token, and what
-            // recording each pass, cost.
+            // The slower ways on the same work: what replaying one pass per token (at
+            // temperature 0; above it that is the fastest way already), and what recording each
+            // pass, cost.
+            let ways: &[Way] = if temperature == 0.0 {
+                &[Way::OneByOne, Way::Recorded]
+            } else {
+                &[Way::Recorded]
+            };
             let mut rates = Vec::new();
-            for way in [Way::OneByOne, Way::Recorded] {
+            for &way in ways {
                 bench::heat(&b.gpu, 500.0).await?;
                 let other =
                     generate::generate_as(&b, c, &p, &ids, count, temperature, seed, way).await?;
                 if other.tokens != run.tokens {
                     return Err(Error::Config(format!(
-                        "the GPU's passes made {way:?} picked other tokens than its fastest way"
+                        "the GPU's passes made the {way:?} way picked other tokens than the fastest way's"
                     )));
                 }
-                rates.push(other.tokens_per_s());
+                rates.push(format!("{way:?} {:.1}", other.tokens_per_s()));
             }
             eprintln!(
-                "GPU, one replayed pass per token: {:.1} tokens/s; every pass recorded as it comes: {:.1} tokens/s (fastest: {:.1}), the same tokens",
-                rates[0],
-                rates[1],
-                run.tokens_per_s()
+                "GPU tokens/s by way: Fastest {:.1}, {}; the same tokens",
+                run.tokens_per_s(),
+                rates.join(", ")
             );
         }
         runs.push((Backend::name(&b), run));

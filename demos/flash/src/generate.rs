@@ -10,7 +10,7 @@
 //! caches' lengths rewritten: the host issues one list instead of choosing, allocating and
 //! binding some fifty launches per token. At temperature 0 the captured pass also ends with
 //! greedy decoding's hand-over (the pick written where the next pass reads its token, the
-//! position and the caches' length moved on), so it feeds itself: a run of up to [`CHAIN`]
+//! position and the caches' length moved on), so it feeds itself: a run of up to [`GREEDY_RUN`]
 //! tokens is that many replays handed to the GPU one after another and one read-back of their
 //! logits, not a round trip through the host per token. The host picks again from the logits
 //! it reads (the same rule, `greedy_pick`) and checks that the GPU fed what it picked.
@@ -43,7 +43,8 @@ pub struct Generation {
 }
 
 impl Generation {
-    /// Tokens per second after the first: one pass and one read-back per token.
+    /// Tokens per second after the first (each token's pass, read back one by one or in a
+    /// greedy run).
     pub fn tokens_per_s(&self) -> f64 {
         if self.passes == 0 || self.decode_s <= 0.0 {
             return 0.0;
@@ -60,7 +61,7 @@ pub struct Sampling {
 }
 
 /// Tokens one greedy run of replays writes at most before the host reads their logits back.
-pub const CHAIN: usize = 16;
+pub const GREEDY_RUN: usize = 16;
 
 /// How a run's one-token passes are made: the fastest way the path has, or a slower one, to
 /// measure what each step saves (all three give the same logits).
@@ -80,14 +81,14 @@ struct Captured<B: Backend> {
     token: B::Ids,
     position: B::Ids,
     logits: B::T,
-    /// Greedy decoding's log [CHAIN, V + 1] (each replay's logits and pick), when the pass
+    /// Greedy decoding's log [GREEDY_RUN, V + 1] (each replay's logits and pick), when the pass
     /// feeds itself.
     log: Option<B::T>,
 }
 
-/// A pass a greedy run of replays made ahead of the host: the token it fed and the logits
+/// A pass a greedy run made before the host asked for it: the token it fed and the logits
 /// after it.
-struct Ahead {
+struct Queued {
     fed: u32,
     row: Vec<f32>,
 }
@@ -115,7 +116,7 @@ pub struct Generator<B: Backend> {
     /// Whether a captured pass feeds itself (temperature 0, unless asked one by one).
     hand_over: bool,
     /// Passes a greedy run made that no advance has taken yet.
-    ahead: VecDeque<Ahead>,
+    queued: VecDeque<Queued>,
     /// Advances the caller still means to make, when it said (a run of replays makes no more).
     advances: Option<usize>,
     out: Generation,
@@ -167,7 +168,7 @@ impl<B: Backend> Generator<B> {
             rng: StdRng::seed_from_u64(seed),
             temperature,
             hand_over: temperature == 0.0,
-            ahead: VecDeque::new(),
+            queued: VecDeque::new(),
             advances: None,
             out: Generation {
                 prefill_s: start.elapsed().as_secs_f64(),
@@ -202,7 +203,9 @@ impl<B: Backend> Generator<B> {
     }
 
     /// Feeds the last picked token: the logits of the one after it. When the context is full
-    /// it keeps its last half and feeds that again from position 0.
+    /// it keeps its last half and feeds that again from position 0. A token a greedy run fed
+    /// that is not the host's pick from the same logits (a fault of the GPU's hand-over) is an
+    /// error, after which the generator cannot go on.
     pub async fn advance(&mut self, b: &B, c: &Config, p: &Params<B::T>) -> Result<()> {
         let Some(&next) = self.out.tokens.last() else {
             return Err(Error::Config("advance before any token was picked".into()));
@@ -210,19 +213,21 @@ impl<B: Backend> Generator<B> {
         let start = Instant::now();
         self.context.push(next);
         self.row = if self.context.len() > c.seq {
-            // A run of replays stops short of the context's end, so none is ahead here.
-            self.ahead.clear();
+            // A greedy run stops at the context's end, and its passes are taken before this.
+            self.queued.clear();
             self.context.drain(..self.context.len() - c.seq / 2);
             for cache in &mut self.caches {
                 b.cache_clear(cache)?;
             }
             self.out.refills += 1;
             last_logits(b, c, p, &mut self.caches, &self.context, 0).await?
-        } else if let Some(Ahead { fed, row }) = self.ahead.pop_front() {
+        } else if let Some(Queued { fed, row }) = self.queued.pop_front() {
             if fed != next {
-                return Err(Error::Config(format!(
-                    "the GPU fed token {fed} where the host picked {next} from the same logits"
-                )));
+                // The caches hold the GPU's tokens now: this generator cannot go on.
+                return Err(kiln_app::kiln::Error::Gpu(format!(
+                    "greedy_next fed token {fed} where the host picked {next} from the same logits"
+                ))
+                .into());
             }
             row
         } else {
@@ -236,7 +241,7 @@ impl<B: Backend> Generator<B> {
     }
 
     /// The logits after `token` at position `at`: the captured pass replayed (captured now if
-    /// this is the first; at temperature 0 a run of replays, the later passes kept ahead), or
+    /// this is the first; at temperature 0 a run of replays, the later passes queued), or
     /// the pass run as it comes.
     async fn one_token(
         &mut self,
@@ -270,8 +275,8 @@ impl<B: Backend> Generator<B> {
             return Ok(b.read(&r.logits).await?);
         };
         // As many passes as the caller wants, the log holds and the context has room for.
-        let wanted = self.advances.unwrap_or(CHAIN).max(1);
-        let run = CHAIN.min(wanted).min(c.seq - at);
+        let wanted = self.advances.unwrap_or(GREEDY_RUN).max(1);
+        let run = GREEDY_RUN.min(wanted).min(c.seq - at);
         // One recording, submitted at the read-back in pieces that grow (the GPU starts on the
         // first while the host encodes the rest).
         for _ in 0..run {
@@ -285,16 +290,16 @@ impl<B: Backend> Generator<B> {
         let width = c.vocab + 1;
         let mut fed = token;
         let mut rows = (at..at + run).map(|position| {
-            let row = &logged[(position % CHAIN) * width..][..width];
-            let ahead = Ahead {
+            let row = &logged[(position % GREEDY_RUN) * width..][..width];
+            let queued = Queued {
                 fed,
                 row: row[..c.vocab].to_vec(),
             };
             fed = row[c.vocab] as u32;
-            ahead
+            queued
         });
         let first = rows.next().map(|a| a.row).unwrap_or_default();
-        self.ahead.extend(rows);
+        self.queued.extend(rows);
         Ok(first)
     }
 
@@ -312,7 +317,10 @@ impl<B: Backend> Generator<B> {
         let (token, position) = (b.ids(&[token])?, b.ids(&[at as u32])?);
         let log = if self.hand_over {
             let width = c.vocab + 1;
-            Some(b.upload(&Array::new(&[CHAIN, width], vec![0.0; CHAIN * width])?)?)
+            Some(b.upload(&Array::new(
+                &[GREEDY_RUN, width],
+                vec![0.0; GREEDY_RUN * width],
+            )?)?)
         } else {
             None
         };

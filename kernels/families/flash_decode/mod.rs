@@ -147,10 +147,15 @@ impl Call for DecodeCall {
                 ),
                 prefer("unrolled", |v| Ok(i64::from(Design::parse(v)?.unroll))),
                 // With so few workgroups a block's loads and its arithmetic wait on each other
-                // (H200, B 1, D 128: 12–23 % faster ahead; at 512 workgroups 1–10 % slower).
+                // (H200, B 1, D 128: 12–23 % faster ahead; at 512 workgroups 1–10 % slower at
+                // B 8, D 128, and about a third at D 64).
                 prefer(
-                    "loads ahead where at most 256 workgroups run, else where they are used",
-                    move |v| Ok(i64::from(Design::parse(v)?.ahead == (workgroups(v)? <= enough))),
+                    "loads ahead where at most 256 workgroups run, else without them",
+                    move |v| {
+                        Ok(i64::from(
+                            Design::parse(v)?.ahead == (workgroups(v)? <= enough),
+                        ))
+                    },
                 ),
             ],
             left_open: &[],

@@ -35,15 +35,15 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         let (tok, pos, len) = (words(0)?, words(0)?, words(0)?);
         let log = Tensor::uninit(gpu, &[cap, vocab + 1], DType::F32)?;
         let outputs = vec![
-            Output::Pixels {
+            Output::Words {
                 t: tok.clone(),
                 want: vec![token],
             },
-            Output::Pixels {
+            Output::Words {
                 t: pos.clone(),
                 want: vec![position],
             },
-            Output::Pixels {
+            Output::Words {
                 t: len.clone(),
                 want: vec![length],
             },
@@ -56,7 +56,13 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 "greedy_next {rows}x{vocab} x{launches} into {cap} {}",
                 dtype.wgsl()
             ),
-            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 0.0),
+            // Exact in a proof, f16 too (the log holds the f16 inputs widened): an id or a
+            // counter off by one moves the words' bytes by less than f16's usual 3e-3.
+            tolerance: if z.full {
+                0.0
+            } else {
+                tolerance(z, dtype, CAMPAIGN_TOLERANCE, 0.0)
+            },
             flops: 0.0,
             bytes: vocab as f64 * dtype.size() as f64 + ((vocab + 1) * 4) as f64,
             outputs,

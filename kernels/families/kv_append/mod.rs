@@ -8,6 +8,9 @@
 pub(crate) mod cases;
 pub mod cpu;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::families::flash_decode;
@@ -161,6 +164,9 @@ pub struct KvCache {
     k: Tensor,
     v: Tensor,
     length: Tensor,
+    /// The value last written to `length`, shared by a group's caches so that each step writes
+    /// the word once (a second write would submit the work recorded since the first).
+    written: Arc<AtomicUsize>,
     len: usize,
 }
 
@@ -185,27 +191,29 @@ impl KvCache {
             k: Tensor::uninit(gpu, &shape, dtype)?,
             v: Tensor::uninit(gpu, &shape, dtype)?,
             length: Tensor::from_u32(gpu, &[1], &[0])?,
+            written: Arc::new(AtomicUsize::new(0)),
             len: 0,
         })
     }
 
     /// `count` empty caches of `shape` [B, Hkv, Cap, D] that share one length word: a model's
-    /// layers, appended to together (each counts its rows; every append writes the same word),
-    /// whose length one launch moves on ([`greedy_next`](crate::ops::greedy_next_into)).
+    /// layers, appended to together (each counts its rows; the word is written when the count
+    /// changes, once per step), whose length one launch moves on
+    /// ([`greedy_next`](crate::ops::greedy_next_into)). After such a launch the word is ahead of
+    /// the counts until the next append, grow or truncate writes it again.
     pub fn group(gpu: &Gpu, count: usize, shape: [usize; 4], dtype: DType) -> Result<Vec<KvCache>> {
         let [batch, kv_heads, capacity, head_dim] = shape;
+        if count == 0 {
+            return Ok(Vec::new());
+        }
         let first = KvCache::new(gpu, batch, kv_heads, capacity, head_dim, dtype)?;
-        let mut group = Vec::with_capacity(count);
+        let mut group = vec![first.clone()];
         for _ in 1..count {
             group.push(KvCache {
                 k: Tensor::uninit(gpu, &shape, dtype)?,
                 v: Tensor::uninit(gpu, &shape, dtype)?,
-                length: first.length.clone(),
-                len: 0,
+                ..first.clone()
             });
-        }
-        if count > 0 {
-            group.insert(0, first);
         }
         Ok(group)
     }
@@ -266,7 +274,10 @@ impl KvCache {
     }
 
     fn set_len(&mut self, len: usize) -> Result<()> {
-        self.length.write_u32(&[len as u32])?;
+        if self.written.load(Ordering::Relaxed) != len {
+            self.length.write_u32(&[len as u32])?;
+            self.written.store(len, Ordering::Relaxed);
+        }
         self.len = len;
         Ok(())
     }

@@ -21,9 +21,9 @@ pub enum Output {
         t: Tensor,
         want: Vec<f32>,
     },
-    /// u32 words (packed RGBA8 pixels, ids, counters), compared byte by byte; poisoned with
-    /// [`POISON_WORD`].
-    Pixels {
+    /// u32 words (packed RGBA8 pixels, ids, counters), poisoned with [`POISON_WORD`]; their
+    /// bytes enter the relative L2 as values (a case that must match exactly sets tolerance 0).
+    Words {
         t: Tensor,
         want: Vec<u32>,
     },
@@ -82,7 +82,7 @@ impl Case {
         for o in &self.outputs {
             match o {
                 Output::Values { t, .. } => t.write(&vec![f32::NAN; t.numel()])?,
-                Output::Pixels { t, .. } => t.write_u32(&vec![POISON_WORD; t.numel()])?,
+                Output::Words { t, .. } => t.write_u32(&vec![POISON_WORD; t.numel()])?,
             }
         }
         let all: Vec<_> = planned.all.iter().collect();
@@ -95,7 +95,7 @@ impl Case {
                     got.extend(t.read().await?);
                     want.extend_from_slice(w);
                 }
-                Output::Pixels { t, want: w } => {
+                Output::Words { t, want: w } => {
                     let channels = |px: &[u32]| -> Vec<f32> {
                         px.iter()
                             .flat_map(|p| p.to_le_bytes())

@@ -432,13 +432,9 @@ impl Gpu {
     }
 
     /// Writes bytes into a slice. A slice the current recording binds is submitted first, so
-    /// the write lands after the work recorded before it, never under it. Inside a capture
-    /// nothing is recorded (the capture began with a flush, and what it captures runs only when
-    /// replayed), so the write lands before any of it.
+    /// the write lands after the work recorded before it, never under it.
     pub(crate) fn write_bytes(&self, slice: &Slice, bytes: &[u8]) -> Result<()> {
-        if slice.block.used_in.load(Ordering::Relaxed) == self.inner.epoch.load(Ordering::Relaxed)
-            && lock(&self.inner.recorder).capture.is_none()
-        {
+        if slice.block.used_in.load(Ordering::Relaxed) == self.inner.epoch.load(Ordering::Relaxed) {
             self.flush()?;
         }
         self.inner
