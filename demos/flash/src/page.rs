@@ -67,7 +67,7 @@ enum Returned {
     Point(Result<sweep::Sweep>),
     Gpu(Trainer<GpuBackend>, Result<f64>),
     Cpu(Trainer<CpuBackend>, Trainer<GpuBackend>, Result<f64>),
-    Wrote(Box<Trained>, Box<Result<Run>>),
+    Wrote(Box<Trained>, Result<Run>),
 }
 
 pub struct FlashPage {
@@ -199,7 +199,7 @@ impl FlashPage {
                     let slot = self.slot.clone();
                     kiln_app::spawn(async move {
                         let r = writing::step(&trained, run, &ids).await;
-                        *slot.borrow_mut() = Some(Returned::Wrote(trained, Box::new(r)));
+                        *slot.borrow_mut() = Some(Returned::Wrote(trained, r));
                     });
                 }
                 None => self.trained = Some(trained),
@@ -233,7 +233,7 @@ impl FlashPage {
             },
             Returned::Wrote(t, r) => {
                 self.trained = Some(t);
-                self.writing.finish(*r);
+                self.writing.finish(r);
             }
         }
         true
