@@ -97,7 +97,8 @@ struct Queued {
 enum Passes<B: Backend> {
     /// Captured at the next token, where the path can.
     Capture,
-    Replayed(Captured<B>),
+    /// Boxed: a plan and five tensors, where the other states are empty.
+    Replayed(Box<Captured<B>>),
     /// Each run as it comes (a path that cannot capture, or asked not to).
     EachCall,
 }
@@ -254,7 +255,7 @@ impl<B: Backend> Generator<B> {
         let fresh = matches!(self.passes, Passes::Capture);
         if fresh {
             self.passes = match self.capture(b, c, p, token, at)? {
-                Some(captured) => Passes::Replayed(captured),
+                Some(captured) => Passes::Replayed(Box::new(captured)),
                 None => Passes::EachCall,
             };
         }
