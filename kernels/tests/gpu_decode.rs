@@ -319,12 +319,14 @@ fn a_group_of_caches_shares_one_length_word() {
 
     let b = GpuBackend { gpu: gpu.clone() };
     let words = |x: u32| Tensor::from_u32(&gpu, &[1], &[x]).unwrap();
-    let logits = Tensor::from_slice(&gpu, &[1, 4], &[0.5, 2.0, -1.0, 2.0], DType::F32).unwrap();
+    let row = [0.5, 2.0, -1.0, 2.0];
+    let logits = Tensor::from_slice(&gpu, &[1, 4], &row, DType::F32).unwrap();
     let log = Tensor::from_slice(&gpu, &[2, 5], &[0.0; 10], DType::F32).unwrap();
     let (token, position) = (words(0), words(2));
     b.feed_greedy(&logits, &token, &position, &group, &log)
         .unwrap();
-    assert_eq!(pollster::block_on(token.read_u32()).unwrap(), [3]);
+    let want = cpu::greedy_pick(&row).unwrap();
+    assert_eq!(pollster::block_on(token.read_u32()).unwrap(), [want]);
     assert_eq!(pollster::block_on(position.read_u32()).unwrap(), [3]);
     assert_eq!(
         pollster::block_on(group[1].length().read_u32()).unwrap(),

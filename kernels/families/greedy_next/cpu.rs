@@ -15,6 +15,25 @@ pub fn greedy_pick(row: &[f32]) -> Option<u32> {
         .map(|(i, _)| i as u32)
 }
 
+/// (V, cap) of logits [.., V] and a log [cap, V + 1], both at least 1; the GPU launcher checks
+/// its tensors with it too.
+pub(crate) fn log_dims(logits: &[usize], log: &[usize]) -> Result<(usize, usize)> {
+    let vocab = logits.last().copied().unwrap_or(0);
+    match *log {
+        [cap, width] if vocab > 0 && cap > 0 && width == vocab + 1 => Ok((vocab, cap)),
+        [_, _] => Err(Error::shape(
+            OP,
+            format!(
+                "logits {logits:?} and log {log:?}: expected [.., V] with V ≥ 1 and [cap ≥ 1, V + 1]"
+            ),
+        )),
+        _ => Err(Error::shape(
+            OP,
+            format!("log {log:?}: expected [cap, V + 1]"),
+        )),
+    }
+}
+
 /// What the kernel leaves: the pick of `logits`' last row, and `position` and `length` moved on
 /// by one, as `[token, position, length]`; the row and the pick (as f32) written to row
 /// `position % cap` of `log` [cap, V + 1].
@@ -26,22 +45,8 @@ pub fn greedy_next(
 ) -> Result<[u32; 3]> {
     check_array(OP, logits)?;
     check_array(OP, log)?;
-    let v = logits.shape.last().copied().unwrap_or(0);
-    let &[cap, width] = &log.shape[..] else {
-        return Err(Error::shape(
-            OP,
-            format!("log {:?}: expected [cap, V + 1]", log.shape),
-        ));
-    };
-    if v == 0 || width != v + 1 || cap == 0 {
-        return Err(Error::shape(
-            OP,
-            format!(
-                "logits {:?} and log {:?}: expected [.., V] with V ≥ 1 and [cap ≥ 1, V + 1]",
-                logits.shape, log.shape
-            ),
-        ));
-    }
+    let (v, cap) = log_dims(&logits.shape, &log.shape)?;
+    let width = v + 1;
     let last = &logits.data[logits.data.len() - v..];
     let pick = greedy_pick(last).unwrap_or(0);
     let at = (position as usize % cap) * width;

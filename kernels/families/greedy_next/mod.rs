@@ -13,7 +13,7 @@ use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::launch::{check_same_device, choose_elementwise, record};
+use crate::launch::{check_same_device, check_word, choose_elementwise, record};
 
 const OP: &str = "greedy_next";
 
@@ -68,34 +68,9 @@ pub fn plan(
         ));
     }
     for (name, t) in [("token", token), ("position", position), ("length", length)] {
-        if t.dtype() != DType::U32 || t.numel() != 1 {
-            return Err(Error::shape(
-                OP,
-                format!(
-                    "the {name} must be one u32, got {} {:?}",
-                    t.dtype().wgsl(),
-                    t.shape()
-                ),
-            ));
-        }
+        check_word(OP, name, t)?;
     }
-    let vocab = logits.shape().last().copied().unwrap_or(0);
-    let &[cap, width] = log.shape() else {
-        return Err(Error::shape(
-            OP,
-            format!("log {:?}: expected [cap, V + 1]", log.shape()),
-        ));
-    };
-    if vocab == 0 || width != vocab + 1 || cap == 0 {
-        return Err(Error::shape(
-            OP,
-            format!(
-                "logits {:?} and log {:?}: expected [.., V] with V ≥ 1 and [cap ≥ 1, V + 1]",
-                logits.shape(),
-                log.shape()
-            ),
-        ));
-    }
+    let (vocab, cap) = cpu::log_dims(logits.shape(), log.shape())?;
     // The id is logged as an f32: exact below 2²⁴.
     if vocab > 1 << 24 {
         return Err(Error::shape(

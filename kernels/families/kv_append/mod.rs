@@ -143,17 +143,7 @@ pub fn plan(
 
 /// A cache's length as the kernels read it: a u32 tensor of one element on the same device.
 pub fn check_length(op: &'static str, length: &Tensor) -> Result<()> {
-    if length.dtype() != DType::U32 || length.numel() != 1 {
-        return Err(Error::shape(
-            op,
-            format!(
-                "the length must be one u32, got {} {:?}",
-                length.dtype().wgsl(),
-                length.shape()
-            ),
-        ));
-    }
-    Ok(())
+    crate::launch::check_word(op, "length", length)
 }
 
 /// Preallocated K and V caches [B, Hkv, Cap, D] and the rows of them that hold keys: counted
@@ -198,9 +188,11 @@ impl KvCache {
 
     /// `count` empty caches of `shape` [B, Hkv, Cap, D] that share one length word: a model's
     /// layers, appended to together (each counts its rows; the word is written when the count
-    /// changes, once per step), whose length one launch moves on
-    /// ([`greedy_next`](crate::ops::greedy_next_into)). After such a launch the word is ahead of
-    /// the counts until the next append, grow or truncate writes it again.
+    /// differs from the value last written, so once per step), whose length one launch moves on
+    /// ([`greedy_next`](crate::ops::greedy_next_into)). Such a launch leaves the host's record
+    /// of the word behind: the caller then sets the count to one the word was not last written
+    /// with (as a greedy run does, growing the caches by the rows its replays appended), so that
+    /// the word is written again.
     pub fn group(gpu: &Gpu, count: usize, shape: [usize; 4], dtype: DType) -> Result<Vec<KvCache>> {
         let [batch, kv_heads, capacity, head_dim] = shape;
         if count == 0 {

@@ -51,6 +51,22 @@ pub(crate) fn check_operands(op: &'static str, tensors: &[&Tensor]) -> Result<()
     Ok(())
 }
 
+/// A one-word u32 operand (a cache's length, a token, a position) read or moved on when the
+/// launch runs.
+pub(crate) fn check_word(op: &'static str, name: &str, t: &Tensor) -> Result<()> {
+    if t.dtype() != DType::U32 || t.numel() != 1 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "the {name} must be one u32, got {} {:?}",
+                t.dtype().wgsl(),
+                t.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// An output may not share its buffer with an input: the kernels read inputs while writing.
 pub(crate) fn check_no_alias(op: &'static str, out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
     if inputs.iter().any(|t| t.overlaps(out)) {
