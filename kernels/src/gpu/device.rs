@@ -434,12 +434,21 @@ impl Gpu {
     /// Writes bytes into a slice. A slice the current recording binds is submitted first, so
     /// the write lands after the work recorded before it, never under it.
     pub(crate) fn write_bytes(&self, slice: &Slice, bytes: &[u8]) -> Result<()> {
-        if slice.block.used_in.load(Ordering::Relaxed) == self.inner.epoch.load(Ordering::Relaxed) {
+        let bound = || {
+            slice.block.used_in.load(Ordering::Relaxed) == self.inner.epoch.load(Ordering::Relaxed)
+        };
+        // Under the recorder's lock: another thread's flush moves the epoch on before it
+        // submits, and a write staged in between would land before the launches it submits.
+        let mut rec = lock(&self.inner.recorder);
+        if bound() {
+            drop(rec);
             self.flush()?;
+            rec = lock(&self.inner.recorder);
         }
         self.inner
             .queue
             .write_buffer(&slice.block.raw, slice.offset, bytes);
+        drop(rec);
         Live::bump(&self.inner.counters.writes, 1);
         Ok(())
     }

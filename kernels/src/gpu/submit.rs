@@ -34,8 +34,8 @@ impl Gpu {
     pub(crate) fn record_owned(&self, d: Dispatch) -> Result<()> {
         let slot = self.param_slot(d.params.len() as u64);
         let mut rec = lock(&self.inner.recorder);
-        let epoch = self.inner.epoch.load(Ordering::Relaxed);
         if let Some(capture) = rec.capture.as_mut() {
+            let epoch = self.inner.epoch.load(Ordering::Relaxed);
             for s in &d.buffers {
                 s.block.used_in.store(epoch, Ordering::Relaxed);
             }
@@ -60,6 +60,8 @@ impl Gpu {
             rec.params.resize(offset as usize + slot as usize, 0);
         }
         let bind = self.bind_group(&mut rec, &d.kernel, &d.buffers, &ring)?;
+        // Read after any flush above: the launch belongs to the recording it joins.
+        let epoch = self.inner.epoch.load(Ordering::Relaxed);
         for s in &d.buffers {
             s.block.used_in.store(epoch, Ordering::Relaxed);
         }
