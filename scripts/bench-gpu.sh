@@ -25,6 +25,10 @@
 # (scripts/torch-decode-anchors.py) in the same command.
 # The generate stage (not in the default STAGES) times grouped-query attention against plain
 # and the flash demo's generation on both paths (`flash sample`).
+# The products stage (not in the default STAGES) times the f32 products of the flash demo's Mega
+# training step at their own shapes and layouts (A·B forward, Aᵀ·B and A·Bᵀ backward): the
+# ops' own plan, every offered variant whole and with K cut in 2, 4 and 8, beside cuBLAS at the
+# same shapes (scripts/torch-product-anchors.py) in the same command.
 # SWEEP=1 also times every offered flash variant per attention shape (for the tuned table).
 # Exits non-zero when a step fails.
 set -uo pipefail
@@ -119,6 +123,22 @@ if stage models; then
     # in a CUDA graph and replayed, beside eager with fused AdamW.
     python3 "$here/torch-graph-anchors.py" "$model" --train || failed=1
   } > "$out/models-torch.jsonl" 2> "$out/models-torch.err"
+fi
+
+if stage products; then
+  # Mega: rows 2048 (4 × 512), d_model 512, Q/K/V 1536, MLP 2048; M,N,K,layout as the step runs.
+  shapes="2048,1536,512,nn 2048,512,512,nn 2048,2048,512,nn 2048,512,2048,nn
+    2048,512,2048,tn 512,2048,2048,tn 512,512,2048,tn 512,1536,2048,tn
+    2048,2048,512,nt 2048,512,2048,nt 2048,512,512,nt 2048,512,1536,nt"
+  for s in $shapes; do
+    IFS=, read -r m n k layout <<< "$s"
+    flags=""; [ "${layout:0:1}" = t ] && flags="--at"; [ "${layout:1:1}" = t ] && flags="$flags --bt"
+    # shellcheck disable=SC2086
+    "$kiln" bench matmul --json --m "$m" --n "$n" --k "$k" $flags --sweep --splits 2,4,8 \
+      --cpu-rows 8 --repeats 30 --cpu-budget 1 || failed=1
+  done > "$out/products.json" 2> "$out/products.err"
+  # shellcheck disable=SC2086
+  python3 "$here/torch-product-anchors.py" $shapes > "$out/products-torch.jsonl" 2>> "$out/products.err" || failed=1
 fi
 
 if stage decode; then

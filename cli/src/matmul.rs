@@ -36,6 +36,13 @@ pub struct MatmulArgs {
     /// B is given transposed, [batch, N, K]: C = A · Bᵀ.
     #[arg(long)]
     bt: bool,
+    /// A is given transposed, [batch, K, M]: C = Aᵀ · B (a weight gradient's form).
+    #[arg(long)]
+    at: bool,
+    /// Also run each named or swept variant with K cut into these many slices (comma-separated;
+    /// a second launch adds them), as the ops cut a product of few output tiles.
+    #[arg(long, value_delimiter = ',')]
+    splits: Vec<usize>,
     /// Rows of C the CPU reference computes, evenly spaced and the last one included (0: all).
     /// Its time is scaled to the whole product.
     #[arg(long, default_value_t = 0)]
@@ -61,18 +68,28 @@ impl Run {
 
 pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> {
     let dtype = DType::parse(&args.dtype)?;
-    let a_shape = [args.batch, args.m, args.k];
+    let layout = ops::matmul::Layout {
+        a_trans: args.at,
+        b_trans: args.bt,
+    };
+    let a_shape = if args.at {
+        [args.batch, args.k, args.m]
+    } else {
+        [args.batch, args.m, args.k]
+    };
     let b_shape = if args.bt {
         [args.batch, args.n, args.k]
     } else {
         [args.batch, args.k, args.n]
     };
     // Shape errors before touching the GPU.
-    let dims = if args.bt {
-        MatmulDims::new_bt(&a_shape, &b_shape)?
-    } else {
-        MatmulDims::new(&a_shape, &b_shape)?
-    };
+    let dims = MatmulDims::transposed(&a_shape, &b_shape, args.at, args.bt)?;
+    if args.splits.contains(&0) {
+        return Err(Error::InvalidArgument {
+            op: "bench",
+            detail: "--splits takes counts of at least 1".into(),
+        });
+    }
     let gpu = Gpu::new(options).await?;
 
     // Device tensors first: their limit checks refuse absurd sizes before host memory is taken.
@@ -90,9 +107,13 @@ pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> 
     a.write(&a_data)?;
     b.write(&b_data)?;
 
-    // The CPU reference on the sampled rows of every batch.
+    // The CPU reference on the sampled rows of every batch, from A and B as [M, K] and [K, N].
+    let mut a_full = Array::new(&a_shape, a_data)?;
+    if args.at {
+        a_full = cpu::transpose(&a_full)?;
+    }
     let rows = sample_rows(args.m, args.cpu_rows);
-    let a_rows = pick_rows(&a_data, args.batch, args.m, args.k, &rows);
+    let a_rows = pick_rows(&a_full.data, args.batch, args.m, args.k, &rows);
     let a_cpu = Array::new(&[args.batch, rows.len(), args.k], a_rows)?;
     let mut b_cpu = Array::new(&b_shape, b_data)?;
     if args.bt {
@@ -108,37 +129,46 @@ pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> 
     })??;
     let cpu_scale = args.m as f64 / rows.len() as f64;
 
-    let mut names: Vec<Option<String>> = vec![None];
-    names.extend(args.variant.iter().cloned().map(Some));
+    // The ops' own plan first (the selector's variant, K cut as the rule says), then each named
+    // or swept variant whole and at each forced cut.
+    let mut names: Vec<String> = args.variant.clone();
     if args.sweep {
         let dtype_is = [("dtype", Param::Str(dtype.wgsl().into()))];
         for v in gpu.registry().supported("matmul", gpu.profile())? {
             if v.takes(&dtype_is) && ops::matmul::fits(v, &dims)? {
-                names.push(Some(v.name.clone()));
+                names.push(v.name.clone());
             }
         }
     }
-    let mut runs: Vec<Run> = Vec::new();
+    let forced: Vec<usize> = std::iter::once(1)
+        .chain(args.splits.iter().copied())
+        .collect();
+    let mut plans: Vec<(Option<String>, Option<usize>)> = vec![(None, None)];
     for name in names {
+        plans.extend(forced.iter().map(|&s| (Some(name.clone()), Some(s))));
+    }
+    let mut runs: Vec<Run> = Vec::new();
+    for (name, force) in plans {
         let c = Tensor::full(&gpu, &[args.batch, args.m, args.n], f32::NAN, dtype)?;
-        let (dispatch, choice) = if args.bt {
-            ops::matmul::plan_bt(&a, &b, &c, name.as_deref())?
-        } else {
-            ops::matmul::plan(&a, &b, &c, name.as_deref())?
+        let plan = ops::matmul::plan_split_named(&a, &b, &c, layout, None, force, name.as_deref())?;
+        let label = match plan.split.splits {
+            1 => plan.choice.variant.name.clone(),
+            s => format!("{}/split{s}", plan.choice.variant.name),
         };
-        if runs.iter().any(|r| r.variant == choice.variant.name) {
+        if runs.iter().any(|r| r.variant == label) {
             continue;
         }
+        let launches: Vec<&kiln::Dispatch> = plan.dispatches.iter().collect();
         if runs.is_empty() {
-            bench::spin_up(&gpu, &[&dispatch], 300.0).await?;
+            bench::spin_up(&gpu, &launches, 300.0).await?;
         }
         let timing =
-            bench::time_dispatches(&gpu, &[&dispatch], args.run.warmup, args.run.repeats).await?;
+            bench::time_dispatches(&gpu, &launches, args.run.warmup, args.run.repeats).await?;
         let got = c.read().await?;
         let got_rows = pick_rows(&got, args.batch, args.m, args.n, &rows);
         runs.push(Run {
-            variant: choice.variant.name.clone(),
-            reason: choice.reason.to_string(),
+            variant: label,
+            reason: plan.choice.reason.to_string(),
             timing,
             rel_l2: cpu::rel_l2(&got_rows, &want.data),
         });
@@ -227,6 +257,7 @@ fn report(
             "op": "matmul",
             "shape": {"batch": args.batch, "m": args.m, "n": args.n, "k": args.k},
             "b_transposed": args.bt,
+            "a_transposed": args.at,
             "dtype": args.dtype,
             "adapter": gpu.profile().name,
             "backend": gpu.profile().backend,
@@ -247,11 +278,12 @@ fn report(
         return;
     }
     out!(
-        "matmul {}x{}x{} (batch {}{}) {} on {} ({})",
+        "matmul {}x{}x{} (batch {}{}{}) {} on {} ({})",
         args.m,
         args.n,
         args.k,
         args.batch,
+        if args.at { ", A transposed" } else { "" },
         if args.bt { ", B transposed" } else { "" },
         args.dtype,
         gpu.profile().name,
