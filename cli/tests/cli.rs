@@ -120,6 +120,43 @@ fn cli_lists_kernels_and_benchmarks_within_tolerance() {
     assert!(v["gpu"]["median_ms"].as_f64().unwrap() > 0.0);
     assert!(v["cpu"]["median_ms"].as_f64().unwrap() > 0.0);
     assert!(["gpu_timestamps", "wall_clock"].contains(&v["gpu"]["clock"].as_str().unwrap()));
+
+    // A weight gradient's form (A stored transposed) with K cut in 3: each run is checked
+    // against the CPU reference (the command fails on a wrong one) and named for its cut.
+    let (code, out, err) = kiln(&[
+        "bench",
+        "matmul",
+        "--m",
+        "37",
+        "--n",
+        "21",
+        "--k",
+        "200",
+        "--at",
+        "--bt",
+        "--variant",
+        "f32_wg8_r4_k16",
+        "--splits",
+        "3",
+        "--repeats",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let runs: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert!(runs.contains(&"f32_wg8_r4_k16/split3"), "{runs:?}");
+    assert!(v["a_transposed"].as_bool().unwrap() && v["b_transposed"].as_bool().unwrap());
+    let (code, _, err) = kiln(&[
+        "bench", "matmul", "--m", "4", "--n", "4", "--k", "4", "--splits", "0",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--splits takes counts of at least 1"), "{err}");
 }
 
 /// A reader that stops early (`kiln info --json | grep -q …`, `| head -1`) closes the pipe:
