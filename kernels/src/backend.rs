@@ -125,6 +125,72 @@ pub trait Backend {
         h: &AdamW,
         corrections: &Self::T,
     ) -> Result<()>;
+    /// [`adamw`](Self::adamw) on every tensor `p[i]` with `g[i]`, `m[i]`, `v[i]` and `h[i]` (one
+    /// step: alike but for lr and weight decay). On the GPU, groups made by
+    /// [`upload_together`](Self::upload_together) and [`alloc_together`](Self::alloc_together)
+    /// take one launch over a table of the tensors; others, one launch per tensor.
+    #[allow(clippy::too_many_arguments)]
+    fn adamw_together(
+        &self,
+        p: &mut [Self::T],
+        g: &[Self::T],
+        m: &mut [Self::T],
+        v: &mut [Self::T],
+        h: &[AdamW],
+        corrections: &Self::T,
+    ) -> Result<()> {
+        together_counts(p.len(), [g.len(), m.len(), v.len(), h.len()])?;
+        for i in 0..p.len() {
+            self.adamw(&mut p[i], &g[i], &mut m[i], &mut v[i], &h[i], corrections)?;
+        }
+        Ok(())
+    }
+    /// Uploads `arrays` together: on the GPU packed in one buffer, as one step of
+    /// [`adamw_together`](Self::adamw_together) takes them.
+    fn upload_together(&self, arrays: &[Array]) -> Result<Vec<Self::T>> {
+        arrays.iter().map(|a| self.upload(a)).collect()
+    }
+    /// Tensors of these shapes, allocated together as [`upload_together`](Self::upload_together)
+    /// packs them (gradients an optimiser step reads), their contents unspecified until written.
+    fn alloc_together(&self, shapes: &[Vec<usize>]) -> Result<Vec<Self::T>> {
+        shapes
+            .iter()
+            .map(|s| self.upload(&Array::new(s, vec![0.0; s.iter().product()])?))
+            .collect()
+    }
+    /// Aᵀ · B written into `out` (a tensor of the product's shape, such as one of
+    /// [`alloc_together`](Self::alloc_together)'s).
+    fn matmul_at_into(&self, a: &Self::T, b: &Self::T, out: &mut Self::T) -> Result<()> {
+        let c = self.matmul_at(a, b)?;
+        replace("matmul_at_into", self, out, c)
+    }
+    /// [`layernorm_backward`](Self::layernorm_backward) with dgamma and dbeta written into
+    /// `dg` and `db`; returns dx.
+    fn layernorm_backward_into(
+        &self,
+        x: &Self::T,
+        g: &Self::T,
+        dy: &Self::T,
+        eps: f32,
+        dg: &mut Self::T,
+        db: &mut Self::T,
+    ) -> Result<Self::T> {
+        let (dx, dgamma, dbeta) = self.layernorm_backward(x, g, dy, eps)?;
+        replace("layernorm_backward_into", self, dg, dgamma)?;
+        replace("layernorm_backward_into", self, db, dbeta)?;
+        Ok(dx)
+    }
+    /// [`embedding_backward`](Self::embedding_backward) written into `out` [vocab, cols].
+    fn embedding_backward_into(
+        &self,
+        dy: &Self::T,
+        ids: &Self::Ids,
+        out: &mut Self::T,
+    ) -> Result<()> {
+        let vocab = self.shape(out).first().copied().unwrap_or(0);
+        let table = self.embedding_backward(dy, ids, vocab)?;
+        replace("embedding_backward_into", self, out, table)
+    }
     /// `h`'s bias corrections (1 − β₁ᵗ, 1 − β₂ᵗ) on the path, as `adamw` reads them.
     fn bias_corrections(&self, h: &AdamW) -> Result<Self::T>;
     /// Rewrites `corrections` in place for `h`'s step.
@@ -230,6 +296,39 @@ pub trait Backend {
 }
 
 /// The two extents of a matrix.
+/// `adamw_together`'s operands: one gradient, two moments and one set of hyper-parameters per
+/// tensor.
+fn together_counts(n: usize, others: [usize; 4]) -> Result<()> {
+    if others != [n; 4] {
+        return Err(Error::shape(
+            "adamw_together",
+            format!("{n} tensors with {others:?} gradients, moments and hyper-parameter sets"),
+        ));
+    }
+    Ok(())
+}
+
+/// `out` replaced by `value`, which must have its shape: the `*_into` methods' default.
+fn replace<B: Backend + ?Sized>(
+    op: &'static str,
+    b: &B,
+    out: &mut B::T,
+    value: B::T,
+) -> Result<()> {
+    if b.shape(&value) != b.shape(out) {
+        return Err(Error::shape(
+            op,
+            format!(
+                "the output has shape {:?}, the op makes {:?}",
+                b.shape(out),
+                b.shape(&value)
+            ),
+        ));
+    }
+    *out = value;
+    Ok(())
+}
+
 fn two_axes(op: &'static str, shape: &[usize]) -> Result<[usize; 2]> {
     match *shape {
         [n, width] => Ok([n, width]),
@@ -476,6 +575,54 @@ impl Backend for GpuBackend {
         corrections: &Tensor,
     ) -> Result<()> {
         ops::adamw_into(p, g, m, v, h, corrections, None).map(|_| ())
+    }
+    fn adamw_together(
+        &self,
+        p: &mut [Tensor],
+        g: &[Tensor],
+        m: &mut [Tensor],
+        v: &mut [Tensor],
+        h: &[AdamW],
+        corrections: &Tensor,
+    ) -> Result<()> {
+        if p.len() > 1 && ops::packed_alike(p, g, m, v) {
+            return ops::adamw_table(p, g, m, v, h, corrections).map(|_| ());
+        }
+        together_counts(p.len(), [g.len(), m.len(), v.len(), h.len()])?;
+        for i in 0..p.len() {
+            ops::adamw_into(&p[i], &g[i], &m[i], &v[i], &h[i], corrections, None)?;
+        }
+        Ok(())
+    }
+    fn upload_together(&self, arrays: &[Array]) -> Result<Vec<Tensor>> {
+        let parts: Vec<(&[usize], &[f32])> = arrays
+            .iter()
+            .map(|a| (a.shape.as_slice(), a.data.as_slice()))
+            .collect();
+        Tensor::packed_from(&self.gpu, &parts, DType::F32)
+    }
+    fn alloc_together(&self, shapes: &[Vec<usize>]) -> Result<Vec<Tensor>> {
+        let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+        Tensor::packed(&self.gpu, &shapes, DType::F32)
+    }
+    fn matmul_at_into(&self, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
+        ops::matmul_at_into(a, b, out)
+    }
+    fn layernorm_backward_into(
+        &self,
+        x: &Tensor,
+        g: &Tensor,
+        dy: &Tensor,
+        eps: f32,
+        dg: &mut Tensor,
+        db: &mut Tensor,
+    ) -> Result<Tensor> {
+        let dx = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
+        ops::layernorm_backward_into(x, g, dy, &dx, dg, db, eps, Default::default())?;
+        Ok(dx)
+    }
+    fn embedding_backward_into(&self, dy: &Tensor, ids: &Tensor, out: &mut Tensor) -> Result<()> {
+        ops::embedding_backward_into(dy, ids, out, None).map(|_| ())
     }
     fn bias_corrections(&self, h: &AdamW) -> Result<Tensor> {
         ops::bias_corrections(&self.gpu, h)

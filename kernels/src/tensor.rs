@@ -58,6 +58,106 @@ impl Tensor {
         })
     }
 
+    /// Tensors of the given shapes packed into one buffer: views of it, each starting at an
+    /// offset the device can bind, in the order given. One launch can then update them all (an
+    /// optimiser step over a model's parameters, `ops::adamw_table`). Contents are unspecified
+    /// until written, as with [`uninit`](Self::uninit).
+    pub fn packed(gpu: &Gpu, shapes: &[&[usize]], dtype: DType) -> Result<Vec<Tensor>> {
+        let (whole, offsets) = Self::packed_whole(gpu, shapes, dtype)?;
+        Ok(whole.views(shapes, &offsets))
+    }
+
+    /// [`packed`](Self::packed) with each tensor's f32 data uploaded (converted to `dtype`) in
+    /// one write.
+    pub fn packed_from(
+        gpu: &Gpu,
+        parts: &[(&[usize], &[f32])],
+        dtype: DType,
+    ) -> Result<Vec<Tensor>> {
+        let shapes: Vec<&[usize]> = parts.iter().map(|(s, _)| *s).collect();
+        for (shape, data) in parts {
+            shape::check_len("packed", shape, data.len())?;
+        }
+        let (whole, offsets) = Self::packed_whole(gpu, &shapes, dtype)?;
+        let mut bytes = vec![0u8; whole.slice.size as usize];
+        for ((_, data), at) in parts.iter().zip(&offsets) {
+            let encoded = encode(data, dtype);
+            bytes[*at as usize..][..encoded.len()].copy_from_slice(&encoded);
+        }
+        gpu.write_bytes(&whole.slice, &bytes)?;
+        Ok(whole.views(&shapes, &offsets))
+    }
+
+    /// One buffer for `shapes` and each shape's byte offset in it, aligned for binding.
+    fn packed_whole(gpu: &Gpu, shapes: &[&[usize]], dtype: DType) -> Result<(Tensor, Vec<u64>)> {
+        if shapes.is_empty() {
+            return Err(Error::shape("packed", "no tensors to pack"));
+        }
+        let align = gpu.storage_align();
+        let mut offsets = Vec::with_capacity(shapes.len());
+        let mut end = 0u64;
+        for s in shapes {
+            shape::non_empty("packed", s)?;
+            let at = end.next_multiple_of(align);
+            offsets.push(at);
+            end = at + byte_len(shape::numel(s), dtype);
+        }
+        // Whole elements: the buffer seen as one flat tensor of its dtype.
+        let elements = (end / dtype.size()) as usize;
+        Ok((Tensor::uninit(gpu, &[elements], dtype)?, offsets))
+    }
+
+    /// Views of this tensor's bytes: `shapes[i]` at byte offset `offsets[i]` from its start.
+    fn views(&self, shapes: &[&[usize]], offsets: &[u64]) -> Vec<Tensor> {
+        shapes
+            .iter()
+            .zip(offsets)
+            .map(|(s, &at)| Tensor {
+                gpu: self.gpu.clone(),
+                slice: Slice {
+                    block: self.slice.block.clone(),
+                    offset: self.slice.offset + at,
+                    size: byte_len(shape::numel(s), self.dtype),
+                },
+                shape: s.to_vec(),
+                dtype: self.dtype,
+            })
+            .collect()
+    }
+
+    /// The flat tensor spanning `parts`, views of one buffer (as [`packed`](Self::packed) makes
+    /// them), and each part's first element in it; `None` where they are not all views of one
+    /// buffer with one dtype, on element boundaries, the first at a bindable offset.
+    pub fn span(parts: &[&Tensor]) -> Option<(Tensor, Vec<usize>)> {
+        let first = parts.first()?;
+        let size = first.dtype.size();
+        let start = parts.iter().map(|t| t.slice.offset).min()?;
+        let end = parts.iter().map(|t| t.slice.offset + t.slice.size).max()?;
+        let alike = parts.iter().all(|t| {
+            t.slice.block.id == first.slice.block.id
+                && t.dtype == first.dtype
+                && (t.slice.offset - start).is_multiple_of(size)
+        });
+        if !alike || !start.is_multiple_of(first.gpu.storage_align()) {
+            return None;
+        }
+        let whole = Tensor {
+            gpu: first.gpu.clone(),
+            slice: Slice {
+                block: first.slice.block.clone(),
+                offset: start,
+                size: end - start,
+            },
+            shape: vec![((end - start) / size) as usize],
+            dtype: first.dtype,
+        };
+        let at = parts
+            .iter()
+            .map(|t| ((t.slice.offset - start) / size) as usize)
+            .collect();
+        Some((whole, at))
+    }
+
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
     }

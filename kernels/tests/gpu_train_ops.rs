@@ -293,6 +293,238 @@ fn adamw_refuses_bad_calls_before_launching() {
     assert_eq!(read(&p), before, "a refused update must not touch p");
 }
 
+/// A device of the test's own, for counting what a call launches.
+fn fresh() -> kiln::Gpu {
+    pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap()
+}
+
+/// Shapes packed together for the AdamW table: odd sizes, so that alignment leaves gaps.
+const PACKED: [&[usize]; 4] = [&[5, 7], &[1], &[ROWS, COLS], &[83]];
+
+/// What the gaps between packed tensors hold: finite, so that an update written there shows.
+const GAP: f32 = 1234.5;
+
+/// Tensors of `PACKED` in one buffer, its gaps filled with `GAP`, each tensor filled from
+/// `seed` (scaled by `gain`; absolute values where `positive`): the views, their CPU copies and
+/// the span they make.
+fn packed_group(
+    gpu: &kiln::Gpu,
+    seed: u64,
+    gain: f32,
+    positive: bool,
+) -> (Vec<Tensor>, Vec<Array>, Tensor) {
+    let parts = Tensor::packed(gpu, &PACKED, DType::F32).unwrap();
+    let views: Vec<&Tensor> = parts.iter().collect();
+    let (span, _) = Tensor::span(&views).unwrap();
+    span.write(&vec![GAP; span.numel()]).unwrap();
+    let arrays = refill(&parts, seed, gain, positive);
+    (parts, arrays, span)
+}
+
+/// Writes fresh seeded values into each packed tensor; returns them as arrays.
+fn refill(parts: &[Tensor], seed: u64, gain: f32, positive: bool) -> Vec<Array> {
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let data: Vec<f32> = common::random(seed + i as u64, t.numel())
+                .into_iter()
+                .map(|x| if positive { (x * gain).abs() } else { x * gain })
+                .collect();
+            t.write(&data).unwrap();
+            Array::new(t.shape(), data).unwrap()
+        })
+        .collect()
+}
+
+/// Per-tensor hyper-parameters of one step: learning rates that differ, no weight decay on
+/// the 1-D tensors (as a model's training step sets it).
+fn table_hypers(parts: &[Tensor], step: u32) -> Vec<AdamW> {
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| AdamW {
+            lr: 1e-2 / (1 + i) as f32,
+            weight_decay: if t.shape().len() > 1 { 0.01 } else { 0.0 },
+            ..hyper(step)
+        })
+        .collect()
+}
+
+/// Whether every element of `span` outside `parts` still holds `GAP`: the gaps were not touched.
+fn gaps_untouched(span: &Tensor, parts: &[Tensor]) -> bool {
+    let views: Vec<&Tensor> = parts.iter().collect();
+    let (_, at) = Tensor::span(&views).unwrap();
+    let mut inside = vec![false; span.numel()];
+    for (t, &start) in parts.iter().zip(&at) {
+        inside[start..start + t.numel()].fill(true);
+    }
+    read(span)
+        .iter()
+        .zip(inside)
+        .all(|(x, used)| used || *x == GAP)
+}
+
+#[test]
+fn adamw_table_every_variant_over_several_steps() {
+    for v in variants("adamw_table", DType::F32) {
+        let (p, mut p_cpu, p_span) = packed_group(gpu(), 440, 1.0, false);
+        let (g, _, _) = packed_group(gpu(), 450, 0.5, false);
+        // Moments start from values of their own (a step well into training), v ≥ 0.
+        let (m, mut m_cpu, m_span) = packed_group(gpu(), 460, 0.1, false);
+        let (vv, mut v_cpu, v_span) = packed_group(gpu(), 470, 0.1, true);
+        for step in 1..=6 {
+            let g_cpu = refill(&g, 480 + 10 * u64::from(step), 0.5, false);
+            let h = table_hypers(&p, step);
+            let corrections = ops::bias_corrections(gpu(), &h[0]).unwrap();
+            let (launch, _) =
+                ops::adamw_table::plan(&p, &g, &m, &vv, &h, &corrections, Some(&v.name)).unwrap();
+            gpu().record(&[&launch]).unwrap();
+            for i in 0..p.len() {
+                cpu::adamw(
+                    &mut p_cpu[i],
+                    &g_cpu[i],
+                    &mut m_cpu[i],
+                    &mut v_cpu[i],
+                    &h[i],
+                )
+                .unwrap();
+            }
+        }
+        for i in 0..p.len() {
+            let case = format!(
+                "adamw_table {} tensor {i} {:?} after 6 steps",
+                v.name, PACKED[i]
+            );
+            assert_close(&format!("{case} p"), &read(&p[i]), &p_cpu[i].data, 1e-5);
+            assert_close(&format!("{case} m"), &read(&m[i]), &m_cpu[i].data, 1e-5);
+            assert_close(&format!("{case} v"), &read(&vv[i]), &v_cpu[i].data, 1e-5);
+        }
+        for (name, span, parts) in [("p", &p_span, &p), ("m", &m_span, &m), ("v", &v_span, &vv)] {
+            assert!(
+                gaps_untouched(span, parts),
+                "{}: a gap of {name} was written",
+                v.name
+            );
+        }
+    }
+}
+
+#[test]
+fn adamw_together_is_one_launch_when_packed_and_one_per_tensor_when_not() {
+    use kiln::backend::{Backend, GpuBackend};
+    // A device of its own: other tests' launches would count.
+    let gpu = &fresh();
+    let b = GpuBackend { gpu: gpu.clone() };
+    let arrays = |seed: u64, gain: f32| -> Vec<Array> {
+        PACKED
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let n = s.iter().product();
+                let data = common::random(seed + i as u64, n)
+                    .iter()
+                    .map(|x| (x * gain).abs())
+                    .collect();
+                Array::new(s, data).unwrap()
+            })
+            .collect()
+    };
+    let (p0, g0, m0, v0) = (
+        arrays(600, 1.0),
+        arrays(610, 0.5),
+        arrays(620, 0.1),
+        arrays(630, 0.1),
+    );
+    let h = {
+        let (parts, _, _) = packed_group(gpu, 640, 1.0, false);
+        table_hypers(&parts, 4)
+    };
+    let corrections = b.bias_corrections(&h[0]).unwrap();
+    let mut want = (p0.clone(), m0.clone(), v0.clone());
+    for i in 0..p0.len() {
+        cpu::adamw(
+            &mut want.0[i],
+            &g0[i],
+            &mut want.1[i],
+            &mut want.2[i],
+            &h[i],
+        )
+        .unwrap();
+    }
+    for packed in [true, false] {
+        let up = |a: &[Array]| -> Vec<Tensor> {
+            if packed {
+                b.upload_together(a).unwrap()
+            } else {
+                a.iter().map(|x| b.upload(x).unwrap()).collect()
+            }
+        };
+        let (mut p, g, mut m, mut vv) = (up(&p0), up(&g0), up(&m0), up(&v0));
+        gpu.flush().unwrap();
+        let before = gpu.counters();
+        b.adamw_together(&mut p, &g, &mut m, &mut vv, &h, &corrections)
+            .unwrap();
+        let spent = gpu.counters() - before;
+        let launches = if packed { 1 } else { PACKED.len() as u64 };
+        assert_eq!(spent.dispatches, launches, "packed {packed}: {spent:?}");
+        for i in 0..p.len() {
+            let case = format!("adamw_together packed {packed} tensor {i}");
+            assert_close(&format!("{case} p"), &read(&p[i]), &want.0[i].data, 1e-5);
+            assert_close(&format!("{case} v"), &read(&vv[i]), &want.2[i].data, 1e-5);
+        }
+    }
+}
+
+#[test]
+fn adamw_table_refuses_what_is_not_packed_alike_before_launching() {
+    // A device of its own: other tests' launches would count.
+    let gpu = &fresh();
+    let (p, _, _) = packed_group(gpu, 700, 1.0, false);
+    let (g, _, _) = packed_group(gpu, 710, 0.5, false);
+    let (m, _, _) = packed_group(gpu, 720, 0.1, false);
+    let (vv, _, _) = packed_group(gpu, 730, 0.1, true);
+    let h = table_hypers(&p, 2);
+    let corrections = ops::bias_corrections(gpu, &h[0]).unwrap();
+    assert!(ops::packed_alike(&p, &g, &m, &vv));
+    let before: Vec<Vec<f32>> = p.iter().map(read).collect();
+    gpu.flush().unwrap();
+    let counted = gpu.counters();
+    let call = |g: &[Tensor], m: &[Tensor], vv: &[Tensor], h: &[AdamW]| {
+        refused(ops::adamw_table(&p, g, m, vv, h, &corrections)).to_string()
+    };
+    // Gradients in buffers of their own.
+    let loose: Vec<Tensor> = g
+        .iter()
+        .map(|t| Tensor::full(gpu, t.shape(), 0.0, DType::F32).unwrap())
+        .collect();
+    assert!(!ops::packed_alike(&p, &loose, &m, &vv));
+    let e = call(&loose, &m, &vv, &h);
+    assert!(e.contains("not views of one buffer"), "{e}");
+    // Gradients packed in another order: same buffer, another layout.
+    let mut shuffled: Vec<&[usize]> = PACKED.to_vec();
+    shuffled.reverse();
+    let mut other = Tensor::packed(gpu, &shuffled, DType::F32).unwrap();
+    other.reverse();
+    let e = call(&other, &m, &vv, &h);
+    assert!(e.contains("packed unlike"), "{e}");
+    // One launch takes one pair of betas.
+    let mut mixed = h.clone();
+    mixed[2].beta1 = 0.8;
+    let e = call(&g, &m, &vv, &mixed);
+    assert!(e.contains("betas"), "{e}");
+    let e = call(&g, &m, &vv, &h[1..]);
+    assert!(e.contains("hyper-parameter sets"), "{e}");
+    // The moments given as one group: each would overwrite the other.
+    let e = call(&g, &m, &m, &h);
+    assert!(e.contains("shares its buffer"), "{e}");
+    let e = call(&g[1..], &m, &vv, &h);
+    assert!(e.contains("gradients"), "{e}");
+    assert_eq!((gpu.counters() - counted).dispatches, 0, "nothing launched");
+    let after: Vec<Vec<f32>> = p.iter().map(read).collect();
+    assert_eq!(after, before, "a refused update must not touch p");
+}
+
 #[test]
 fn embedding_every_variant_and_nan_for_bad_tokens() {
     let (table, table_cpu) = input(500, &[VOCAB, COLS], 1.0, DType::F32);

@@ -158,14 +158,11 @@ impl State<Array> {
     }
 }
 
-/// Copies parameters onto a path.
+/// Copies parameters onto a path, together (on the GPU one buffer, which one AdamW launch
+/// updates whole).
 pub fn upload_params<B: Backend>(b: &B, p: &Params<Array>) -> Result<Params<B::T>> {
     Ok(Params {
-        tensors: p
-            .tensors
-            .iter()
-            .map(|a| b.upload(a))
-            .collect::<kiln_app::kiln::Result<_>>()?,
+        tensors: b.upload_together(&p.tensors)?,
     })
 }
 
@@ -414,15 +411,46 @@ pub fn logits<B: Backend>(
     Ok(forward(b, c, p, inp, batch)?.logits)
 }
 
-/// The mean loss and every parameter's gradient for one batch.
+/// The mean loss and every parameter's gradient for one batch, the gradients allocated
+/// together ([`gradients`]).
 pub fn loss_and_grads<B: Backend>(
     b: &B,
     c: &Config,
     p: &Params<B::T>,
     inp: &Inputs<B::Ids>,
 ) -> Result<(B::T, Params<B::T>)> {
+    let mut grads = gradients(b, c)?;
+    let losses = loss_and_grads_into(b, c, p, inp, &mut grads)?;
+    Ok((losses, grads))
+}
+
+/// Room for every parameter's gradient, allocated together: on the GPU one buffer, so that
+/// AdamW updates every parameter in one launch ([`Backend::adamw_together`]).
+pub fn gradients<B: Backend>(b: &B, c: &Config) -> Result<Params<B::T>> {
+    let shapes: Vec<Vec<usize>> = layout(c).into_iter().map(|(_, s)| s).collect();
+    Ok(Params {
+        tensors: b.alloc_together(&shapes)?,
+    })
+}
+
+/// The per-row losses of one batch, every parameter's gradient written into `grads` (shaped
+/// as [`gradients`] makes them).
+pub fn loss_and_grads_into<B: Backend>(
+    b: &B,
+    c: &Config,
+    p: &Params<B::T>,
+    inp: &Inputs<B::Ids>,
+    grads: &mut Params<B::T>,
+) -> Result<B::T> {
     let (t, h, d, rows) = (c.seq, c.heads, c.head_dim(), c.rows());
     let scale = 1.0 / (d as f32).sqrt();
+    if grads.tensors.len() != p.tensors.len() {
+        return Err(crate::error::Error::Config(format!(
+            "{} gradients for {} parameters",
+            grads.tensors.len(),
+            p.tensors.len()
+        )));
+    }
     let Forward {
         saved,
         x_last,
@@ -431,48 +459,44 @@ pub fn loss_and_grads<B: Backend>(
     } = forward(b, c, p, inp, c.batch)?;
     let (losses, dlogits) = b.cross_entropy(&logits, &inp.targets, 1.0 / rows as f32)?;
 
-    let mut grads: Vec<Option<B::T>> = vec![None; p.tensors.len()];
+    let g = &mut grads.tensors;
     let (gf, _, head) = p.lnf(c);
     let lnf = 2 + c.layers * BLOCK.len();
-    grads[lnf + 2] = Some(b.matmul_at(&hf, &dlogits)?);
+    b.matmul_at_into(&hf, &dlogits, &mut g[lnf + 2])?;
     let dhf = b.matmul_bt(&dlogits, head)?;
-    let (mut dx, dgf, dbf) = b.layernorm_backward(&x_last, gf, &dhf, EPS)?;
-    grads[lnf] = Some(dgf);
-    grads[lnf + 1] = Some(dbf);
+    let (dgf, dbf) = pair(g, lnf);
+    let mut dx = b.layernorm_backward_into(&x_last, gf, &dhf, EPS, dgf, dbf)?;
 
     for (l, s) in saved.iter().enumerate().rev() {
         let w = |i| &p.tensors[at(l, i)];
         // MLP: x_out = x_mid + gelu(h2·w1)·w2.
-        grads[at(l, 7)] = Some(b.matmul_at(&s.g, &dx)?);
+        b.matmul_at_into(&s.g, &dx, &mut g[at(l, 7)])?;
         let dg = b.matmul_bt(&dx, w(7))?;
         let du = b.gelu_backward(&s.u, &dg)?;
-        grads[at(l, 6)] = Some(b.matmul_at(&s.h2, &du)?);
+        b.matmul_at_into(&s.h2, &du, &mut g[at(l, 6)])?;
         let dh2 = b.matmul_bt(&du, w(6))?;
-        let (dx2, dg2, db2) = b.layernorm_backward(&s.x_mid, w(4), &dh2, EPS)?;
-        grads[at(l, 4)] = Some(dg2);
-        grads[at(l, 5)] = Some(db2);
+        let (dg2, db2) = pair(g, at(l, 4));
+        let dx2 = b.layernorm_backward_into(&s.x_mid, w(4), &dh2, EPS, dg2, db2)?;
         dx = b.add(&dx, &dx2)?;
         // Attention: x_mid = x_in + attn(h1)·wo, with Q, K and V one product h1·wqkv.
-        grads[at(l, 3)] = Some(b.matmul_at(&s.o_rows, &dx)?);
+        b.matmul_at_into(&s.o_rows, &dx, &mut g[at(l, 3)])?;
         let d_o = b.swap12(&b.reshape(&b.matmul_bt(&dx, w(3))?, &[c.batch, t, h, d])?)?;
         let dqkv = b.attention_backward(&s.q, &s.k, &s.v, &s.o, &s.lse, &d_o, scale)?;
-        grads[at(l, 2)] = Some(b.matmul_at(&s.h1, &dqkv)?);
+        b.matmul_at_into(&s.h1, &dqkv, &mut g[at(l, 2)])?;
         let dh1 = b.matmul_bt(&dqkv, w(2))?;
-        let (dx1, dg1, db1) = b.layernorm_backward(&s.x_in, w(0), &dh1, EPS)?;
-        grads[at(l, 0)] = Some(dg1);
-        grads[at(l, 1)] = Some(db1);
+        let (dg1, db1) = pair(g, at(l, 0));
+        let dx1 = b.layernorm_backward_into(&s.x_in, w(0), &dh1, EPS, dg1, db1)?;
         dx = b.add(&dx, &dx1)?;
     }
-    grads[TOK] = Some(b.embedding_backward(&dx, &inp.tokens, c.vocab)?);
-    grads[POS] = Some(b.embedding_backward(&dx, &inp.positions, c.seq)?);
-    let tensors = grads
-        .into_iter()
-        .enumerate()
-        .map(|(i, g)| {
-            g.ok_or_else(|| crate::error::Error::Config(format!("no gradient for parameter {i}")))
-        })
-        .collect::<Result<_>>()?;
-    Ok((losses, Params { tensors }))
+    b.embedding_backward_into(&dx, &inp.tokens, &mut g[TOK])?;
+    b.embedding_backward_into(&dx, &inp.positions, &mut g[POS])?;
+    Ok(losses)
+}
+
+/// Tensors `i` and `i + 1`, both mutable (a layer norm's gamma and beta gradients).
+fn pair<T>(tensors: &mut [T], i: usize) -> (&mut T, &mut T) {
+    let (first, rest) = tensors[i..].split_at_mut(1);
+    (&mut first[0], &mut rest[0])
 }
 
 /// The AdamW hyper-parameters of step `step` (weight decay as given; `step` sets it per tensor).
@@ -487,7 +511,8 @@ pub fn adamw(hyper: &Hyper, step: u32) -> AdamW {
     }
 }
 
-/// One training step: gradients, then AdamW on every parameter. `corrections` holds the bias
+/// One training step: gradients, then AdamW on every parameter (one launch on the GPU, over
+/// the packed tensors). `corrections` holds the bias
 /// corrections of step `s.step + 1` on the path ([`Backend::bias_corrections`]). Returns the
 /// per-row losses (still on the path; the caller reads them).
 pub fn step<B: Backend>(
@@ -500,22 +525,27 @@ pub fn step<B: Backend>(
 ) -> Result<B::T> {
     let (losses, grads) = loss_and_grads(b, c, &s.params, inp)?;
     s.step += 1;
-    for (i, g) in grads.tensors.iter().enumerate() {
-        // No weight decay on the 1-D parameters, the layer norms' gains and biases (as is usual).
-        let decay = b.shape(g).len() > 1;
-        let h = AdamW {
-            weight_decay: if decay { hyper.weight_decay } else { 0.0 },
+    // No weight decay on the 1-D parameters, the layer norms' gains and biases (as is usual).
+    let hypers: Vec<AdamW> = grads
+        .tensors
+        .iter()
+        .map(|g| AdamW {
+            weight_decay: if b.shape(g).len() > 1 {
+                hyper.weight_decay
+            } else {
+                0.0
+            },
             ..adamw(hyper, s.step)
-        };
-        b.adamw(
-            &mut s.params.tensors[i],
-            g,
-            &mut s.m.tensors[i],
-            &mut s.v.tensors[i],
-            &h,
-            corrections,
-        )?;
-    }
+        })
+        .collect();
+    b.adamw_together(
+        &mut s.params.tensors,
+        &grads.tensors,
+        &mut s.m.tensors,
+        &mut s.v.tensors,
+        &hypers,
+        corrections,
+    )?;
     Ok(losses)
 }
 

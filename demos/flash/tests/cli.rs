@@ -100,7 +100,7 @@ fn small_preset_trains_on_both_paths_with_low_drift_and_checkpoints() {
         "layernorm_backward",
         "gelu_backward",
         "cross_entropy",
-        "adamw",
+        "adamw_table",
         "embedding",
         "embedding_backward",
         "matmul",

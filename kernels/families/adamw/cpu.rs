@@ -17,18 +17,18 @@ pub fn adamw(p: &mut Array, g: &Array, m: &mut Array, v: &mut Array, h: &AdamW) 
             ));
         }
     }
+    step_elements(&mut p.data, &g.data, &mut m.data, &mut v.data, h);
+    Ok(())
+}
+
+/// The update of [`adamw`] on matching slices (checked by the caller): the one rule the CPU
+/// path applies, per tensor or per row of an AdamW table.
+pub(crate) fn step_elements(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], h: &AdamW) {
     let (bc1, bc2) = h.bias_corrections();
-    for (((w, &gi), mi), vi) in p
-        .data
-        .iter_mut()
-        .zip(&g.data)
-        .zip(m.data.iter_mut())
-        .zip(v.data.iter_mut())
-    {
+    for (((w, &gi), mi), vi) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
         *mi = h.beta1 * *mi + (1.0 - h.beta1) * gi;
         *vi = h.beta2 * *vi + (1.0 - h.beta2) * gi * gi;
         let update = (*mi / bc1) / ((*vi / bc2).sqrt() + h.eps) + h.weight_decay * *w;
         *w -= h.lr * update;
     }
-    Ok(())
 }

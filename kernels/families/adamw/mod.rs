@@ -73,16 +73,7 @@ pub fn plan(
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
     check_operands(OP, &[p, g, m, v, corrections])?;
-    if corrections.dtype() != DType::F32 || corrections.numel() != 2 {
-        return Err(Error::shape(
-            OP,
-            format!(
-                "the bias corrections must be two f32 values, got {} {:?}",
-                corrections.dtype().wgsl(),
-                corrections.shape()
-            ),
-        ));
-    }
+    check_corrections(OP, corrections)?;
     for (name, t) in [("g", g), ("m", m), ("v", v)] {
         check_input_shape(OP, name, t, p.shape())?;
     }
@@ -109,6 +100,21 @@ pub fn plan(
         &[p, g, m, v, corrections],
         &params,
     )
+}
+
+/// The bias corrections an AdamW launch reads: two f32 values.
+pub(crate) fn check_corrections(op: &'static str, corrections: &Tensor) -> Result<()> {
+    if corrections.dtype() != DType::F32 || corrections.numel() != 2 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "the bias corrections must be two f32 values, got {} {:?}",
+                corrections.dtype().wgsl(),
+                corrections.shape()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).

@@ -270,6 +270,17 @@ pub fn matmul_at(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     product(a, b, layout, None)
 }
 
+/// Writes Aᵀ · B into `c` (A [.., K, M], B [.., K, N]; `c` [.., M, N], which may be a view of
+/// a packed buffer: a weight gradient where the optimiser reads it), K cut as the ops cut it.
+pub fn matmul_at_into(a: &Tensor, b: &Tensor, c: &Tensor) -> Result<()> {
+    let layout = Layout {
+        a_trans: true,
+        b_trans: false,
+    };
+    let plan = plan_split(a, b, c, layout, None, None)?;
+    a.gpu().record_all(plan.dispatches)
+}
+
 /// x · W + bias for x [.., K] (any leading extents) and W [K, N], bias [N]: a linear layer
 /// in one launch.
 pub fn linear(x: &Tensor, w: &Tensor, bias: &Tensor) -> Result<Tensor> {
@@ -610,5 +621,7 @@ fn launch(
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).
 pub mod api {
-    pub use super::{linear, linear_gelu, matmul, matmul_at, matmul_bt, matmul_into};
+    pub use super::{
+        linear, linear_gelu, matmul, matmul_at, matmul_at_into, matmul_bt, matmul_into,
+    };
 }

@@ -1,0 +1,193 @@
+//! One AdamW step over many tensors in one launch, as PyTorch's multi-tensor optimisers do:
+//! parameters, gradients and both moments each packed in one buffer at the same offsets
+//! ([`Tensor::packed`]), and a table of each tensor's range, learning rate and weight decay.
+
+pub(crate) mod cases;
+pub mod cpu;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::families::adamw::check_corrections;
+use crate::gpu::Dispatch;
+use crate::launch::{check_input_shape, check_no_alias, check_operands, plan_elementwise, record};
+use crate::optim::AdamW;
+use crate::select::Choice;
+use crate::tensor::Tensor;
+use cpu::{Row, check_table};
+
+const OP: &str = "adamw_table";
+
+/// What the launcher reads of a variant: its dtype and threads per workgroup.
+pub type Design = crate::launch::ElementDesign;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    span: u32,
+    tensors: u32,
+    beta1: f32,
+    beta2: f32,
+    eps: f32,
+    _pad: [u32; 3],
+}
+
+/// The four groups an update reads and writes: parameters, gradients, first and second moments.
+struct Groups<'a> {
+    p: &'a [Tensor],
+    g: &'a [Tensor],
+    m: &'a [Tensor],
+    v: &'a [Tensor],
+}
+
+impl Groups<'_> {
+    /// Each group's spanning tensor, and each tensor's first element in it (one list: the
+    /// groups must be packed alike).
+    fn spans(&self) -> Result<([Tensor; 4], Vec<usize>)> {
+        let n = self.p.len();
+        if n == 0 || [self.g.len(), self.m.len(), self.v.len()] != [n; 3] {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "{n} parameters, {} gradients, {} and {} moments: give one of each per tensor",
+                    self.g.len(),
+                    self.m.len(),
+                    self.v.len()
+                ),
+            ));
+        }
+        let mut spans = Vec::with_capacity(4);
+        let mut first: Option<Vec<usize>> = None;
+        for (name, group) in [("p", self.p), ("g", self.g), ("m", self.m), ("v", self.v)] {
+            let parts: Vec<&Tensor> = group.iter().collect();
+            let (span, at) = Tensor::span(&parts).ok_or_else(|| {
+                Error::shape(
+                    OP,
+                    format!("the {name} tensors are not views of one buffer (pack them with Tensor::packed)"),
+                )
+            })?;
+            match &first {
+                Some(want)
+                    if *want != at || spans.first().map(Tensor::numel) != Some(span.numel()) =>
+                {
+                    return Err(Error::shape(
+                        OP,
+                        format!(
+                            "the {name} tensors are packed unlike the parameters: the four groups need one layout"
+                        ),
+                    ));
+                }
+                _ => first = Some(at),
+            }
+            spans.push(span);
+        }
+        let [p, g, m, v]: [Tensor; 4] = spans
+            .try_into()
+            .map_err(|_| Error::shape(OP, "four groups expected"))?;
+        Ok(([p, g, m, v], first.unwrap_or_default()))
+    }
+}
+
+/// Whether `p`, `g`, `m` and `v` are packed alike (each group views of one buffer, the i-th
+/// tensors of the four at the same place in their buffers): what [`adamw_table`] takes.
+pub fn packed_alike(p: &[Tensor], g: &[Tensor], m: &[Tensor], v: &[Tensor]) -> bool {
+    Groups { p, g, m, v }.spans().is_ok()
+}
+
+/// One AdamW step of every tensor `p[i]` with gradient `g[i]` and moments `m[i]`, `v[i]` (each
+/// group packed alike, [`packed_alike`]) by `h[i]` (alike but for lr and weight decay), in one
+/// launch. `corrections` (f32 [2]) must hold the step's bias corrections when it runs. Every
+/// check runs before anything is launched.
+pub fn adamw_table(
+    p: &[Tensor],
+    g: &[Tensor],
+    m: &[Tensor],
+    v: &[Tensor],
+    h: &[AdamW],
+    corrections: &Tensor,
+) -> Result<Choice> {
+    let first = p
+        .first()
+        .ok_or_else(|| Error::shape(OP, "no tensors to update"))?;
+    record(first.gpu(), plan(p, g, m, v, h, corrections, None)?)
+}
+
+/// Checks the call and prepares its launch (the table uploaded once, here).
+pub fn plan(
+    p: &[Tensor],
+    g: &[Tensor],
+    m: &[Tensor],
+    v: &[Tensor],
+    h: &[AdamW],
+    corrections: &Tensor,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    let groups = Groups { p, g, m, v };
+    let ([sp, sg, sm, sv], at) = groups.spans()?;
+    if h.len() != p.len() {
+        return Err(Error::shape(
+            OP,
+            format!("{} hyper-parameter sets for {} tensors", h.len(), p.len()),
+        ));
+    }
+    check_operands(OP, &[&sp, &sg, &sm, &sv])?;
+    check_operands(OP, &[&sp, corrections])?;
+    check_corrections(OP, corrections)?;
+    if sp.dtype() != DType::F32 {
+        return Err(Error::shape(OP, "the tensors must be f32"));
+    }
+    for (i, want) in p.iter().enumerate() {
+        for (name, t) in [("g", &g[i]), ("m", &m[i]), ("v", &v[i])] {
+            check_input_shape(OP, name, t, want.shape())?;
+        }
+    }
+    // p, m and v are written while g (and each other) are read: four separate buffers.
+    check_no_alias(OP, &sp, &[&sg, &sm, &sv, corrections])?;
+    check_no_alias(OP, &sm, &[&sg, &sv, corrections])?;
+    check_no_alias(OP, &sv, &[&sg, corrections])?;
+    let span = sp.numel();
+    let words = u32::try_from(span)
+        .map_err(|_| Error::shape(OP, format!("{span} elements: more than a u32 counts")))?;
+    let mut rows: Vec<Row> = (0..p.len())
+        .map(|i| Row {
+            start: at[i],
+            len: p[i].numel(),
+            h: h[i],
+        })
+        .collect();
+    rows.sort_by_key(|r| r.start);
+    check_table(&rows, span)?;
+    let table: Vec<u32> = rows
+        .iter()
+        .flat_map(|r| {
+            [
+                r.start as u32,
+                (r.start + r.len) as u32,
+                r.h.lr.to_bits(),
+                r.h.weight_decay.to_bits(),
+            ]
+        })
+        .collect();
+    let table = Tensor::from_u32(sp.gpu(), &[rows.len(), 4], &table)?;
+    let params = Params {
+        span: words,
+        tensors: rows.len() as u32,
+        beta1: h[0].beta1,
+        beta2: h[0].beta2,
+        eps: h[0].eps,
+        _pad: [0; 3],
+    };
+    plan_elementwise(
+        OP,
+        &sp,
+        None,
+        span,
+        named,
+        &[&sp, &sg, &sm, &sv, corrections, &table],
+        &params,
+    )
+}
+
+/// What `kiln::ops` offers of this family (the build script re-exports it).
+pub mod api {
+    pub use super::{adamw_table, packed_alike};
+}
