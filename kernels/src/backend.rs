@@ -456,15 +456,14 @@ impl Backend for GpuBackend {
         swapped12(x)
     }
     fn split_qkv(&self, qkv: &Tensor, [b, t, h, hkv, d]: [usize; 5]) -> Result<[Tensor; 3]> {
-        // [B, T, H + 2Hkv, d] → [B, H + 2Hkv, T, d]: each batch's Q heads, then K's, then V's.
-        let heads = swapped12(&qkv.reshape(&[b, t, h + 2 * hkv, d])?)?;
         if hkv == h && b != 1 {
-            // [B, 3, H·T·d] → [3, B, H·T·d]: three equal parts, each a view [B, H, T, d]
-            // where the device's offset alignment allows.
-            let stacked = ops::swap_axes12(&heads.reshape(&[1, b, 3, h * t * d])?)?;
-            let stacked = stacked.reshape(&[3, b, h, t, d])?;
+            // [B, T, 3, H, d] → [3, B, H, T, d] in one launch: three equal parts, each a view
+            // [B, H, T, d] where the device's offset alignment allows.
+            let stacked = ops::permute(&qkv.reshape(&[b, t, 3, h, d])?, [2, 0, 3, 1])?;
             return Ok([stacked.part(0)?, stacked.part(1)?, stacked.part(2)?]);
         }
+        // [B, T, H + 2Hkv, d] → [B, H + 2Hkv, T, d]: each batch's Q heads, then K's, then V's.
+        let heads = swapped12(&qkv.reshape(&[b, t, h + 2 * hkv, d])?)?;
         let rows = heads.reshape(&[b * (h + 2 * hkv), t, d])?;
         let take = |first: usize, count: usize| -> Result<Tensor> {
             let part = if b == 1 {
@@ -523,7 +522,7 @@ impl Backend for GpuBackend {
             return rows.reshape(&[b * t, all * d]);
         }
         // dQ, dK and dV written straight into the parts of one [3, B, H, T, d] tensor, then
-        // that stacked back into [B, T, 3H, d] — split_qkv's steps in reverse.
+        // that put back into [B, T, 3H, d].
         let stacked = Tensor::uninit(&self.gpu, &[3, b, h, t, d], q.dtype())?;
         let views: Result<Vec<Tensor>> = (0..3).map(|i| stacked.part_view(i)).collect();
         let stacked = match views {
@@ -543,12 +542,8 @@ impl Backend for GpuBackend {
                 ops::stack(&[&grads.dq, &grads.dk, &grads.dv])?
             }
         };
-        let heads = if b == 1 {
-            stacked
-        } else {
-            ops::swap_axes12(&stacked.reshape(&[1, 3, b, h * t * d])?)?
-        };
-        let rows = ops::swap_axes12(&heads.reshape(&[b, 3 * h, t, d])?)?;
+        // [3, B, H, T, d] → [B, T, 3, H, d] in one launch: split_qkv's step in reverse.
+        let rows = ops::permute(&stacked.reshape(&[3, b, h, t, d])?, [1, 3, 0, 2])?;
         rows.reshape(&[b * t, 3 * h * d])
     }
     fn embedding(&self, table: &Tensor, ids: &Tensor) -> Result<Tensor> {

@@ -627,6 +627,58 @@ fn swap_axes12_every_variant_and_swap_axes01_unchanged() {
 }
 
 #[test]
+fn permute_every_variant_every_order() {
+    // Every order of the four leading axes, extents that are not multiples of a workgroup.
+    let shape = [2, 3, 5, 7, 9];
+    let mut orders = Vec::new();
+    for a in 0..4 {
+        for b in 0..4 {
+            for c in 0..4 {
+                for d in 0..4 {
+                    let order = [a, b, c, d];
+                    if (0..4).all(|axis| order.contains(&axis)) {
+                        orders.push(order);
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(orders.len(), 24);
+    for dtype in [DType::F32, DType::F16] {
+        let (x, x_cpu) = input(710, &shape, 1.0, dtype);
+        for v in variants("permute", dtype) {
+            for &order in &orders {
+                let want = cpu::permute(&x_cpu, order).unwrap();
+                let y = poisoned(&want.shape, dtype);
+                ops::permute_into(&x, order, &y, Some(&v.name)).unwrap();
+                assert_eq!(read(&y), want.data, "permute {} {order:?}", v.name);
+            }
+        }
+        // The split of Q, K and V into heads and its inverse give back what went in.
+        let heads = ops::permute(&x, [2, 0, 3, 1]).unwrap();
+        assert_eq!(heads.shape(), &[5, 2, 7, 3, 9]);
+        assert_eq!(
+            read(&ops::permute(&heads, [1, 3, 0, 2]).unwrap()),
+            x_cpu.data
+        );
+    }
+    let x = input(711, &shape, 1.0, DType::F32).0;
+    for order in [[0, 1, 2, 2], [0, 1, 2, 4]] {
+        let e = refused(ops::permute(&x, order));
+        assert!(
+            e.to_string()
+                .contains("each of the axes 0, 1, 2 and 3 once"),
+            "{e}"
+        );
+    }
+    let e = refused(ops::permute(
+        &input(712, &[2, 3, 4, 5], 1.0, DType::F32).0,
+        [0, 1, 2, 3],
+    ));
+    assert!(e.to_string().contains("expected rank 5"), "{e}");
+}
+
+#[test]
 fn shape_and_argument_errors() {
     let t = |shape: &[usize]| input(800, shape, 1.0, DType::F32).0;
     let shape_error = |e: Error| matches!(e, Error::Shape { .. });
