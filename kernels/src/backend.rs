@@ -165,20 +165,26 @@ pub trait Backend {
         replace("matmul_at_into", self, out, c)
     }
     /// [`layernorm_backward`](Self::layernorm_backward) with dgamma and dbeta written into
-    /// `dg` and `db`; returns dx.
+    /// `dg` and `db`; returns dx, with `acc` added where given (the gradient a residual path
+    /// brings: `acc + dx`, one launch on the GPU).
+    #[allow(clippy::too_many_arguments)]
     fn layernorm_backward_into(
         &self,
         x: &Self::T,
         g: &Self::T,
         dy: &Self::T,
         eps: f32,
+        acc: Option<&Self::T>,
         dg: &mut Self::T,
         db: &mut Self::T,
     ) -> Result<Self::T> {
         let (dx, dgamma, dbeta) = self.layernorm_backward(x, g, dy, eps)?;
         replace("layernorm_backward_into", self, dg, dgamma)?;
         replace("layernorm_backward_into", self, db, dbeta)?;
-        Ok(dx)
+        match acc {
+            Some(a) => self.add(a, &dx),
+            None => Ok(dx),
+        }
     }
     /// [`embedding_backward`](Self::embedding_backward) written into `out` [vocab, cols].
     fn embedding_backward_into(
@@ -609,11 +615,16 @@ impl Backend for GpuBackend {
         g: &Tensor,
         dy: &Tensor,
         eps: f32,
+        acc: Option<&Tensor>,
         dg: &mut Tensor,
         db: &mut Tensor,
     ) -> Result<Tensor> {
         let dx = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
-        ops::layernorm_backward_into(x, g, dy, &dx, dg, db, eps, Default::default())?;
+        let named = Default::default();
+        match acc {
+            Some(a) => ops::layernorm_backward_add_into(x, g, dy, a, &dx, dg, db, eps, named)?,
+            None => ops::layernorm_backward_into(x, g, dy, &dx, dg, db, eps, named)?,
+        };
         Ok(dx)
     }
     fn embedding_backward_into(&self, dy: &Tensor, ids: &Tensor, out: &mut Tensor) -> Result<()> {

@@ -74,8 +74,14 @@ fn layernorm_backward_every_variant_of_both_kernels() {
             let (x, x_cpu) = input(seed, shape, 3.0, DType::F32);
             let (g, g_cpu) = input(seed + 1, &[cols], 1.5, DType::F32);
             let (dy, dy_cpu) = input(seed + 2, shape, 1.0, DType::F32);
-            let (want_dx, want_dg, want_db) =
-                cpu::layernorm_backward(&x_cpu, &g_cpu, &dy_cpu, 1e-5).unwrap();
+            // The accumulate variants add a residual's gradient to dX as they write it.
+            let (acc, acc_cpu) = input(seed + 3, shape, 1.0, DType::F32);
+            let adds = rv.get("accumulate") == Some(&kiln::contract::Param::Bool(true));
+            let (want_dx, want_dg, want_db) = if adds {
+                cpu::layernorm_backward_add(&x_cpu, &g_cpu, &dy_cpu, &acc_cpu, 1e-5).unwrap()
+            } else {
+                cpu::layernorm_backward(&x_cpu, &g_cpu, &dy_cpu, 1e-5).unwrap()
+            };
             let (dx, dg, db) = (
                 poisoned(shape, DType::F32),
                 poisoned(&[cols], DType::F32),
@@ -85,8 +91,12 @@ fn layernorm_backward_every_variant_of_both_kernels() {
                 rows: Some(&rv.name),
                 params: Some(&cv.name),
             };
-            let plan =
-                ops::layernorm_backward::plan(&x, &g, &dy, &dx, &dg, &db, 1e-5, named).unwrap();
+            let plan = if adds {
+                ops::layernorm_backward::plan_add(&x, &g, &dy, &acc, &dx, &dg, &db, 1e-5, named)
+            } else {
+                ops::layernorm_backward::plan(&x, &g, &dy, &dx, &dg, &db, 1e-5, named)
+            }
+            .unwrap();
             let refs: Vec<&kiln::Dispatch> = plan.dispatches.iter().collect();
             gpu().submit(&refs).unwrap();
             let case = format!("layernorm_backward {} + {} {shape:?}", rv.name, cv.name);

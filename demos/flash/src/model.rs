@@ -465,7 +465,7 @@ pub fn loss_and_grads_into<B: Backend>(
     b.matmul_at_into(&hf, &dlogits, &mut g[lnf + 2])?;
     let dhf = b.matmul_bt(&dlogits, head)?;
     let (dgf, dbf) = pair(g, lnf);
-    let mut dx = b.layernorm_backward_into(&x_last, gf, &dhf, EPS, dgf, dbf)?;
+    let mut dx = b.layernorm_backward_into(&x_last, gf, &dhf, EPS, None, dgf, dbf)?;
 
     for (l, s) in saved.iter().enumerate().rev() {
         let w = |i| &p.tensors[at(l, i)];
@@ -475,9 +475,9 @@ pub fn loss_and_grads_into<B: Backend>(
         let du = b.gelu_backward(&s.u, &dg)?;
         b.matmul_at_into(&s.h2, &du, &mut g[at(l, 6)])?;
         let dh2 = b.matmul_bt(&du, w(6))?;
+        // The residual's gradient added as the norm's is written.
         let (dg2, db2) = pair(g, at(l, 4));
-        let dx2 = b.layernorm_backward_into(&s.x_mid, w(4), &dh2, EPS, dg2, db2)?;
-        dx = b.add(&dx, &dx2)?;
+        dx = b.layernorm_backward_into(&s.x_mid, w(4), &dh2, EPS, Some(&dx), dg2, db2)?;
         // Attention: x_mid = x_in + attn(h1)·wo, with Q, K and V one product h1·wqkv.
         b.matmul_at_into(&s.o_rows, &dx, &mut g[at(l, 3)])?;
         let d_o = b.swap12(&b.reshape(&b.matmul_bt(&dx, w(3))?, &[c.batch, t, h, d])?)?;
@@ -485,8 +485,7 @@ pub fn loss_and_grads_into<B: Backend>(
         b.matmul_at_into(&s.h1, &dqkv, &mut g[at(l, 2)])?;
         let dh1 = b.matmul_bt(&dqkv, w(2))?;
         let (dg1, db1) = pair(g, at(l, 0));
-        let dx1 = b.layernorm_backward_into(&s.x_in, w(0), &dh1, EPS, dg1, db1)?;
-        dx = b.add(&dx, &dx1)?;
+        dx = b.layernorm_backward_into(&s.x_in, w(0), &dh1, EPS, Some(&dx), dg1, db1)?;
     }
     b.embedding_backward_into(&dx, &inp.tokens, &mut g[TOK])?;
     b.embedding_backward_into(&dx, &inp.positions, &mut g[POS])?;

@@ -70,3 +70,27 @@ pub fn layernorm_backward(
     let (dgamma, dbeta) = crate::cpu::layernorm_params_backward(x, dy, eps)?;
     Ok((Array::new(&x.shape, dx)?, dgamma, dbeta))
 }
+
+/// [`layernorm_backward`] with `acc` (x's shape) added to dX: (acc + dX, dgamma, dbeta), the
+/// gradient a residual path brings and the norm's, as the `accumulate` kernels write it.
+pub fn layernorm_backward_add(
+    x: &Array,
+    gamma: &Array,
+    dy: &Array,
+    acc: &Array,
+    eps: f32,
+) -> Result<(Array, Array, Array)> {
+    check_array("layernorm_backward", acc)?;
+    if acc.shape != x.shape {
+        return Err(Error::shape(
+            "layernorm_backward",
+            format!(
+                "the added gradient has shape {:?}, x has {:?}",
+                acc.shape, x.shape
+            ),
+        ));
+    }
+    let (dx, dgamma, dbeta) = layernorm_backward(x, gamma, dy, eps)?;
+    let sum = dx.data.iter().zip(&acc.data).map(|(d, a)| d + a).collect();
+    Ok((Array::new(&x.shape, sum)?, dgamma, dbeta))
+}

@@ -69,10 +69,45 @@ pub fn plan(
     eps: f32,
     named: BackwardVariants<'_>,
 ) -> Result<BackwardPlan> {
-    plan_norm_backward(OP, x, gamma, dy, (dx, dgamma, Some(dbeta)), eps, named)
+    let outputs = (dx, dgamma, Some(dbeta));
+    plan_norm_backward(OP, x, gamma, dy, outputs, Some(None), eps, named)
+}
+
+/// [`layernorm_backward_into`] with `acc` added to dX as it is written: dX = acc + the layer
+/// norm's input gradient (the gradient a residual path brings, and the norm's, in one launch).
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward_add_into(
+    x: &Tensor,
+    gamma: &Tensor,
+    dy: &Tensor,
+    acc: &Tensor,
+    dx: &Tensor,
+    dgamma: &Tensor,
+    dbeta: &Tensor,
+    eps: f32,
+    named: BackwardVariants<'_>,
+) -> Result<Vec<Choice>> {
+    plan_add(x, gamma, dy, acc, dx, dgamma, dbeta, eps, named)?.record(x.gpu())
+}
+
+/// Checks a call of [`layernorm_backward_add_into`] and prepares its two launches.
+#[allow(clippy::too_many_arguments)]
+pub fn plan_add(
+    x: &Tensor,
+    gamma: &Tensor,
+    dy: &Tensor,
+    acc: &Tensor,
+    dx: &Tensor,
+    dgamma: &Tensor,
+    dbeta: &Tensor,
+    eps: f32,
+    named: BackwardVariants<'_>,
+) -> Result<BackwardPlan> {
+    let outputs = (dx, dgamma, Some(dbeta));
+    plan_norm_backward(OP, x, gamma, dy, outputs, Some(Some(acc)), eps, named)
 }
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).
 pub mod api {
-    pub use super::{layernorm_backward, layernorm_backward_into};
+    pub use super::{layernorm_backward, layernorm_backward_add_into, layernorm_backward_into};
 }

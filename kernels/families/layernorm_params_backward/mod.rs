@@ -78,7 +78,8 @@ impl BackwardPlan {
 /// Checks a normalisation's backward call and prepares its launches: the family `op`'s row
 /// kernel (binding x, gamma, dy, dx and the statistics it writes), then this family's column
 /// sums. `dbeta` is `None` where the normalisation has no beta (rmsnorm): the column kernel's
-/// dbeta then goes to a scratch tensor the launch holds.
+/// dbeta then goes to a scratch tensor the launch holds. `acc` is `Some` for a row kernel with
+/// an `accumulate` variable: with a tensor, it is added to dX as dX is written.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan_norm_backward(
     op: &'static str,
@@ -86,6 +87,7 @@ pub(crate) fn plan_norm_backward(
     gamma: &Tensor,
     dy: &Tensor,
     (dx, dgamma, dbeta): (&Tensor, &Tensor, Option<&Tensor>),
+    acc: Option<Option<&Tensor>>,
     eps: f32,
     named: BackwardVariants<'_>,
 ) -> Result<BackwardPlan> {
@@ -110,16 +112,25 @@ pub(crate) fn plan_norm_backward(
             });
         }
     }
+    let added = acc.flatten();
+    if let Some(a) = added {
+        check_operands(op, &[x, a])?;
+        check_input_shape(op, "the added gradient", a, x.shape())?;
+        check_no_alias(op, dx, &[a])?;
+    }
     check_eps(op, eps)?;
     let gpu = x.gpu();
     let stats = Tensor::uninit(gpu, &[rows, 2], DType::F32)?;
     let params = RowParams::new(rows, cols, eps);
 
-    let row_choice = choose_rowwise(op, x, None, named.rows)?;
+    let flag = acc.map(|a| ("accumulate", a.is_some()));
+    let row_choice = choose_rowwise(op, x, flag, named.rows)?;
+    let mut bound = vec![x, gamma, dy, dx, &stats];
+    bound.extend(added);
     let row_dispatch = Dispatch::new(
         gpu,
         &row_choice.variant,
-        &[x, gamma, dy, dx, &stats],
+        &bound,
         &params,
         gpu.groups(op, rows as u64)?,
     )?;

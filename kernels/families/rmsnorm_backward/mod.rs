@@ -57,7 +57,7 @@ pub fn plan(
     eps: f32,
     named: BackwardVariants<'_>,
 ) -> Result<BackwardPlan> {
-    plan_norm_backward(OP, x, gamma, dy, (dx, dgamma, None), eps, named)
+    plan_norm_backward(OP, x, gamma, dy, (dx, dgamma, None), None, eps, named)
 }
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).
