@@ -569,6 +569,14 @@ impl Demo for Waves {
                 wall.push(start.elapsed().as_secs_f64() * 1e3);
             }
             let profile = bench::profile_unit(&gpu, async || frame(0.25).await, 10).await?;
+            // Where the host's time goes: writing the phases and recording, then submitting.
+            let host = bench::host_runs(
+                &gpu,
+                frames.max(10),
+                || w.gpu_frame.compute(&gpu, &w.model, 0.25),
+                async |()| gpu.idle().await,
+            )
+            .await?;
             let mut step = 0;
             let cpu_t = bench::time_cpu(0, frames, 30.0, || {
                 step += 1;
@@ -603,6 +611,8 @@ impl Demo for Waves {
                     "cpu_path": "plain single-threaded loops (kiln::cpu)",
                     "wall_ms_per_frame": bench::median(&wall),
                     "per_frame": profile.counts,
+                    "host_per_frame": host.cost(),
+                    "host_us_per_launch": host.cost().map(|h| h.us_per_launch),
                     "gpu_timestamp_ms_per_frame": profile.gpu_ms,
                 }),
                 image: Some(Image {

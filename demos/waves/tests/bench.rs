@@ -25,6 +25,10 @@ fn bench_json_reports_rates_agreement_and_writes_a_png() {
         .as_u64()
         .unwrap();
     assert!(diff <= 2, "GPU and CPU frames differ by {diff}/255");
+    // The host's share of a frame: its three launches recorded and submitted.
+    let host = &report["checks"]["host_per_frame"];
+    assert_eq!(host["launches"].as_u64(), Some(3), "{host}");
+    assert!(report["checks"]["host_us_per_launch"].as_f64().unwrap() > 0.0);
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[1..4], b"PNG");
     let _ = std::fs::remove_file(&png);
