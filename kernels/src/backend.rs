@@ -158,6 +158,11 @@ pub trait Backend {
             .map(|s| self.upload(&Array::new(s, vec![0.0; s.iter().product()])?))
             .collect()
     }
+    /// gelu(x · W) for x [.., K] and W [K, N] (no bias): one launch on the GPU, where the
+    /// pre-activation is not kept.
+    fn matmul_gelu(&self, x: &Self::T, w: &Self::T) -> Result<Self::T> {
+        self.gelu(&self.matmul(x, w)?)
+    }
     /// Aᵀ · B written into `out` (a tensor of the product's shape, such as one of
     /// [`alloc_together`](Self::alloc_together)'s).
     fn matmul_at_into(&self, a: &Self::T, b: &Self::T, out: &mut Self::T) -> Result<()> {
@@ -605,6 +610,9 @@ impl Backend for GpuBackend {
     fn alloc_together(&self, shapes: &[Vec<usize>]) -> Result<Vec<Tensor>> {
         let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
         Tensor::packed(&self.gpu, &shapes, DType::F32)
+    }
+    fn matmul_gelu(&self, x: &Tensor, w: &Tensor) -> Result<Tensor> {
+        ops::matmul_gelu(x, w)
     }
     fn matmul_at_into(&self, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
         ops::matmul_at_into(a, b, out)

@@ -242,6 +242,14 @@ impl Backend for ChoiceBackend<'_> {
     fn linear_gelu(&self, x: &Shaped, w: &Shaped, b: &Shaped) -> Result<Shaped> {
         self.linear_with("linear_gelu", x, w, b, matmul::Epilogue::BiasGelu)
     }
+    fn matmul_gelu(&self, x: &Shaped, w: &Shaped) -> Result<Shaped> {
+        // The GPU path's one launch: the bias_gelu epilogue over a zero bias.
+        let zeros = Shaped {
+            shape: vec![last("matmul", &w.shape)?],
+            dtype: x.dtype,
+        };
+        self.linear_with("matmul_gelu", x, w, &zeros, matmul::Epilogue::BiasGelu)
+    }
     fn add(&self, a: &Shaped, b: &Shaped) -> Result<Shaped> {
         same_dtype("add", a, b)?;
         let bc = Broadcast::new("add", &a.shape, &b.shape)?;

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{assert_close, gpu, input, poisoned, read, tolerance, variants};
-use kiln::cpu;
+use kiln::cpu::{self, Array};
 use kiln::ops::matmul::{Epilogue, Layout, fits};
 use kiln::shape::MatmulDims;
 use kiln::{DType, Tensor, ops};
@@ -102,6 +102,13 @@ fn matmul_epilogues_every_variant() {
     // A bias of the wrong length is refused.
     let (short, _) = input(27, &[8], DType::F32);
     assert!(ops::linear(&x, &w, &short).is_err());
+    // gelu(x · W) without a bias, one launch, against the CPU path's two ops.
+    let rows = Array::new(&[10, 12], x_cpu.data.clone()).unwrap();
+    let want = cpu::gelu(&cpu::matmul(&rows, &w_cpu).unwrap()).unwrap();
+    let y = ops::matmul_gelu(&x, &w).unwrap();
+    assert_eq!(y.shape(), &[2, 5, 9]);
+    assert_close("matmul_gelu", &read(&y), &want.data, 1e-5);
+    assert!(ops::matmul_gelu(&x, &short.reshape(&[8, 1]).unwrap()).is_err());
 }
 
 #[test]

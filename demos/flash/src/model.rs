@@ -278,17 +278,19 @@ fn norm_after<'a, T>(c: &Config, p: &'a Params<T>, l: Option<usize>) -> (&'a T, 
 /// Block `l` after attention: the heads' output O [B, H, n, d] projected back and added to the
 /// residual, then the MLP and its residual. Each residual sum and the layer norm after it are
 /// one op (`add_layernorm`): the block's output is normalised by the next block's first norm
-/// (or the final one) as it is added.
+/// (or the final one) as it is added. `u`, the MLP's pre-activation, is kept for the backward
+/// pass where `keep` is set; without it (generation) the product and its gelu are one op.
 struct Tail<T> {
     o_rows: T,
     x_mid: T,
     h2: T,
-    u: T,
+    u: Option<T>,
     g: T,
     x_out: T,
     h_next: T,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn tail<B: Backend>(
     b: &B,
     c: &Config,
@@ -297,12 +299,18 @@ fn tail<B: Backend>(
     x: &B::T,
     o: &B::T,
     rows: usize,
+    keep: bool,
 ) -> Result<Tail<B::T>> {
     let w = |i| &p.tensors[at(l, i)];
     let o_rows = b.reshape(&b.swap12(o)?, &[rows, c.d_model])?;
     let (x_mid, h2) = b.add_layernorm(x, &b.matmul(&o_rows, w(3))?, w(4), w(5), EPS)?;
-    let u = b.matmul(&h2, w(6))?;
-    let g = b.gelu(&u)?;
+    let (u, g) = if keep {
+        let u = b.matmul(&h2, w(6))?;
+        let g = b.gelu(&u)?;
+        (Some(u), g)
+    } else {
+        (None, b.matmul_gelu(&h2, w(6))?)
+    };
     let (ng, nb) = norm_after(c, p, Some(l));
     let (x_out, h_next) = b.add_layernorm(&x_mid, &b.matmul(&g, w(7))?, ng, nb, EPS)?;
     Ok(Tail {
@@ -333,7 +341,7 @@ fn forward<B: Backend>(
         let qkv = b.matmul(&h1, &p.tensors[at(l, 2)])?;
         let [q, k, v] = b.split_qkv(&qkv, [batch, t, h, c.kv_heads, d])?;
         let (o, lse) = b.attention(&q, &k, &v, scale)?;
-        let next = tail(b, c, p, l, &x, &o, rows)?;
+        let next = tail(b, c, p, l, &x, &o, rows, true)?;
         saved.push(Saved {
             x_in: x,
             h1,
@@ -345,7 +353,11 @@ fn forward<B: Backend>(
             o_rows: next.o_rows,
             x_mid: next.x_mid,
             h2: next.h2,
-            u: next.u,
+            u: next.u.ok_or_else(|| {
+                crate::error::Error::Config(
+                    "the training pass keeps the MLP's pre-activation".into(),
+                )
+            })?,
             g: next.g,
         });
         x = next.x_out;
@@ -393,7 +405,7 @@ pub fn feed<B: Backend>(
         } else {
             b.cache_attend(cache, &q, scale)?
         };
-        let next = tail(b, c, p, l, &x, &o, n)?;
+        let next = tail(b, c, p, l, &x, &o, n, false)?;
         x = next.x_out;
         h1 = next.h_next;
     }

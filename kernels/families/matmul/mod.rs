@@ -292,6 +292,14 @@ pub fn linear_gelu(x: &Tensor, w: &Tensor, bias: &Tensor) -> Result<Tensor> {
     linear_with(x, w, bias, Epilogue::BiasGelu)
 }
 
+/// gelu(x · W) in one launch, for x [.., K] and W [K, N]: the `bias_gelu` epilogue over a zero
+/// bias (`gelu(acc + 0)` is `gelu(acc)`), so the product's variants and proofs serve it.
+pub fn matmul_gelu(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    let n = w.shape().last().copied().unwrap_or(0);
+    let zeros = Tensor::full(x.gpu(), &[n], 0.0, x.dtype())?;
+    linear_with(x, w, &zeros, Epilogue::BiasGelu)
+}
+
 fn linear_with(x: &Tensor, w: &Tensor, bias: &Tensor, epilogue: Epilogue) -> Result<Tensor> {
     let (rows, k) = crate::shape::rows_cols(OP, x.shape())?;
     let y = product(
@@ -622,6 +630,6 @@ fn launch(
 /// What `kiln::ops` offers of this family (the build script re-exports it).
 pub mod api {
     pub use super::{
-        linear, linear_gelu, matmul, matmul_at, matmul_at_into, matmul_bt, matmul_into,
+        linear, linear_gelu, matmul, matmul_at, matmul_at_into, matmul_bt, matmul_gelu, matmul_into,
     };
 }
