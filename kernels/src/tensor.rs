@@ -158,6 +158,18 @@ impl Tensor {
         Some((whole, at))
     }
 
+    /// Zeros of this shape from the buffer the device keeps for read-only operands (an absent
+    /// bias): no upload per call. Only for inputs: nothing may write it.
+    pub(crate) fn kept_zeros(gpu: &Gpu, shape: &[usize], dtype: DType) -> Result<Tensor> {
+        shape::non_empty("zeros", shape)?;
+        Ok(Tensor {
+            gpu: gpu.clone(),
+            slice: gpu.zero_bytes(byte_len(shape::numel(shape), dtype))?,
+            shape: shape.to_vec(),
+            dtype,
+        })
+    }
+
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
     }

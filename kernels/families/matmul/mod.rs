@@ -293,10 +293,11 @@ pub fn linear_gelu(x: &Tensor, w: &Tensor, bias: &Tensor) -> Result<Tensor> {
 }
 
 /// gelu(x · W) in one launch, for x [.., K] and W [K, N]: the `bias_gelu` epilogue over a zero
-/// bias (`gelu(acc + 0)` is `gelu(acc)`), so the product's variants and proofs serve it.
+/// bias the device keeps (`gelu(acc + 0)` is `gelu(acc)`), so the product's variants and
+/// proofs serve it and a call uploads nothing.
 pub fn matmul_gelu(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     let n = w.shape().last().copied().unwrap_or(0);
-    let zeros = Tensor::full(x.gpu(), &[n], 0.0, x.dtype())?;
+    let zeros = Tensor::kept_zeros(x.gpu(), &[n], x.dtype())?;
     linear_with(x, w, &zeros, Epilogue::BiasGelu)
 }
 

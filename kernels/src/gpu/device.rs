@@ -111,6 +111,8 @@ pub(super) struct Inner {
     pub(super) errors: Arc<Mutex<Vec<Error>>>,
     /// `GpuOptions::runtime_checks`.
     pub(super) runtime_checks: bool,
+    /// Zeros kept for read-only operands (an absent bias), grown as asked: see `zero_bytes`.
+    pub(super) zeros: Mutex<Option<Slice>>,
 }
 
 impl Gpu {
@@ -185,6 +187,7 @@ impl Gpu {
                 busy_until: Mutex::default(),
                 errors,
                 runtime_checks: options.runtime_checks,
+                zeros: Mutex::default(),
             }),
         })
     }
@@ -429,6 +432,38 @@ impl Gpu {
     /// Byte alignment of a view's offset into a buffer (a tensor slice bound on its own).
     pub(crate) fn storage_align(&self) -> u64 {
         u64::from(self.inner.storage_align).max(4)
+    }
+
+    /// `bytes` of zeros from one buffer the device keeps (grown as asked, written once): for
+    /// read-only operands such as a product's absent bias, so a call uploads nothing. Nothing
+    /// may write it.
+    pub(crate) fn zero_bytes(&self, bytes: u64) -> Result<Slice> {
+        let mut kept = lock(&self.inner.zeros);
+        if let Some(s) = kept.as_ref().filter(|s| s.size >= bytes) {
+            return Ok(Slice {
+                block: s.block.clone(),
+                offset: 0,
+                size: bytes,
+            });
+        }
+        let size = bytes.max(256).next_power_of_two();
+        let block = self.pooled_block(
+            "zeros",
+            || format!("{size} bytes of zeros"),
+            size,
+            Kind::Storage,
+        )?;
+        let whole = Slice {
+            block,
+            offset: 0,
+            size,
+        };
+        self.write_bytes(&whole, &vec![0u8; size as usize])?;
+        *kept = Some(whole.clone());
+        Ok(Slice {
+            size: bytes,
+            ..whole
+        })
     }
 
     /// Writes bytes into a slice. A slice the current recording binds is submitted first, so
