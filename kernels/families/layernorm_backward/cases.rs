@@ -30,7 +30,7 @@ fn accumulate_case(gpu: &Gpu, z: &Sizes) -> Result<Case> {
     Ok(Case {
         family: "layernorm_backward",
         fixed: vec![dtype_is(DType::F32), ("accumulate", Param::Bool(true))],
-        name: format!("layernorm_backward {rows}x{cols} f32, a gradient added"),
+        name: format!("layernorm_backward {rows}x{cols} + a gradient f32"),
         tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 2e-6),
         flops: 13.0 * rc,
         bytes: 5.0 * rc * 4.0,
