@@ -475,7 +475,9 @@ impl Gpu {
         // Under the recorder's lock: another thread's flush moves the epoch on before it
         // submits, and a write staged in between would land before the launches it submits.
         let mut rec = lock(&self.inner.recorder);
-        if bound() {
+        // Checked again after each flush (another thread may have bound it in between); a
+        // buffer marked by a capture's steps is in no recording, and an empty one submits nothing.
+        while bound() && !rec.commands.is_empty() {
             drop(rec);
             self.flush()?;
             rec = lock(&self.inner.recorder);

@@ -84,9 +84,6 @@ impl Gpu {
                 detail: format!("{} bytes into {}", src.size, dst.size),
             });
         }
-        let epoch = self.inner.epoch.load(Ordering::Relaxed);
-        src.block.used_in.store(epoch, Ordering::Relaxed);
-        dst.block.used_in.store(epoch, Ordering::Relaxed);
         self.push_command(Command::Copy {
             src: src.block.raw.clone(),
             src_offset: src.offset,
@@ -99,9 +96,6 @@ impl Gpu {
 
     /// Appends a copy from a buffer outside the pool (query results) into `dst`.
     pub(crate) fn record_copy_from(&self, src: &wgpu::Buffer, dst: &Slice) -> Result<()> {
-        dst.block
-            .used_in
-            .store(self.inner.epoch.load(Ordering::Relaxed), Ordering::Relaxed);
         self.push_command(Command::Copy {
             src: src.clone(),
             src_offset: 0,
@@ -112,9 +106,19 @@ impl Gpu {
         })
     }
 
+    /// Appends a copy, marking the buffers it holds with the recording it joins (read after
+    /// any flush it makes, so a later write to them submits it first).
     fn push_command(&self, c: Command) -> Result<()> {
+        let mark = |c: &Command, epoch: u64| {
+            if let Command::Copy { _hold, .. } = c {
+                for s in _hold {
+                    s.block.used_in.store(epoch, Ordering::Relaxed);
+                }
+            }
+        };
         let mut rec = lock(&self.inner.recorder);
         if let Some(capture) = rec.capture.as_mut() {
+            mark(&c, self.inner.epoch.load(Ordering::Relaxed));
             capture.steps.push(Step::Copy(c));
             return Ok(());
         }
@@ -123,6 +127,7 @@ impl Gpu {
             self.flush()?;
             rec = lock(&self.inner.recorder);
         }
+        mark(&c, self.inner.epoch.load(Ordering::Relaxed));
         rec.commands.push(c);
         Ok(())
     }
