@@ -325,16 +325,17 @@ impl Backend for ChoiceBackend<'_> {
         self.note("swap12", vec![choice]);
         Ok(y)
     }
-    /// As the GPU path splits: the heads to the front (one swap), and for a batch over one the
-    /// batch behind Q, K and V (a second swap; with grouped heads, copies instead).
+    /// As the GPU path splits: with a batch over one and as many K/V heads as Q heads, one
+    /// `permute` ([B, T, 3, H, d] → [3, B, H, T, d]); otherwise the heads to the front (one
+    /// swap; with grouped heads and a batch, copies after it).
     fn split_qkv(&self, qkv: &Shaped, [b, t, h, hkv, d]: [usize; 5]) -> Result<[Shaped; 3]> {
-        let (heads, first) = self.swapped12(&self.reshape(qkv, &[b, t, h + 2 * hkv, d])?)?;
-        let mut launches = vec![first];
-        if b != 1 && hkv == h {
-            let (_, second) = self.swapped12(&self.reshape(&heads, &[1, b, 3, h * t * d])?)?;
-            launches.push(second);
-        }
-        self.note("split_qkv", launches);
+        let launch = if b != 1 && hkv == h {
+            self.elementwise("permute", qkv.dtype)?
+        } else {
+            self.swapped12(&self.reshape(qkv, &[b, t, h + 2 * hkv, d])?)?
+                .1
+        };
+        self.note("split_qkv", vec![launch]);
         let part = |heads: usize| Shaped {
             shape: vec![b, heads, t, d],
             dtype: qkv.dtype,

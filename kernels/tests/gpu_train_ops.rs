@@ -484,6 +484,31 @@ fn adamw_together_is_one_launch_when_packed_and_one_per_tensor_when_not() {
             assert_close(&format!("{case} v"), &read(&vv[i]), &want.2[i].data, 1e-5);
         }
     }
+    // Sets of unlike betas are refused on both paths before anything runs, packed or not.
+    let mut mixed = h.clone();
+    mixed[1].beta2 = 0.9;
+    for packed in [true, false] {
+        let up = |a: &[Array]| -> Vec<Tensor> {
+            if packed {
+                b.upload_together(a).unwrap()
+            } else {
+                a.iter().map(|x| b.upload(x).unwrap()).collect()
+            }
+        };
+        let (mut p, g, mut m, mut vv) = (up(&p0), up(&g0), up(&m0), up(&v0));
+        gpu.flush().unwrap();
+        let before = gpu.counters();
+        let e = b.adamw_together(&mut p, &g, &mut m, &mut vv, &mixed, &corrections);
+        let e = e.expect_err("unlike betas").to_string();
+        assert!(e.contains("betas"), "packed {packed}: {e}");
+        assert_eq!((gpu.counters() - before).dispatches, 0, "packed {packed}");
+    }
+    let cpu_path = kiln::CpuBackend::plain();
+    let (mut p, mut m, mut vv) = (p0.clone(), m0.clone(), v0.clone());
+    let corrections = cpu_path.bias_corrections(&h[0]).unwrap();
+    let e = cpu_path.adamw_together(&mut p, &g0, &mut m, &mut vv, &mixed, &corrections);
+    assert!(e.expect_err("unlike betas").to_string().contains("betas"));
+    assert_eq!(p, p0, "the CPU path refused before updating");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use crate::ops;
 use crate::optim::AdamW;
 use crate::tensor::Tensor;
 
-use super::{Backend, bhtd, together_counts};
+use super::{Backend, bhtd, check_together};
 
 /// [a, b, c, d] → [a, c, b, d]: a view of the same buffer when b or c is 1 (the elements are
 /// in the same order: a decoding step's one row), a launch otherwise.
@@ -233,11 +233,15 @@ impl Backend for GpuBackend {
         if p.len() > 1 && ops::packed_alike(p, g, m, v) {
             return ops::adamw_table(p, g, m, v, h, corrections).map(|_| ());
         }
-        together_counts(p.len(), [g.len(), m.len(), v.len(), h.len()])?;
-        for i in 0..p.len() {
-            ops::adamw_into(&p[i], &g[i], &m[i], &v[i], &h[i], corrections, None)?;
-        }
-        Ok(())
+        check_together(self, p, g, m, v, h)?;
+        // Every launch planned (and checked) before any is recorded.
+        let launches = (0..p.len())
+            .map(|i| {
+                crate::families::adamw::plan(&p[i], &g[i], &m[i], &v[i], &h[i], corrections, None)
+                    .map(|(launch, _)| launch)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.gpu.record_all(launches)
     }
     fn upload_together(&self, arrays: &[Array]) -> Result<Vec<Tensor>> {
         let parts: Vec<(&[usize], &[f32])> = arrays

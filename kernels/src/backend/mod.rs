@@ -140,7 +140,7 @@ pub trait Backend {
         h: &[AdamW],
         corrections: &Self::T,
     ) -> Result<()> {
-        together_counts(p.len(), [g.len(), m.len(), v.len(), h.len()])?;
+        check_together(self, p, g, m, v, h)?;
         for i in 0..p.len() {
             self.adamw(&mut p[i], &g[i], &mut m[i], &mut v[i], &h[i], corrections)?;
         }
@@ -307,14 +307,49 @@ pub trait Backend {
     }
 }
 
-/// `adamw_together`'s operands: one gradient, two moments and one set of hyper-parameters per
-/// tensor.
-fn together_counts(n: usize, others: [usize; 4]) -> Result<()> {
+/// `adamw_together`'s operands, checked before anything runs: one gradient, two moments and
+/// one set of hyper-parameters per tensor, each of its tensor's shape, every set valid and all
+/// of one step (alike but for lr and weight decay), on every path alike.
+fn check_together<B: Backend + ?Sized>(
+    b: &B,
+    p: &[B::T],
+    g: &[B::T],
+    m: &[B::T],
+    v: &[B::T],
+    h: &[AdamW],
+) -> Result<()> {
+    let op = "adamw_together";
+    let n = p.len();
+    let others = [g.len(), m.len(), v.len(), h.len()];
     if others != [n; 4] {
         return Err(Error::shape(
-            "adamw_together",
+            op,
             format!("{n} tensors with {others:?} gradients, moments and hyper-parameter sets"),
         ));
+    }
+    let shared = |h: &AdamW| (h.beta1, h.beta2, h.eps, h.step);
+    for i in 0..n {
+        for (name, t) in [("g", &g[i]), ("m", &m[i]), ("v", &v[i])] {
+            if b.shape(t) != b.shape(&p[i]) {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "{name}[{i}] has shape {:?}, p[{i}] has {:?}",
+                        b.shape(t),
+                        b.shape(&p[i])
+                    ),
+                ));
+            }
+        }
+        h[i].check(op)?;
+        if shared(&h[i]) != shared(&h[0]) {
+            return Err(Error::InvalidArgument {
+                op,
+                detail: format!(
+                    "set {i} has betas, eps or step unlike set 0's: one step takes one of each"
+                ),
+            });
+        }
     }
     Ok(())
 }

@@ -348,7 +348,8 @@ impl Call for Rowwise {
                     move |v| Ok(-(i64::from(RowDesign::parse(v)?.wg) - target).abs()),
                 ),
             ],
-            left_open: &["residual"],
+            // A tuned entry names the plain form; its residual and accumulating forms ride on it.
+            left_open: &["residual", "accumulate"],
         }
     }
 }
