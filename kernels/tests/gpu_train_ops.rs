@@ -420,6 +420,16 @@ fn adamw_table_every_variant_over_several_steps() {
     }
 }
 
+/// `arrays` on the GPU path: packed together, or each in a buffer of its own.
+fn upload(b: &kiln::GpuBackend, arrays: &[Array], packed: bool) -> Vec<Tensor> {
+    use kiln::Backend;
+    if packed {
+        b.upload_together(arrays).unwrap()
+    } else {
+        arrays.iter().map(|x| b.upload(x).unwrap()).collect()
+    }
+}
+
 #[test]
 fn adamw_together_is_one_launch_when_packed_and_one_per_tensor_when_not() {
     use kiln::backend::{Backend, GpuBackend};
@@ -463,13 +473,7 @@ fn adamw_together_is_one_launch_when_packed_and_one_per_tensor_when_not() {
         .unwrap();
     }
     for packed in [true, false] {
-        let up = |a: &[Array]| -> Vec<Tensor> {
-            if packed {
-                b.upload_together(a).unwrap()
-            } else {
-                a.iter().map(|x| b.upload(x).unwrap()).collect()
-            }
-        };
+        let up = |a: &[Array]| upload(&b, a, packed);
         let (mut p, g, mut m, mut vv) = (up(&p0), up(&g0), up(&m0), up(&v0));
         gpu.flush().unwrap();
         let before = gpu.counters();
@@ -488,13 +492,7 @@ fn adamw_together_is_one_launch_when_packed_and_one_per_tensor_when_not() {
     let mut mixed = h.clone();
     mixed[1].beta2 = 0.9;
     for packed in [true, false] {
-        let up = |a: &[Array]| -> Vec<Tensor> {
-            if packed {
-                b.upload_together(a).unwrap()
-            } else {
-                a.iter().map(|x| b.upload(x).unwrap()).collect()
-            }
-        };
+        let up = |a: &[Array]| upload(&b, a, packed);
         let (mut p, g, mut m, mut vv) = (up(&p0), up(&g0), up(&m0), up(&v0));
         gpu.flush().unwrap();
         let before = gpu.counters();

@@ -170,6 +170,14 @@ impl Backend for CpuBackend {
     fn upload(&self, a: &Array) -> Result<Array> {
         Ok(a.clone())
     }
+    fn alloc_together(&self, shapes: &[Vec<usize>]) -> Result<Vec<Array>> {
+        // Zeros made in place: the trait's default uploads them, which here is a second copy
+        // on every training step.
+        shapes
+            .iter()
+            .map(|s| Array::new(s, vec![0.0; s.iter().product()]))
+            .collect()
+    }
     fn ids(&self, ids: &[u32]) -> Result<Vec<u32>> {
         Ok(ids.to_vec())
     }
