@@ -133,7 +133,11 @@ pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> 
     // or swept variant whole and at each forced cut.
     let mut names: Vec<String> = args.variant.clone();
     if args.sweep {
-        let dtype_is = [("dtype", Param::Str(dtype.wgsl().into()))];
+        // Plain products only: an epilogue variant does not take a call without one.
+        let dtype_is = [
+            ("dtype", Param::Str(dtype.wgsl().into())),
+            ("epilogue", Param::Str("none".into())),
+        ];
         for v in gpu.registry().supported("matmul", gpu.profile())? {
             if v.takes(&dtype_is) && ops::matmul::fits(v, &dims)? {
                 names.push(v.name.clone());

@@ -152,6 +152,32 @@ fn cli_lists_kernels_and_benchmarks_within_tolerance() {
         .collect();
     assert!(runs.contains(&"f32_wg8_r4_k16/split3"), "{runs:?}");
     assert!(v["a_transposed"].as_bool().unwrap() && v["b_transposed"].as_bool().unwrap());
+    // A sweep times the plain products offered for the dtype: no epilogue variant (which
+    // does not take a call without its epilogue) is among them.
+    let (code, out, err) = kiln(&[
+        "bench",
+        "matmul",
+        "--m",
+        "9",
+        "--n",
+        "7",
+        "--k",
+        "5",
+        "--sweep",
+        "--repeats",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert!(runs.len() > 2, "{out}");
+    assert!(
+        runs.iter()
+            .all(|r| r["variant"].as_str().unwrap().starts_with("f32_")
+                && !r["variant"].as_str().unwrap().contains("_bias")),
+        "{out}"
+    );
     let (code, _, err) = kiln(&[
         "bench", "matmul", "--m", "4", "--n", "4", "--k", "4", "--splits", "0",
     ]);

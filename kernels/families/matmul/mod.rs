@@ -183,16 +183,21 @@ impl select::Call for Call {
     /// where the sizes are multiples of 4; on a software
     /// adapter the plain tiled route (measured on the H200 and lavapipe, PERF.md). Then the C
     /// tile nearest the largest that still gives enough workgroups to fill the device (128 on a
-    /// GPU, 8 on a software adapter with a few cores) — for coop_global 2 × 2 fragments per
+    /// GPU, 8 on a software adapter with a few cores), or the largest for an f32 product of at
+    /// least 2¹⁹ outputs and K ≥ 1536 (its K cut instead) — for coop_global 2 × 2 fragments per
     /// subgroup (4 × 4 when B is transposed) — the K slice nearest 16, and 16 × 16 threads.
     fn request(&self, profile: &DeviceProfile) -> Request<'_> {
         let d = self.dims;
         let software = software(profile);
         let enough = if software { 8 } else { 128 };
         let groups = |t: usize| d.batch * d.m.div_ceil(t) * d.n.div_ceil(t);
+        // An f32 product with a large C and a long K keeps the largest tile and has its K cut
+        // to fill the device (`split_for`): at the Mega step's shapes, [2048, 512] by K 2048,
+        // that took 0.158 ms to 0.136 (H200, PERF.md 2026-12-05).
+        let long = !software && self.dtype == DType::F32 && d.m * d.n >= 1 << 19 && d.k >= 1536;
         let target = [128, 64, 32, 16]
             .into_iter()
-            .find(|&t| groups(t) >= enough)
+            .find(|&t| long || groups(t) >= enough)
             .unwrap_or(16) as i64;
         let coop_frags = if self.layout.b_trans { 4 } else { 2 };
         let route_rank = move |v: &Variant| -> Result<i64> {
@@ -224,7 +229,7 @@ impl select::Call for Call {
                     move |v| Ok(-route_rank(v)?),
                 ),
                 prefer(
-                    "the C tile nearest the largest with ≥ 128 workgroups (8 on a software adapter); coop_global: 2 × 2 fragments a subgroup (4 × 4 with B transposed)",
+                    "the C tile nearest the largest with ≥ 128 workgroups (8 on a software adapter), the largest for f32 with ≥ 2^19 outputs and K ≥ 1536 (K cut to fill the device); coop_global: 2 × 2 fragments a subgroup (4 × 4 with B transposed)",
                     move |v| {
                         let design = Design::parse(v)?;
                         let tile = i64::from(design.tile);
