@@ -12,7 +12,7 @@ use crate::backend::Backend;
 use crate::cpu::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::families::{add, layernorm, matmul, softmax};
+use crate::families::{add, layernorm, matmul, reduce_layernorm, softmax};
 use crate::launch::Elementwise;
 use crate::optim::AdamW;
 use crate::select::{Choice, Selector};
@@ -285,6 +285,29 @@ impl Backend for ChoiceBackend<'_> {
             ));
         }
         let cols = last("add_layernorm", &x.shape)?;
+        shape::non_empty("add_layernorm", &x.shape)?;
+        // As the GPU path folds it: a split product's sum (with a bias) as the newest launch,
+        // and the norm of that product, are one reduce_layernorm launch.
+        let mut made = self.made.borrow_mut();
+        let split_sum = |m: &Made| {
+            m.op == "linear"
+                && m.launches.last().is_some_and(|c| {
+                    c.variant.family == "matmul_reduce" && c.variant.name.ends_with("_bias")
+                })
+        };
+        if x.dtype == DType::F32
+            && made.last().is_some_and(split_sum)
+            && let Ok(choice) = self.selector.choose(&reduce_layernorm::call(cols), None)
+            && let Some(linear) = made.last_mut()
+        {
+            linear.launches.pop();
+            made.push(Made {
+                op: "add_layernorm",
+                launches: vec![choice],
+            });
+            return Ok((x.clone(), x.clone()));
+        }
+        drop(made);
         self.rowwise("add_layernorm", x, layernorm::call(x.dtype, cols, true))?;
         Ok((x.clone(), x.clone()))
     }

@@ -479,6 +479,19 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    /// A tensor over bytes a launch bound (a launch taken back from the recording, its
+    /// buffers reused by the launch that replaces it).
+    pub(crate) fn over(gpu: &Gpu, slice: Slice, shape: &[usize], dtype: DType) -> Tensor {
+        Tensor {
+            gpu: gpu.clone(),
+            slice,
+            shape: shape.to_vec(),
+            dtype,
+        }
+    }
+}
+
 /// A tensor binds the bytes it is.
 impl Bindable for Tensor {
     fn slice(&self) -> &Slice {

@@ -404,3 +404,77 @@ fn split_k_every_route_sums_its_slices() {
     assert!(plan.split.splits <= 10 && plan.split.splits * plan.split.k_split >= k);
     println!("split K: {checked} cases over {} routes", routes.len());
 }
+
+#[test]
+fn a_split_sum_folds_into_the_residual_norm_that_reads_it() {
+    // A device of the test's own: the fold takes back the newest launch of the recording, and
+    // the launches are counted.
+    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let (m, k, n, eps) = (9, 300, 37, 1e-5);
+    let up = |seed: u64, shape: &[usize]| {
+        let data = common::random(seed, shape.iter().product());
+        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
+        (t, Array::new(shape, data).unwrap())
+    };
+    let (a, a_cpu) = up(81, &[m, k]);
+    let (w, w_cpu) = up(82, &[k, n]);
+    let (bias, bias_cpu) = up(83, &[n]);
+    let (r, r_cpu) = up(84, &[m, n]);
+    let (gamma, gamma_cpu) = up(85, &[n]);
+    let (beta, beta_cpu) = up(86, &[n]);
+    let c_want = cpu::linear(&a_cpu, &w_cpu, &bias_cpu).unwrap();
+    let (s_want, y_want) = cpu::add_layernorm(&c_want, &r_cpu, &gamma_cpu, &beta_cpu, eps).unwrap();
+
+    // The product cut in 3 (a software adapter never cuts K itself), then its add + norm.
+    let run = |between: bool| {
+        let c = Tensor::full(&g, &[m, n], f32::NAN, DType::F32).unwrap();
+        let epi = Some((&bias, Epilogue::Bias));
+        let plan = ops::matmul::plan_split(&a, &w, &c, Layout::default(), epi, Some(3)).unwrap();
+        assert_eq!(plan.dispatches.len(), 2, "{:?}", plan.split);
+        let refs: Vec<&kiln::Dispatch> = plan.dispatches.iter().collect();
+        g.flush().unwrap();
+        let before = g.counters();
+        g.record(&refs).unwrap();
+        if between {
+            // Anything recorded after the sum keeps it: nothing is folded.
+            g.flush().unwrap();
+        }
+        let (s, y) = ops::add_layernorm(&c, &r, &gamma, &beta, eps).unwrap();
+        let got = [read(&c), read(&s), read(&y)];
+        (got, (g.counters() - before).dispatches)
+    };
+    let (folded, launches) = run(false);
+    assert_eq!(launches, 2, "slices, then the sum folded into the norm");
+    for (what, got, want) in [
+        ("product", &folded[0], &c_want),
+        ("sum", &folded[1], &s_want),
+        ("norm", &folded[2], &y_want),
+    ] {
+        assert_close(what, got, &want.data, 1e-6);
+    }
+    let (apart, launches) = run(true);
+    assert_eq!(launches, 3);
+    assert_eq!(
+        folded, apart,
+        "the same sums in the same order: the same bits"
+    );
+
+    // In a capture too: the plan holds the product's slices and the fused launch.
+    let c = Tensor::uninit(&g, &[m, n], DType::F32).unwrap();
+    let (plan, (s, y)) = g
+        .capture(|| {
+            let epi = Some((&bias, Epilogue::Bias));
+            let p = ops::matmul::plan_split(&a, &w, &c, Layout::default(), epi, Some(3))?;
+            g.record(&p.dispatches.iter().collect::<Vec<_>>())?;
+            ops::add_layernorm(&c, &r, &gamma, &beta, eps)
+        })
+        .unwrap();
+    let families: Vec<&str> = plan
+        .kernels()
+        .iter()
+        .map(|k| k.split('/').next().unwrap())
+        .collect();
+    assert_eq!(families, ["matmul", "reduce_layernorm"]);
+    plan.replay().unwrap();
+    assert_eq!([read(&c), read(&s), read(&y)], folded);
+}

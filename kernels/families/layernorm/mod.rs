@@ -50,7 +50,8 @@ pub fn call(dtype: DType, cols: usize, residual: bool) -> Rowwise {
     }
 }
 
-/// S = x + r and Y = layernorm(S), in one launch: `(S, Y)`.
+/// S = x + r and Y = layernorm(S), in one launch: `(S, Y)`. When x is a product cut along K
+/// whose sum was the last launch recorded, that sum is folded in (`reduce_layernorm`).
 pub fn add_layernorm(
     x: &Tensor,
     r: &Tensor,
@@ -61,7 +62,10 @@ pub fn add_layernorm(
     let sum = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
     let y = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
     let (dispatch, _) = plan_with(x, Some((r, &sum)), gamma, beta, &y, eps, None)?;
-    x.gpu().record_owned(dispatch)?;
+    // Where x is a split product whose sum is the newest launch, one launch does both.
+    if !crate::families::reduce_layernorm::fold(x, r, gamma, beta, [&sum, &y], eps)? {
+        x.gpu().record_owned(dispatch)?;
+    }
     Ok((sum, y))
 }
 

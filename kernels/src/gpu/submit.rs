@@ -76,6 +76,47 @@ impl Gpu {
         Ok(())
     }
 
+    /// Takes back the newest launch of the recording (or of the capture under way) when
+    /// `is_it(label, buffers)` says it is the one, returning the buffers it bound: an op that
+    /// folds that launch into its own records the fused launch next. Nothing is taken when
+    /// anything else was recorded after it or the recording was submitted since.
+    pub(crate) fn retract_last(
+        &self,
+        is_it: impl FnOnce(&str, &[Slice]) -> bool,
+    ) -> Option<Vec<Slice>> {
+        let mut rec = lock(&self.inner.recorder);
+        if let Some(capture) = rec.capture.as_mut() {
+            let Some(Step::Launch {
+                kernel, buffers, ..
+            }) = capture.steps.last()
+            else {
+                return None;
+            };
+            if !is_it(&kernel.label, buffers) {
+                return None;
+            }
+            return match capture.steps.pop() {
+                Some(Step::Launch { buffers, .. }) => Some(buffers),
+                _ => None,
+            };
+        }
+        let Some(Command::Dispatch { kernel, _hold, .. }) = rec.commands.last() else {
+            return None;
+        };
+        if !is_it(&kernel.label, _hold) {
+            return None;
+        }
+        // Its parameter block stays in the recording's bytes, unread.
+        let Some(Command::Dispatch { _hold, .. }) = rec.commands.pop() else {
+            return None;
+        };
+        self.inner
+            .counters
+            .dispatches
+            .fetch_sub(1, Ordering::Relaxed);
+        Some(_hold)
+    }
+
     /// Appends a buffer-to-buffer copy of `src` into `dst` (same size) to the recording.
     pub(crate) fn record_copy(&self, src: &Slice, dst: &Slice) -> Result<()> {
         if src.size != dst.size {
