@@ -283,3 +283,53 @@ fn a_long_recording_goes_in_growing_pieces_lazy_or_replayed() {
     assert_eq!((gpu.counters() - before).submissions, 3);
     assert_eq!(replayed, lazy);
 }
+
+/// The attention chain as a model writes it (scores, softmax, weighted values, then an op that
+/// reads the result), on either path: the sum, and the weights.
+fn attend<B: kiln::Backend>(b: &B, [q, k, v, r]: [&B::T; 4]) -> kiln::Result<(B::T, B::T)> {
+    let s = b.matmul_bt(q, k)?;
+    let p = b.softmax(&s, false, 0.3)?;
+    let o = b.matmul(&p, v)?;
+    Ok((b.add(&o, r)?, p))
+}
+
+#[test]
+fn a_plan_that_reads_only_the_result_runs_attention_as_one_flash_launch() {
+    let gpu = &fresh();
+    let (h, n, d) = (3, 13, 32);
+    let (q, qa) = input(gpu, 41, &[h, n, d]);
+    let (k, ka) = input(gpu, 42, &[h, n, d]);
+    let (v, va) = input(gpu, 43, &[h, n, d]);
+    let (r, ra) = input(gpu, 44, &[h, n, d]);
+    let (want, want_p) = attend(&kiln::CpuBackend::plain(), [&qa, &ka, &va, &ra]).unwrap();
+    let path = kiln::GpuBackend { gpu: gpu.clone() };
+    let families = |plan: &kiln::Plan| -> Vec<String> {
+        let of = |k: &String| k.split('/').next().unwrap().to_string();
+        plan.kernels().iter().map(of).collect()
+    };
+
+    // Only the sum is read: scores, softmax and weighted values are one flash launch.
+    let (plan, (out, _), fused) = ops::capture_reading(
+        gpu,
+        || attend(&path, [&q, &k, &v, &r]),
+        |(out, _)| vec![out.clone()],
+    )
+    .unwrap();
+    assert_eq!(fused, 1);
+    assert_eq!(families(&plan), ["flash_fwd", "add"]);
+    plan.replay().unwrap();
+    assert_close("fused attention", &read(&out), &want.data, 1e-5);
+
+    // The weights read too (a heatmap): nothing is fused, and both are right.
+    let (plan, (out, p), fused) = ops::capture_reading(
+        gpu,
+        || attend(&path, [&q, &k, &v, &r]),
+        |(out, p)| vec![out.clone(), p.clone()],
+    )
+    .unwrap();
+    assert_eq!(fused, 0);
+    assert_eq!(families(&plan), ["matmul", "softmax", "matmul", "add"]);
+    plan.replay().unwrap();
+    assert_close("attention", &read(&out), &want.data, 1e-5);
+    assert_close("weights", &read(&p), &want_p.data, 1e-5);
+}

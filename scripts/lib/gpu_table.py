@@ -142,7 +142,10 @@ def models(out):
             lazy = c.get("recorded_each_call") or {}
             g = r["gpu"]["median_ms"]
             rows.append([what, f"{g:.3f}", fmt(lazy.get("wall_ms_median")),
-                         fmt(c.get("gpu_timestamp_ms_per_forward")), counts(c.get("per_forward", {})),
+                         fmt(c.get("gpu_timestamp_ms_per_forward")),
+                         counts(c.get("per_forward", {}))
+                         + (f" (heatmap forward {c['launches_per_heatmap_forward']})"
+                            if "launches_per_heatmap_forward" in c else ""),
                          f"{host(c.get('wall_breakdown_ms_per_forward'))} / {host(lazy.get('wall_breakdown_ms_per_forward'))}",
                          f"{eager['wall_ms']:.3f} ({eager['tokens']} tokens)" if eager else "—",
                          f"{graph['wall_ms']:.3f} ({graph['tokens']} tokens)" if graph else "—",

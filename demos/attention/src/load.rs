@@ -27,6 +27,21 @@ pub struct Loaded {
     pub tokenizer: Tokenizer,
     pub gpu_weights: Weights<Tensor>,
     plans: RefCell<Vec<Rc<Planned>>>,
+    embeds: RefCell<Vec<Rc<Embedding>>>,
+}
+
+/// A forward pass captured for one token count as an embedding call runs it: only the last
+/// hidden state is read, so what lies between may be fused (`kiln::ops::capture_reading`: each
+/// layer's scores, softmax and weighted values one flash launch).
+#[derive(Debug)]
+pub struct Embedding {
+    pub plan: Plan,
+    tokens: usize,
+    word: Tensor,
+    /// The last hidden state of the newest replay (read after replaying).
+    pub last: Tensor,
+    /// Attention chains run as one launch each.
+    pub fused: usize,
 }
 
 /// A forward pass captured for one token count: the word rows it reads, rewritten before each
@@ -50,6 +65,7 @@ impl Loaded {
             gpu_weights: model.upload(gpu)?,
             model,
             plans: RefCell::new(Vec::new()),
+            embeds: RefCell::new(Vec::new()),
         })
     }
 
@@ -120,19 +136,67 @@ impl Loaded {
         })
     }
 
-    /// One embedding call on the GPU path, as a sentence-embedding library runs it: the plan for
-    /// this token count replayed, the last hidden state read back, its rows averaged
-    /// ([`mean_pool`]).
-    pub async fn gpu_embedding(&self, gpu: &Gpu, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
-        let planned = self.gpu_forward_planned(gpu, ids)?;
-        let last = planned.forward.hidden.last().ok_or_else(|| {
+    /// The forward pass as an embedding call runs it, replayed from the plan for this token
+    /// count that reads only the last hidden state (captured on first use): fewer launches
+    /// than [`gpu_forward_planned`](Self::gpu_forward_planned), whose plan keeps every
+    /// activation for the walkthrough and the heatmap. The result is in the returned
+    /// `last` once read; the next replay at this count overwrites it.
+    pub fn gpu_embedding_planned(
+        &self,
+        gpu: &Gpu,
+        ids: &[u32],
+    ) -> Result<Rc<Embedding>, ModelError> {
+        let word = self.model.word_rows(ids)?;
+        let planned = {
+            let mut plans = self.embeds.borrow_mut();
+            let at = plans
+                .iter()
+                .position(|p| p.tokens == ids.len() && p.plan.gpu().same_device(gpu));
+            let planned = match at {
+                Some(i) => plans.remove(i),
+                None => Rc::new(self.capture_embedding(gpu, &self.model.embedding_rows(ids)?)?),
+            };
+            plans.insert(0, planned.clone());
+            plans.truncate(PLANS_KEPT);
+            planned
+        };
+        planned.word.write(&word.data)?;
+        planned.plan.replay()?;
+        Ok(planned)
+    }
+
+    fn capture_embedding(&self, gpu: &Gpu, rows: &[Array; 3]) -> Result<Embedding, ModelError> {
+        let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32);
+        let rows = [up(&rows[0])?, up(&rows[1])?, up(&rows[2])?];
+        let path = kiln::GpuBackend { gpu: gpu.clone() };
+        let (plan, forward, fused) = kiln::ops::capture_reading(
+            gpu,
+            || encoder::forward(&path, &rows, &self.gpu_weights, self.heads(), self.eps()),
+            |f| f.hidden.last().cloned().into_iter().collect(),
+        )?;
+        let last = forward.hidden.last().cloned().ok_or_else(|| {
             ModelError::Kiln(kiln::Error::InvalidArgument {
                 op: "embedding",
                 detail: "the forward pass has no hidden state".into(),
             })
         })?;
+        let [word, ..] = rows;
+        Ok(Embedding {
+            plan,
+            tokens: word.shape()[0],
+            word,
+            last,
+            fused,
+        })
+    }
+
+    /// One embedding call on the GPU path, as a sentence-embedding library runs it: the plan for
+    /// this token count replayed, the last hidden state read back, its rows averaged
+    /// ([`mean_pool`]).
+    pub async fn gpu_embedding(&self, gpu: &Gpu, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
+        let planned = self.gpu_embedding_planned(gpu, ids)?;
         Ok(mean_pool(
-            &last.read().await?,
+            &planned.last.read().await?,
             self.model.config.hidden_size,
         )?)
     }

@@ -176,6 +176,24 @@ fn gpu_embedding_is_the_mean_of_the_cpu_paths_last_hidden_rows() {
         let e = cpu::rel_l2(&got, &want);
         assert!(e < 1e-5, "{n} tokens: rel L2 {e:.2e}");
     }
+    // With heads of 32 (the built-in weights split into 2 heads, not 4) the flash kernels
+    // take each layer's attention: the embedding call's plan runs it as one launch per layer
+    // and still agrees with the CPU path; the heatmap's plan keeps every launch.
+    let mut loaded = loaded;
+    loaded.model.config.num_attention_heads = 2;
+    let layers = loaded.model.config.num_hidden_layers;
+    let ids: Vec<u32> = (0..19).map(|k| ((k * 7 + 5) % vocab) as u32).collect();
+    let embedding = loaded.gpu_embedding_planned(&gpu, &ids).unwrap();
+    assert_eq!(embedding.fused, layers);
+    let whole = loaded.gpu_forward_planned(&gpu, &ids).unwrap();
+    assert_eq!(
+        embedding.plan.launches() + 2 * layers,
+        whole.plan.launches()
+    );
+    let got = pollster::block_on(embedding.last.read()).unwrap();
+    let forward = loaded.cpu_forward(&ids).unwrap();
+    let e = cpu::rel_l2(&got, &forward.hidden.last().unwrap().data);
+    assert!(e < 1e-5, "fused: rel L2 {e:.2e}");
     // No rows, no width, or a partial row: an error, not a short embedding.
     assert!(mean_pool(&[], w).is_err());
     assert!(mean_pool(&[1.0; 4], 0).is_err());

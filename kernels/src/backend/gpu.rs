@@ -6,6 +6,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::Plan;
 use crate::ops;
+use crate::ops::fuse::{Noted, note};
 use crate::optim::AdamW;
 use crate::tensor::Tensor;
 
@@ -50,11 +51,26 @@ impl Backend for GpuBackend {
     fn reshape(&self, t: &Tensor, shape: &[usize]) -> Result<Tensor> {
         t.reshape(shape)
     }
+    // The products and the softmax note what they made in a capture, for `ops::fuse`.
     fn matmul(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        ops::matmul(a, b)
+        let from = self.gpu.capture_len();
+        let o = ops::matmul(a, b)?;
+        note(&self.gpu, from, || Noted::Weighted {
+            p: a.clone(),
+            v: b.clone(),
+            o: o.clone(),
+        });
+        Ok(o)
     }
     fn matmul_bt(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        ops::matmul_bt(a, b)
+        let from = self.gpu.capture_len();
+        let s = ops::matmul_bt(a, b)?;
+        note(&self.gpu, from, || Noted::Scores {
+            q: a.clone(),
+            k: b.clone(),
+            s: s.clone(),
+        });
+        Ok(s)
     }
     fn matmul_at(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         ops::matmul_at(a, b)
@@ -69,7 +85,15 @@ impl Backend for GpuBackend {
         ops::add(a, b)
     }
     fn softmax(&self, x: &Tensor, causal: bool, scale: f32) -> Result<Tensor> {
-        ops::softmax(x, causal, scale)
+        let from = self.gpu.capture_len();
+        let p = ops::softmax(x, causal, scale)?;
+        note(&self.gpu, from, || Noted::Softmax {
+            s: x.clone(),
+            p: p.clone(),
+            causal,
+            scale,
+        });
+        Ok(p)
     }
     fn layernorm(&self, x: &Tensor, g: &Tensor, b: &Tensor, eps: f32) -> Result<Tensor> {
         ops::layernorm(x, g, b, eps)

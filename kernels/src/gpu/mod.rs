@@ -27,5 +27,6 @@ pub(crate) use device::fold_groups;
 pub use device::{Gpu, GpuOptions};
 pub(crate) use dispatch::Bindable;
 pub use dispatch::Dispatch;
+pub(crate) use plan::Captured;
 pub use plan::{Plan, Prepared};
 pub use record::{PassTime, PassTiming, submissions_for};

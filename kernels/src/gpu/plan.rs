@@ -9,14 +9,16 @@
 //! `Prepared` is the same freezing for benchmarks that record the launches into their own
 //! command encoder.
 
+use std::any::Any;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::counters::Live;
 use super::device::Gpu;
 use super::dispatch::Dispatch;
-use super::memory::{Block, lock};
+use super::memory::{Block, Slice, lock};
 use super::record::{Capture, Command, MAX_COMMANDS, Step};
 use crate::error::{Error, Result};
 
@@ -92,6 +94,16 @@ impl Gpu {
     /// `build` records runs during the capture: a readback or flush inside it is refused, and
     /// so is a capture inside a capture.
     pub fn capture<R>(&self, build: impl FnOnce() -> Result<R>) -> Result<(Plan, R)> {
+        let (captured, out) = self.capture_steps(build)?;
+        Ok((self.plan_of(captured)?, out))
+    }
+
+    /// [`capture`](Self::capture)'s first half: the steps `build` recorded and the notes op
+    /// calls left on them, not yet frozen, so that a caller may rewrite them first.
+    pub(crate) fn capture_steps<R>(
+        &self,
+        build: impl FnOnce() -> Result<R>,
+    ) -> Result<(Captured, R)> {
         self.flush()?;
         {
             let mut rec = lock(&self.inner.recorder);
@@ -115,6 +127,17 @@ impl Gpu {
                 detail: why,
             });
         }
+        Ok((
+            Captured {
+                steps: captured.steps,
+                notes: captured.notes,
+            },
+            out,
+        ))
+    }
+
+    /// [`capture`](Self::capture)'s second half: the steps frozen into a plan.
+    pub(crate) fn plan_of(&self, captured: Captured) -> Result<Plan> {
         let (commands, params) = self.freeze(captured.steps)?;
         let mut blocks: HashMap<u64, Arc<Block>> = HashMap::new();
         let mut kernels = Vec::new();
@@ -130,14 +153,32 @@ impl Gpu {
                 Command::Replay(_) => {}
             }
         }
-        let plan = Plan {
+        Ok(Plan {
             gpu: self.clone(),
             commands: commands.into(),
             blocks: blocks.into_values().collect(),
             kernels,
             _params: params,
-        };
-        Ok((plan, out))
+        })
+    }
+
+    /// The number of steps the capture under way holds, or `None` outside a capture: an op
+    /// call reads it before recording, to [`annotate`](Self::annotate) what it made.
+    pub(crate) fn capture_len(&self) -> Option<usize> {
+        lock(&self.inner.recorder)
+            .capture
+            .as_ref()
+            .map(|c| c.steps.len())
+    }
+
+    /// Notes `what` of the steps recorded since step `from` of the capture under way.
+    pub(crate) fn annotate(&self, from: usize, what: Arc<dyn Any + Send + Sync>) {
+        if let Some(c) = lock(&self.inner.recorder).capture.as_mut()
+            && from <= c.steps.len()
+        {
+            let steps = from..c.steps.len();
+            c.notes.push(Note { steps, what });
+        }
     }
 
     /// Prepares launches for a benchmark that records them many times itself.
@@ -204,6 +245,53 @@ impl Gpu {
             });
         }
         Ok((commands, params))
+    }
+}
+
+/// What an op call said of the steps it recorded in a capture: its own description (the
+/// `ops` layer's type: this layer does not read it).
+pub(crate) struct Note {
+    pub steps: Range<usize>,
+    pub what: Arc<dyn Any + Send + Sync>,
+}
+
+/// A capture's steps and notes before they are frozen into a [`Plan`].
+pub(crate) struct Captured {
+    steps: Vec<Step>,
+    pub notes: Vec<Note>,
+}
+
+impl Captured {
+    /// Whether a step outside `except` binds any byte of `s`.
+    pub fn bound_outside(&self, s: &Slice, except: Range<usize>) -> bool {
+        self.steps.iter().enumerate().any(|(i, step)| {
+            !except.contains(&i)
+                && match step {
+                    Step::Launch { buffers, .. } => buffers.iter().any(|b| b.overlaps(s)),
+                    Step::Copy(Command::Copy { _hold, .. }) => _hold.iter().any(|b| b.overlaps(s)),
+                    Step::Copy(_) => true,
+                }
+        })
+    }
+
+    /// Replaces the steps `range` with `with`; the notes on them go, later notes move.
+    pub fn replace(&mut self, range: Range<usize>, with: Vec<Dispatch>) {
+        let (start, end, added) = (range.start, range.end, with.len());
+        let launches = with.into_iter().map(|d| Step::Launch {
+            kernel: d.kernel,
+            buffers: d.buffers,
+            params: d.params,
+            groups: d.groups,
+        });
+        self.steps.splice(range, launches);
+        self.notes
+            .retain(|n| n.steps.end <= start || n.steps.start >= end);
+        for n in &mut self.notes {
+            if n.steps.start >= end {
+                n.steps =
+                    n.steps.start + added - (end - start)..n.steps.end + added - (end - start);
+            }
+        }
     }
 }
 

@@ -72,6 +72,8 @@ pub(super) enum Command {
 #[derive(Default)]
 pub(super) struct Capture {
     pub steps: Vec<Step>,
+    /// What op calls said of the steps they made, for a rewrite before freezing.
+    pub notes: Vec<super::plan::Note>,
     /// Why the capture cannot be a plan (a submission or readback was asked for inside it).
     pub refused: Option<String>,
 }

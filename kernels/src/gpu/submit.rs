@@ -95,10 +95,14 @@ impl Gpu {
             if !is_it(&kernel.label, buffers) {
                 return None;
             }
-            return match capture.steps.pop() {
+            let taken = match capture.steps.pop() {
                 Some(Step::Launch { buffers, .. }) => Some(buffers),
                 _ => None,
             };
+            // A note on the step taken no longer describes what the capture holds.
+            let len = capture.steps.len();
+            capture.notes.retain(|n| n.steps.end <= len);
+            return taken;
         }
         let Some(Command::Dispatch { kernel, _hold, .. }) = rec.commands.last() else {
             return None;

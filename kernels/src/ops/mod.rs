@@ -8,6 +8,7 @@
 //! - a `select::Call` describing a call to the selector without tensors (`call(…)` or a struct).
 
 pub mod attention;
+pub mod fuse;
 
 // Every family module, and what each offers models (its `api`), written by the build script.
 include!(concat!(env!("OUT_DIR"), "/ops_exports.rs"));
@@ -17,6 +18,7 @@ pub use attention::{
     flash_attention_backward, flash_attention_backward_into, naive_attention,
     naive_attention_backward,
 };
+pub use fuse::capture_reading;
 
 use crate::error::Result;
 use crate::tensor::Tensor;

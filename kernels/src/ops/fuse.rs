@@ -1,0 +1,126 @@
+//! Fusing what a captured pass chains, where the caller does not read what lies between: a
+//! plan that knows which of its results are read ([`capture_reading`]) runs attention's scores,
+//! softmax and weighted values as one flash launch when the scores and the weights are read by
+//! nothing else. The model code still calls the three ops (the GPU path notes each call in the
+//! capture, [`note`]); the rewrite happens between the capture and the plan's freezing.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::gpu::{Bindable, Captured, Plan};
+use crate::launch::flash::lse_shape;
+use crate::tensor::Tensor;
+use crate::{DType, Gpu};
+
+/// What an op call made, as the rewrite reads it.
+#[derive(Debug)]
+pub(crate) enum Noted {
+    /// S = Q · Kᵀ (batched, no epilogue).
+    Scores { q: Tensor, k: Tensor, s: Tensor },
+    /// P = softmax(scale · S) over the last axis.
+    Softmax {
+        s: Tensor,
+        p: Tensor,
+        causal: bool,
+        scale: f32,
+    },
+    /// O = P · V (batched, no epilogue).
+    Weighted { p: Tensor, v: Tensor, o: Tensor },
+}
+
+/// Notes what the op call that recorded since step `from` made (nothing outside a capture).
+pub(crate) fn note(gpu: &Gpu, from: Option<usize>, what: impl FnOnce() -> Noted) {
+    if let Some(from) = from {
+        gpu.annotate(from, Arc::new(what()));
+    }
+}
+
+/// Captures `build` into a plan in which only the tensors `reads` names are read after a
+/// replay: what lies between may be fused away. The other tensors `build` returns hold
+/// nothing meaningful after a replay. Returns the plan, what `build` returned and how many
+/// attention chains were fused.
+pub fn capture_reading<R>(
+    gpu: &Gpu,
+    build: impl FnOnce() -> Result<R>,
+    reads: impl FnOnce(&R) -> Vec<Tensor>,
+) -> Result<(Plan, R, usize)> {
+    let (mut captured, out) = gpu.capture_steps(build)?;
+    let read = reads(&out);
+    let fused = fuse_attention(&mut captured, &read);
+    Ok((gpu.plan_of(captured)?, out, fused))
+}
+
+/// Scores, softmax and weighted values, recorded one after another, whose scores and weights
+/// no other step binds and the caller does not read, become one flash forward launch. A chain
+/// the flash kernels do not take (a head size they are not rendered for) stays as it was.
+fn fuse_attention(c: &mut Captured, read: &[Tensor]) -> usize {
+    let mut fused = 0;
+    let mut i = 0;
+    while i + 3 <= c.notes.len() {
+        match fusable(c, i, read) {
+            Some((range, dispatch)) => {
+                c.replace(range, vec![dispatch]);
+                fused += 1;
+            }
+            None => i += 1,
+        }
+    }
+    fused
+}
+
+/// The flash launch that replaces the chain starting at note `i`, and the steps it replaces.
+fn fusable(
+    c: &Captured,
+    i: usize,
+    read: &[Tensor],
+) -> Option<(std::ops::Range<usize>, crate::gpu::Dispatch)> {
+    let at = |j: usize| c.notes[j].what.downcast_ref::<Noted>();
+    let (
+        Some(Noted::Scores { q, k, s }),
+        Some(Noted::Softmax {
+            s: s_in,
+            p,
+            causal,
+            scale,
+        }),
+        Some(Noted::Weighted { p: p_in, v, o }),
+    ) = (at(i), at(i + 1), at(i + 2))
+    else {
+        return None;
+    };
+    let same = |a: &Tensor, b: &Tensor| a.slice().key() == b.slice().key();
+    let ranges = [
+        &c.notes[i].steps,
+        &c.notes[i + 1].steps,
+        &c.notes[i + 2].steps,
+    ];
+    let adjacent = ranges[0].end == ranges[1].start && ranges[1].end == ranges[2].start;
+    if !adjacent || !same(s, s_in) || !same(p, p_in) {
+        return None;
+    }
+    // The softmax masks a square of scores (key j after row i); flash's mask is the same there.
+    let rows = |t: &Tensor| t.shape().len().checked_sub(2).map(|a| t.shape()[a]);
+    if *causal && rows(q) != rows(k) {
+        return None;
+    }
+    let range = ranges[0].start..ranges[2].end;
+    let dead = |t: &Tensor| {
+        !c.bound_outside(t.slice(), range.clone())
+            && !read.iter().any(|r| r.slice().overlaps(t.slice()))
+    };
+    if !dead(s) || !dead(p) {
+        return None;
+    }
+    // [.., N, d] batched products as flash's [B, H, N, d]: views of the same bytes.
+    let four = |t: &Tensor| -> Option<Tensor> {
+        let sh = t.shape();
+        let (n, d) = (sh[sh.len().checked_sub(2)?], sh[sh.len() - 1]);
+        t.reshape(&[1, t.numel() / (n * d), n, d]).ok()
+    };
+    let (q4, k4, v4, o4) = (four(q)?, four(k)?, four(v)?, four(o)?);
+    let lse = Tensor::uninit(q.gpu(), &lse_shape(&q4), DType::F32).ok()?;
+    let (dispatch, _) =
+        crate::families::flash_fwd::plan_forward(&q4, &k4, &v4, &o4, &lse, *causal, *scale, None)
+            .ok()?;
+    Some((range, dispatch))
+}
