@@ -614,6 +614,20 @@ fn embedding_backward_every_variant() {
             v.name
         );
     }
+    // 300 tokens: cut into 8 runs added in order, the same bits on every run.
+    let long = ids(602, 300, VOCAB);
+    let (dy_long, dy_long_cpu) = input(603, &[300, COLS], 1.0, DType::F32);
+    let want = cpu::embedding_backward(&dy_long_cpu, &long, VOCAB).unwrap();
+    for v in variants("embedding_backward", DType::F32) {
+        let run = || {
+            let d = poisoned(&[VOCAB, COLS], DType::F32);
+            ops::embedding_backward_into(&dy_long, &ids_tensor(&long), &d, Some(&v.name)).unwrap();
+            read(&d)
+        };
+        let got = run();
+        assert_close(&format!("{} over 300", v.name), &got, &want.data, 1e-6);
+        assert_eq!(got, run(), "{} differs between runs", v.name);
+    }
     let d = ops::embedding_backward(&dy, &ids_tensor(&tokens), VOCAB).unwrap();
     assert_eq!(d.shape(), &[VOCAB, COLS]);
     // A token out of range adds to no row on the GPU; the CPU path refuses it.

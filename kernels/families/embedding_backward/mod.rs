@@ -9,7 +9,7 @@ use crate::select::Choice;
 use crate::tensor::Tensor;
 
 use crate::launch::{
-    check_ids, check_no_alias, check_operands, check_out_shape, plan_elementwise, record,
+    check_ids, check_no_alias, check_operands, check_out_shape, choose_elementwise, record,
 };
 
 const OP: &str = "embedding_backward";
@@ -23,13 +23,21 @@ struct Params {
     n: u32,
     cols: u32,
     vocab: u32,
-    _pad: u32,
+    segments: u32,
+}
+
+/// Runs a long token list is cut into (`segments` in the template): a thread per (id,
+/// column) walking all of a Medium step's 1,024 tokens left most of the H200 idle (0.05 ms a
+/// launch, kernels/PERF.md 2026-12-05). Short lists keep one run: the CPU path's order.
+fn segments(n: usize, wg: u32) -> u32 {
+    let want = if n >= 256 { 8 } else { 1 };
+    want.min(wg.max(1))
 }
 
 /// `dy` [n, cols] and `tokens` (u32, `[n]`) → d_table [vocab, cols], row t the sum of dy's rows
-/// whose token is t, added in token order (no atomics: every run gives the same bits, and the
-/// CPU path adds in the same order). One thread per (id, column) reads every token, so the
-/// work grows as vocab · cols · n: meant for small vocabularies. A token ≥ vocab adds to no
+/// whose token is t (no atomics: every run gives the same bits). A list of under 256 tokens is
+/// added in token order, as the CPU path adds; a longer one in 8 runs, each in order, then the
+/// runs in order. The work grows as vocab · cols · n: meant for small vocabularies. A token ≥ vocab adds to no
 /// row (the forward lookup already wrote NaN for it).
 pub fn embedding_backward(dy: &Tensor, tokens: &Tensor, vocab: usize) -> Result<Tensor> {
     let cols = dy_cols(dy, tokens)?;
@@ -69,21 +77,26 @@ pub fn plan(
     let vocab = d_table.shape().first().copied().unwrap_or(0);
     check_out_shape(OP, d_table, &[vocab, cols])?;
     check_no_alias(OP, d_table, &[dy, tokens])?;
+    let choice = choose_elementwise(OP, dy, None, named)?;
+    let wg = Design::parse(&choice.variant)?.wg.max(1);
+    let segments = segments(n, wg);
     let params = Params {
         n: n as u32,
         cols: cols as u32,
         vocab: vocab as u32,
-        _pad: 0,
+        segments,
     };
-    plan_elementwise(
-        OP,
-        dy,
-        None,
-        d_table.numel(),
-        named,
+    let gpu = dy.gpu();
+    let per_group = u64::from(wg / segments);
+    let groups = gpu.groups(OP, (d_table.numel() as u64).div_ceil(per_group))?;
+    let dispatch = Dispatch::new(
+        gpu,
+        &choice.variant,
         &[dy, tokens, d_table],
         &params,
-    )
+        groups,
+    )?;
+    Ok((dispatch, choice))
 }
 
 /// The columns of `dy`, which must be [n, cols] for n tokens.
