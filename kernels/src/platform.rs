@@ -41,3 +41,16 @@ pub(crate) fn scope_error(
     });
     None
 }
+
+/// What a capture keeps of an op call (`ops::fuse`'s notes): shareable between threads
+/// natively, as the device that holds it is; in the browser, where the device is not, any
+/// value. Read back through [`as_any`](Self::as_any).
+pub(crate) trait Noting: std::any::Any + wgpu::WasmNotSendSync {
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: std::any::Any + wgpu::WasmNotSendSync> Noting for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

@@ -9,7 +9,6 @@
 //! `Prepared` is the same freezing for benchmarks that record the launches into their own
 //! command encoder.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
@@ -21,6 +20,7 @@ use super::dispatch::Dispatch;
 use super::memory::{Block, Slice, lock};
 use super::record::{Capture, Command, MAX_COMMANDS, Step};
 use crate::error::{Error, Result};
+use crate::platform::Noting;
 
 /// Launches and copies captured once, their parameters written and their bind groups made:
 /// [`replay`](Self::replay) runs them again on the buffers they were captured with. Tensors the
@@ -172,7 +172,7 @@ impl Gpu {
     }
 
     /// Notes `what` of the steps recorded since step `from` of the capture under way.
-    pub(crate) fn annotate(&self, from: usize, what: Arc<dyn Any + Send + Sync>) {
+    pub(crate) fn annotate(&self, from: usize, what: Arc<dyn Noting>) {
         if let Some(c) = lock(&self.inner.recorder).capture.as_mut()
             && from <= c.steps.len()
         {
@@ -252,7 +252,7 @@ impl Gpu {
 /// `ops` layer's type: this layer does not read it).
 pub(crate) struct Note {
     pub steps: Range<usize>,
-    pub what: Arc<dyn Any + Send + Sync>,
+    pub what: Arc<dyn Noting>,
 }
 
 /// A capture's steps and notes before they are frozen into a [`Plan`].

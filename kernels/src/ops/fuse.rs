@@ -31,7 +31,10 @@ pub(crate) enum Noted {
 /// Notes what the op call that recorded since step `from` made (nothing outside a capture).
 pub(crate) fn note(gpu: &Gpu, from: Option<usize>, what: impl FnOnce() -> Noted) {
     if let Some(from) = from {
-        gpu.annotate(from, Arc::new(what()));
+        // Shared between threads natively, as the device is; the browser has one thread.
+        #[allow(clippy::arc_with_non_send_sync)]
+        let what = Arc::new(what());
+        gpu.annotate(from, what);
     }
 }
 
@@ -74,7 +77,7 @@ fn fusable(
     i: usize,
     read: &[Tensor],
 ) -> Option<(std::ops::Range<usize>, crate::gpu::Dispatch)> {
-    let at = |j: usize| c.notes[j].what.downcast_ref::<Noted>();
+    let at = |j: usize| c.notes[j].what.as_any().downcast_ref::<Noted>();
     let (
         Some(Noted::Scores { q, k, s }),
         Some(Noted::Softmax {
