@@ -39,3 +39,34 @@ fn the_picks_for_sample_calls_on_every_stored_profile_are_as_pinned() {
         }
     }
 }
+
+/// The H200's rule at the Mega step's long-K products: an f32 product of ≥ 2¹⁹ outputs and
+/// K ≥ 1536 keeps the 128 tile and has K cut into a power of two of slices (3 slices of 2048
+/// measured slower than 2 and 8, kernels/PERF.md 2026-12-05); a short K is not cut.
+#[test]
+fn long_k_products_on_the_h200_keep_the_large_tile_and_cut_k_in_a_power_of_two() {
+    use kiln::DType;
+    use kiln::ops::matmul::{Call, choose, split_for};
+    let registry = Registry::builtin().unwrap();
+    let tuned = TunedTable::builtin().unwrap();
+    let (_, profile) = stored_profiles()
+        .unwrap()
+        .into_iter()
+        .find(|(name, _)| *name == "nvidia-h200")
+        .unwrap();
+    let sel = Selector::new(&registry, &profile, &tuned);
+    for (m, n, k, a_trans, tile, splits) in [
+        (512, 1536, 2048, true, "_r8_", 2),
+        (2048, 512, 2048, false, "_r8_", 2),
+        (2048, 512, 1536, false, "_r8_", 2),
+        (2048, 1536, 512, false, "_r8_", 1),
+    ] {
+        let mut call = Call::new(DType::F32, 1, m, n, k);
+        call.layout.a_trans = a_trans;
+        let choice = choose(&sel, &call, None).unwrap();
+        let split = split_for(&profile, &choice.variant, &call).unwrap();
+        let what = format!("{m}x{n}x{k}: {} cut {}", choice.variant.name, split.splits);
+        assert!(choice.variant.name.contains(tile), "{what}");
+        assert_eq!(split.splits, splits, "{what}");
+    }
+}

@@ -194,7 +194,7 @@ impl select::Call for Call {
         // An f32 product with a large C and a long K keeps the largest tile and has its K cut
         // to fill the device (`split_for`): at the Mega step's shapes, [2048, 512] by K 2048,
         // that took 0.158 ms to 0.136 (H200, PERF.md 2026-12-05).
-        let long = !software && self.dtype == DType::F32 && d.m * d.n >= 1 << 19 && d.k >= 1536;
+        let long = !software && long_k(self.dtype, &d);
         let target = [128, 64, 32, 16]
             .into_iter()
             .find(|&t| long || groups(t) >= enough)
@@ -372,11 +372,22 @@ pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Res
     if profile.is_software() || call.dtype != DType::F32 || !routes || base >= 128 {
         return Ok(Split::NONE);
     }
-    let splits = 128usize.div_ceil(base).min(d.k / 64).min(16);
+    let mut splits = 128usize.div_ceil(base).min(d.k / 64).min(16);
+    if long_k(call.dtype, d) {
+        // A count of slices that divides K evenly: at [512, 1536] by K 2048, 3 slices took
+        // 0.164 ms where 2 took 0.134 (H200, PERF.md 2026-12-05).
+        splits = 1 << splits.max(1).ilog2();
+    }
     if splits < 2 {
         return Ok(Split::NONE);
     }
     Ok(Split::of_k(d.k, splits))
+}
+
+/// An f32 product with a large C (≥ 2¹⁹ outputs) and a long K (≥ 1536): on a hardware GPU it
+/// keeps the largest tile and has K cut into a power of two of slices to fill the device.
+fn long_k(dtype: DType, d: &MatmulDims) -> bool {
+    dtype == DType::F32 && d.m * d.n >= 1 << 19 && d.k >= 1536
 }
 
 /// A product's launches: the matmul alone, or its K slices into a workspace and their sum.
