@@ -18,7 +18,7 @@ use super::counters::Live;
 use super::device::Gpu;
 use super::dispatch::Dispatch;
 use super::memory::{Block, Slice, lock};
-use super::record::{Capture, Command, MAX_COMMANDS, Step};
+use super::record::{Capture, Command, MAX_COMMANDS, Note, Step};
 use crate::error::{Error, Result};
 use crate::platform::Noting;
 
@@ -246,13 +246,6 @@ impl Gpu {
         }
         Ok((commands, params))
     }
-}
-
-/// What an op call said of the steps it recorded in a capture: its own description (the
-/// `ops` layer's type: this layer does not read it).
-pub(crate) struct Note {
-    pub steps: Range<usize>,
-    pub what: Arc<dyn Noting>,
 }
 
 /// A capture's steps and notes before they are frozen into a [`Plan`].

@@ -73,9 +73,16 @@ pub(super) enum Command {
 pub(super) struct Capture {
     pub steps: Vec<Step>,
     /// What op calls said of the steps they made, for a rewrite before freezing.
-    pub notes: Vec<super::plan::Note>,
+    pub notes: Vec<Note>,
     /// Why the capture cannot be a plan (a submission or readback was asked for inside it).
     pub refused: Option<String>,
+}
+
+/// What an op call said of the steps it recorded in a capture: its own description (the
+/// `ops` layer's type: this layer does not read it).
+pub(crate) struct Note {
+    pub steps: std::ops::Range<usize>,
+    pub what: Arc<dyn crate::platform::Noting>,
 }
 
 /// One captured step: a launch, whose bind group is made when the plan is frozen, or a copy.
