@@ -10,10 +10,10 @@ pub mod cpu;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::gpu::memory::Slice;
 use crate::gpu::{Bindable, Dispatch};
 use crate::launch::{
-    Rowwise, check_eps, check_input_shape, check_no_alias, check_operands, check_out_shape,
+    RowParams, Rowwise, check_eps, check_input_shape, check_no_alias, check_operands,
+    check_out_shape,
 };
 use crate::select::Choice;
 use crate::shape::rows_cols;
@@ -23,15 +23,6 @@ const OP: &str = "reduce_layernorm";
 
 /// What the launcher reads of a variant: dtype, threads per row, how a row is reduced.
 pub type Design = crate::launch::RowDesign;
-
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    rows: u32,
-    cols: u32,
-    eps: f32,
-    splits: u32,
-}
 
 /// The selector's call for rows of `cols`.
 pub fn call(cols: usize) -> Rowwise {
@@ -89,21 +80,16 @@ pub fn plan(
     check_eps(OP, eps)?;
     let gpu = c.gpu();
     let choice = gpu.selector().choose(&call(cols), named)?;
-    let params = Params {
-        rows: rows as u32,
-        cols: cols as u32,
-        eps,
-        splits: splits as u32,
-    };
+    let params = RowParams::with_count(rows, cols, eps, splits);
     let groups = gpu.groups(OP, rows as u64)?;
     let dispatch = Dispatch::new(gpu, &choice.variant, &all, &params, groups)?;
     Ok((dispatch, choice))
 }
 
 /// `add_layernorm(x, r)` as one launch with the sum of the split product that wrote `x`, when
-/// that sum (with a bias) is the newest launch recorded: it is taken back and this family's
-/// launch recorded instead, writing `x` too. Returns whether it folded; when it did not,
-/// nothing was changed.
+/// that sum (with a bias) is the newest launch recorded: it is replaced by this family's
+/// launch, which writes `x` too. Returns whether it folded; when it did not (another launch
+/// came after the sum, or no variant takes the call), nothing was changed.
 pub(crate) fn fold(
     x: &Tensor,
     r: &Tensor,
@@ -116,38 +102,20 @@ pub(crate) fn fold(
     let Ok((rows, cols)) = rows_cols(OP, x.shape()) else {
         return Ok(false);
     };
-    if x.dtype() != DType::F32 || gpu.selector().choose(&call(cols), None).is_err() {
-        return Ok(false);
-    }
     // matmul_reduce binds (partials, C, bias) with a bias epilogue; its C must be x exactly.
-    let is_sum = |label: &str, bound: &[Slice]| {
-        label.starts_with("matmul_reduce/")
+    gpu.replace_last(|label, bound| {
+        let is_sum = label.starts_with("matmul_reduce/")
             && label.ends_with("_bias")
             && bound.len() == 3
-            && bound[1].key() == x.slice().key()
-    };
-    let Some(bound) = gpu.retract_last(is_sum) else {
-        return Ok(false);
-    };
-    let count = rows * cols;
-    let splits = (bound[0].size / 4) as usize / count;
-    let partials = Tensor::over(gpu, bound[0].clone(), &[splits, count], DType::F32);
-    let bias = Tensor::over(gpu, bound[2].clone(), &[cols], DType::F32);
-    let planned = plan(&partials, &bias, r, gamma, beta, [x, sum, y], eps, None);
-    match planned {
-        Ok((dispatch, _)) => gpu.record_owned(dispatch)?,
-        Err(e) => {
-            // Put the sum back as it was, then report why the fold failed.
-            let sum_back = crate::families::matmul_reduce::plan(
-                &partials,
-                x,
-                cols,
-                Some((&bias, crate::families::matmul::Epilogue::Bias)),
-                None,
-            )?;
-            gpu.record_owned(sum_back.0)?;
-            return Err(e);
+            && bound[1].key() == x.slice().key();
+        if !is_sum || x.dtype() != DType::F32 {
+            return None;
         }
-    }
-    Ok(true)
+        let count = rows * cols;
+        let splits = (bound[0].size / 4) as usize / count;
+        let partials = Tensor::over(gpu, bound[0].clone(), &[splits, count], DType::F32);
+        let bias = Tensor::over(gpu, bound[2].clone(), &[cols], DType::F32);
+        let planned = plan(&partials, &bias, r, gamma, beta, [x, sum, y], eps, None);
+        planned.ok().map(|(dispatch, _)| dispatch)
+    })
 }

@@ -27,6 +27,21 @@ pub struct GpuBackend {
     pub gpu: Gpu,
 }
 
+impl GpuBackend {
+    /// Runs `op`; inside a capture, notes what it made (`what` of its output) on the steps it
+    /// recorded, for `ops::fuse`.
+    fn noted(
+        &self,
+        op: impl FnOnce() -> Result<Tensor>,
+        what: impl FnOnce(Tensor) -> Noted,
+    ) -> Result<Tensor> {
+        let from = self.gpu.capture_len();
+        let out = op()?;
+        note(&self.gpu, from, || what(out.clone()));
+        Ok(out)
+    }
+}
+
 impl Backend for GpuBackend {
     type T = Tensor;
     type Ids = Tensor;
@@ -53,24 +68,24 @@ impl Backend for GpuBackend {
     }
     // The products and the softmax note what they made in a capture, for `ops::fuse`.
     fn matmul(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        let from = self.gpu.capture_len();
-        let o = ops::matmul(a, b)?;
-        note(&self.gpu, from, || Noted::Weighted {
-            p: a.clone(),
-            v: b.clone(),
-            o: o.clone(),
-        });
-        Ok(o)
+        self.noted(
+            || ops::matmul(a, b),
+            |o| Noted::Weighted {
+                p: a.clone(),
+                v: b.clone(),
+                o,
+            },
+        )
     }
     fn matmul_bt(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        let from = self.gpu.capture_len();
-        let s = ops::matmul_bt(a, b)?;
-        note(&self.gpu, from, || Noted::Scores {
-            q: a.clone(),
-            k: b.clone(),
-            s: s.clone(),
-        });
-        Ok(s)
+        self.noted(
+            || ops::matmul_bt(a, b),
+            |s| Noted::Scores {
+                q: a.clone(),
+                k: b.clone(),
+                s,
+            },
+        )
     }
     fn matmul_at(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         ops::matmul_at(a, b)
@@ -85,15 +100,15 @@ impl Backend for GpuBackend {
         ops::add(a, b)
     }
     fn softmax(&self, x: &Tensor, causal: bool, scale: f32) -> Result<Tensor> {
-        let from = self.gpu.capture_len();
-        let p = ops::softmax(x, causal, scale)?;
-        note(&self.gpu, from, || Noted::Softmax {
-            s: x.clone(),
-            p: p.clone(),
-            causal,
-            scale,
-        });
-        Ok(p)
+        self.noted(
+            || ops::softmax(x, causal, scale),
+            |p| Noted::Softmax {
+                s: x.clone(),
+                p,
+                causal,
+                scale,
+            },
+        )
     }
     fn layernorm(&self, x: &Tensor, g: &Tensor, b: &Tensor, eps: f32) -> Result<Tensor> {
         ops::layernorm(x, g, b, eps)

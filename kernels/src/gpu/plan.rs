@@ -267,22 +267,23 @@ impl Captured {
         })
     }
 
-    /// Replaces the steps `range` with `with`; the notes on them go, later notes move.
-    pub fn replace(&mut self, range: Range<usize>, with: Vec<Dispatch>) {
-        let (start, end, added) = (range.start, range.end, with.len());
-        let launches = with.into_iter().map(|d| Step::Launch {
-            kernel: d.kernel,
-            buffers: d.buffers,
-            params: d.params,
-            groups: d.groups,
-        });
-        self.steps.splice(range, launches);
+    /// Replaces the steps `range` (at least one) with the launch `with`; the notes on them go,
+    /// later notes move up.
+    pub fn replace(&mut self, range: Range<usize>, with: Dispatch) {
+        let (start, end) = (range.start, range.end);
+        let launch = Step::Launch {
+            kernel: with.kernel,
+            buffers: with.buffers,
+            params: with.params,
+            groups: with.groups,
+        };
+        self.steps.splice(range, [launch]);
         self.notes
             .retain(|n| n.steps.end <= start || n.steps.start >= end);
+        let gone = end - start - 1;
         for n in &mut self.notes {
             if n.steps.start >= end {
-                n.steps =
-                    n.steps.start + added - (end - start)..n.steps.end + added - (end - start);
+                n.steps = n.steps.start - gone..n.steps.end - gone;
             }
         }
     }

@@ -76,49 +76,49 @@ impl Gpu {
         Ok(())
     }
 
-    /// Takes back the newest launch of the recording (or of the capture under way) when
-    /// `is_it(label, buffers)` says it is the one, returning the buffers it bound: an op that
-    /// folds that launch into its own records the fused launch next. Nothing is taken when
-    /// anything else was recorded after it or the recording was submitted since.
-    pub(crate) fn retract_last(
+    /// Replaces the newest launch of the recording (or of the capture under way) with the one
+    /// `make(label, buffers)` returns for it, and returns whether it did: an op folds that
+    /// launch into its own this way. Nothing changes when `make` declines or the newest entry
+    /// is not a launch (anything recorded after it, or a submission since, keeps it). `make`
+    /// runs under the recorder's lock, so it must not record.
+    pub(crate) fn replace_last(
         &self,
-        is_it: impl FnOnce(&str, &[Slice]) -> bool,
-    ) -> Option<Vec<Slice>> {
+        make: impl FnOnce(&str, &[Slice]) -> Option<Dispatch>,
+    ) -> Result<bool> {
         let mut rec = lock(&self.inner.recorder);
-        if let Some(capture) = rec.capture.as_mut() {
+        let replacement = if let Some(capture) = rec.capture.as_mut() {
             let Some(Step::Launch {
                 kernel, buffers, ..
             }) = capture.steps.last()
             else {
-                return None;
+                return Ok(false);
             };
-            if !is_it(&kernel.label, buffers) {
-                return None;
-            }
-            let taken = match capture.steps.pop() {
-                Some(Step::Launch { buffers, .. }) => Some(buffers),
-                _ => None,
+            let Some(d) = make(&kernel.label, buffers) else {
+                return Ok(false);
             };
+            capture.steps.pop();
             // A note on the step taken no longer describes what the capture holds.
             let len = capture.steps.len();
             capture.notes.retain(|n| n.steps.end <= len);
-            return taken;
-        }
-        let Some(Command::Dispatch { kernel, _hold, .. }) = rec.commands.last() else {
-            return None;
+            d
+        } else {
+            let Some(Command::Dispatch { kernel, _hold, .. }) = rec.commands.last() else {
+                return Ok(false);
+            };
+            let Some(d) = make(&kernel.label, _hold) else {
+                return Ok(false);
+            };
+            // Its parameter block stays in the recording's bytes, unread.
+            rec.commands.pop();
+            self.inner
+                .counters
+                .dispatches
+                .fetch_sub(1, Ordering::Relaxed);
+            d
         };
-        if !is_it(&kernel.label, _hold) {
-            return None;
-        }
-        // Its parameter block stays in the recording's bytes, unread.
-        let Some(Command::Dispatch { _hold, .. }) = rec.commands.pop() else {
-            return None;
-        };
-        self.inner
-            .counters
-            .dispatches
-            .fetch_sub(1, Ordering::Relaxed);
-        Some(_hold)
+        drop(rec);
+        self.record_owned(replacement)?;
+        Ok(true)
     }
 
     /// Appends a buffer-to-buffer copy of `src` into `dst` (same size) to the recording.

@@ -140,24 +140,29 @@ impl CountParams {
     }
 }
 
-/// The parameter block of a row-wise kernel: its rows, its columns and one number (eps,
-/// scale), padded to 16 bytes as the templates declare it.
+/// The parameter block of a row-wise kernel: its rows, its columns, one number (eps, scale)
+/// and one count a family may read (`reduce_layernorm`'s slices; padding elsewhere), 16 bytes
+/// as the templates declare it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct RowParams {
     pub rows: u32,
     pub cols: u32,
     pub value: f32,
-    _pad: u32,
+    pub count: u32,
 }
 
 impl RowParams {
     pub(crate) fn new(rows: usize, cols: usize, value: f32) -> RowParams {
+        RowParams::with_count(rows, cols, value, 0)
+    }
+
+    pub(crate) fn with_count(rows: usize, cols: usize, value: f32, count: usize) -> RowParams {
         RowParams {
             rows: rows as u32,
             cols: cols as u32,
             value,
-            _pad: 0,
+            count: count as u32,
         }
     }
 }

@@ -62,7 +62,7 @@ fn fuse_attention(c: &mut Captured, read: &[Tensor]) -> usize {
     while i + 3 <= c.notes.len() {
         match fusable(c, i, read) {
             Some((range, dispatch)) => {
-                c.replace(range, vec![dispatch]);
+                c.replace(range, dispatch);
                 fused += 1;
             }
             None => i += 1,
