@@ -101,39 +101,25 @@ impl Loaded {
     /// allocating or binding anything per call. The results are in the returned plan's
     /// `forward` once read; the next replay at this count overwrites them.
     pub fn gpu_forward_planned(&self, gpu: &Gpu, ids: &[u32]) -> Result<Rc<Planned>, ModelError> {
-        let word = self.model.word_rows(ids)?;
-        let planned = {
-            let mut plans = self.plans.borrow_mut();
-            let at = plans
-                .iter()
-                .position(|p| p.tokens == ids.len() && p.plan.gpu().same_device(gpu));
-            let planned = match at {
-                Some(i) => plans.remove(i),
-                None => Rc::new(self.capture(gpu, &self.model.embedding_rows(ids)?)?),
-            };
-            plans.insert(0, planned.clone());
-            plans.truncate(PLANS_KEPT);
-            planned
-        };
-        planned.word.write(&word.data)?;
-        planned.plan.replay()?;
-        Ok(planned)
-    }
-
-    fn capture(&self, gpu: &Gpu, rows: &[Array; 3]) -> Result<Planned, ModelError> {
-        let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32);
-        let rows = [up(&rows[0])?, up(&rows[1])?, up(&rows[2])?];
-        let path = kiln::GpuBackend { gpu: gpu.clone() };
-        let (plan, forward) = gpu.capture(|| {
-            encoder::forward(&path, &rows, &self.gpu_weights, self.heads(), self.eps())
-        })?;
-        let [word, ..] = rows;
-        Ok(Planned {
-            plan,
-            tokens: word.shape()[0],
-            word,
-            forward,
-        })
+        self.replay_cached(
+            &self.plans,
+            gpu,
+            ids,
+            |p| (&p.plan, p.tokens, &p.word),
+            |rows| {
+                let path = kiln::GpuBackend { gpu: gpu.clone() };
+                let (plan, forward) = gpu.capture(|| {
+                    encoder::forward(&path, &rows, &self.gpu_weights, self.heads(), self.eps())
+                })?;
+                let [word, ..] = rows;
+                Ok(Planned {
+                    plan,
+                    tokens: word.shape()[0],
+                    word,
+                    forward,
+                })
+            },
+        )
     }
 
     /// The forward pass as an embedding call runs it, replayed from the plan for this token
@@ -146,48 +132,71 @@ impl Loaded {
         gpu: &Gpu,
         ids: &[u32],
     ) -> Result<Rc<Embedding>, ModelError> {
+        self.replay_cached(
+            &self.embeds,
+            gpu,
+            ids,
+            |p| (&p.plan, p.tokens, &p.word),
+            |rows| {
+                let path = kiln::GpuBackend { gpu: gpu.clone() };
+                let (plan, forward, fused) = kiln::ops::capture_reading(
+                    gpu,
+                    || encoder::forward(&path, &rows, &self.gpu_weights, self.heads(), self.eps()),
+                    |f| f.hidden.last().cloned().into_iter().collect(),
+                )?;
+                let last = forward.hidden.last().cloned().ok_or_else(|| {
+                    ModelError::Kiln(kiln::Error::InvalidArgument {
+                        op: "embedding",
+                        detail: "the forward pass has no hidden state".into(),
+                    })
+                })?;
+                let [word, ..] = rows;
+                Ok(Embedding {
+                    plan,
+                    tokens: word.shape()[0],
+                    word,
+                    last,
+                    fused,
+                })
+            },
+        )
+    }
+
+    /// The plan in `cache` for this token count (made by `capture` from the token rows on the
+    /// GPU on first use; the most recently used first, [`PLANS_KEPT`] kept), its word rows
+    /// rewritten and replayed. `parts` reads a kept plan's plan, token count and word rows
+    /// (the position and type rows depend on the count alone).
+    fn replay_cached<P>(
+        &self,
+        cache: &RefCell<Vec<Rc<P>>>,
+        gpu: &Gpu,
+        ids: &[u32],
+        parts: impl Fn(&P) -> (&Plan, usize, &Tensor),
+        capture: impl FnOnce([Tensor; 3]) -> Result<P, ModelError>,
+    ) -> Result<Rc<P>, ModelError> {
         let word = self.model.word_rows(ids)?;
         let planned = {
-            let mut plans = self.embeds.borrow_mut();
-            let at = plans
-                .iter()
-                .position(|p| p.tokens == ids.len() && p.plan.gpu().same_device(gpu));
+            let mut plans = cache.borrow_mut();
+            let at = plans.iter().position(|p| {
+                let (plan, tokens, _) = parts(p);
+                tokens == ids.len() && plan.gpu().same_device(gpu)
+            });
             let planned = match at {
                 Some(i) => plans.remove(i),
-                None => Rc::new(self.capture_embedding(gpu, &self.model.embedding_rows(ids)?)?),
+                None => {
+                    let rows = self.model.embedding_rows(ids)?;
+                    let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32);
+                    Rc::new(capture([up(&rows[0])?, up(&rows[1])?, up(&rows[2])?])?)
+                }
             };
             plans.insert(0, planned.clone());
             plans.truncate(PLANS_KEPT);
             planned
         };
-        planned.word.write(&word.data)?;
-        planned.plan.replay()?;
+        let (plan, _, word_rows) = parts(&planned);
+        word_rows.write(&word.data)?;
+        plan.replay()?;
         Ok(planned)
-    }
-
-    fn capture_embedding(&self, gpu: &Gpu, rows: &[Array; 3]) -> Result<Embedding, ModelError> {
-        let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32);
-        let rows = [up(&rows[0])?, up(&rows[1])?, up(&rows[2])?];
-        let path = kiln::GpuBackend { gpu: gpu.clone() };
-        let (plan, forward, fused) = kiln::ops::capture_reading(
-            gpu,
-            || encoder::forward(&path, &rows, &self.gpu_weights, self.heads(), self.eps()),
-            |f| f.hidden.last().cloned().into_iter().collect(),
-        )?;
-        let last = forward.hidden.last().cloned().ok_or_else(|| {
-            ModelError::Kiln(kiln::Error::InvalidArgument {
-                op: "embedding",
-                detail: "the forward pass has no hidden state".into(),
-            })
-        })?;
-        let [word, ..] = rows;
-        Ok(Embedding {
-            plan,
-            tokens: word.shape()[0],
-            word,
-            last,
-            fused,
-        })
     }
 
     /// One embedding call on the GPU path, as a sentence-embedding library runs it: the plan for
