@@ -318,7 +318,7 @@ fn a_plan_that_reads_only_the_result_runs_attention_as_one_flash_launch() {
     assert_eq!(fused, 1);
     assert_eq!(families(&plan), ["flash_fwd", "add"]);
     plan.replay().unwrap();
-    assert_close("fused attention", &read(&out), &want.data, 1e-5);
+    assert_close("fused attention", &read(&out), &want.data, 5e-7);
 
     // The weights read too (a heatmap): nothing is fused, and both are right.
     let (plan, (out, p), fused) = ops::capture_reading(
@@ -330,6 +330,6 @@ fn a_plan_that_reads_only_the_result_runs_attention_as_one_flash_launch() {
     assert_eq!(fused, 0);
     assert_eq!(families(&plan), ["matmul", "softmax", "matmul", "add"]);
     plan.replay().unwrap();
-    assert_close("attention", &read(&out), &want.data, 1e-5);
-    assert_close("weights", &read(&p), &want_p.data, 1e-5);
+    assert_close("attention", &read(&out), &want.data, 5e-7);
+    assert_close("weights", &read(&p), &want_p.data, 1e-6);
 }

@@ -193,7 +193,7 @@ fn gpu_embedding_is_the_mean_of_the_cpu_paths_last_hidden_rows() {
     let got = pollster::block_on(embedding.last.read()).unwrap();
     let forward = loaded.cpu_forward(&ids).unwrap();
     let e = cpu::rel_l2(&got, &forward.hidden.last().unwrap().data);
-    assert!(e < 1e-5, "fused: rel L2 {e:.2e}");
+    assert!(e < 5e-6, "fused: rel L2 {e:.2e}");
     // No rows, no width, or a partial row: an error, not a short embedding.
     assert!(mean_pool(&[], w).is_err());
     assert!(mean_pool(&[1.0; 4], 0).is_err());
