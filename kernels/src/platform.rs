@@ -4,14 +4,34 @@
 
 use crate::error::Result;
 
+/// How long [`drive`] checks the device in a loop before it blocks in the driver's wait.
+/// Sleeping in the driver's wait and being woken costs tens of µs after the GPU is done, more
+/// than a short forward takes (PERF.md, 2026-12-05, later); a model's pass finishes within this,
+/// and work that runs longer (a software adapter's) pays this much of a core once per wait.
+#[cfg(not(target_arch = "wasm32"))]
+const SPIN: std::time::Duration = std::time::Duration::from_micros(500);
+
 /// Drives the device until submitted work and its callbacks have completed (natively), or
-/// returns at once (in the browser, where the event loop delivers the callbacks).
+/// returns at once (in the browser, where the event loop delivers the callbacks). Natively it
+/// checks the device without blocking for up to [`SPIN`], then blocks until the work is done.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn drive(device: &wgpu::Device) -> Result<()> {
+    let gpu_error = |e: wgpu::PollError| crate::error::Error::Gpu(e.to_string());
+    let start = std::time::Instant::now();
+    while start.elapsed() < SPIN {
+        if device
+            .poll(wgpu::PollType::Poll)
+            .map_err(gpu_error)?
+            .is_queue_empty()
+        {
+            return Ok(());
+        }
+        std::hint::spin_loop();
+    }
     device
         .poll(wgpu::PollType::wait_indefinitely())
         .map(|_| ())
-        .map_err(|e| crate::error::Error::Gpu(e.to_string()))
+        .map_err(gpu_error)
 }
 
 #[cfg(target_arch = "wasm32")]
