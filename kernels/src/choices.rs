@@ -12,7 +12,8 @@ use crate::backend::Backend;
 use crate::cpu::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::families::{add, layernorm, matmul, reduce_layernorm, softmax};
+use crate::families::matmul::Epilogue;
+use crate::families::{add, layernorm, matmul, reduce_layernorm, reduce_permute, softmax};
 use crate::launch::Elementwise;
 use crate::optim::AdamW;
 use crate::select::{Choice, Selector};
@@ -65,6 +66,27 @@ impl<'a> ChoiceBackend<'a> {
 
     fn note(&self, op: &'static str, launches: Vec<Choice>) {
         self.made.borrow_mut().push(Made { op, launches });
+    }
+
+    /// As the GPU path folds a split product's sum into the launch after it: when the newest
+    /// call's last launch is that sum (with no epilogue or a bias), `fold` chooses the launch
+    /// that takes it in; where it does, the sum is taken off that call. Nothing changes where
+    /// there is no such sum or `fold` finds no variant.
+    fn take_split_sum(&self, fold: impl FnOnce(Epilogue) -> Option<Choice>) -> Option<Choice> {
+        let epilogue = {
+            let made = self.made.borrow();
+            let sum = made.last()?.launches.last()?;
+            if sum.variant.family != "matmul_reduce" {
+                return None;
+            }
+            Epilogue::parse(&sum.variant).ok()?
+        };
+        if epilogue == Epilogue::BiasGelu {
+            return None;
+        }
+        let choice = fold(epilogue)?;
+        self.made.borrow_mut().last_mut()?.launches.pop();
+        Some(choice)
     }
 
     fn elementwise(&self, family: &'static str, dtype: DType) -> Result<Choice> {
@@ -288,26 +310,16 @@ impl Backend for ChoiceBackend<'_> {
         shape::non_empty("add_layernorm", &x.shape)?;
         // As the GPU path folds it: a split product's sum (with a bias) as the newest launch,
         // and the norm of that product, are one reduce_layernorm launch.
-        let mut made = self.made.borrow_mut();
-        let split_sum = |m: &Made| {
-            m.op == "linear"
-                && m.launches.last().is_some_and(|c| {
-                    c.variant.family == "matmul_reduce" && c.variant.name.ends_with("_bias")
-                })
-        };
         if x.dtype == DType::F32
-            && made.last().is_some_and(split_sum)
-            && let Ok(choice) = self.selector.choose(&reduce_layernorm::call(cols), None)
-            && let Some(linear) = made.last_mut()
+            && let Some(choice) = self.take_split_sum(|epilogue| {
+                // reduce_layernorm takes the sum of a product with a bias only.
+                let call = reduce_layernorm::call(cols);
+                (epilogue == Epilogue::Bias).then(|| self.selector.choose(&call, None).ok())?
+            })
         {
-            linear.launches.pop();
-            made.push(Made {
-                op: "add_layernorm",
-                launches: vec![choice],
-            });
+            self.note("add_layernorm", vec![choice]);
             return Ok((x.clone(), x.clone()));
         }
-        drop(made);
         self.rowwise("add_layernorm", x, layernorm::call(x.dtype, cols, true))?;
         Ok((x.clone(), x.clone()))
     }
@@ -348,21 +360,33 @@ impl Backend for ChoiceBackend<'_> {
         self.note("swap12", vec![choice]);
         Ok(y)
     }
-    /// As the GPU path splits: with a batch over one and as many K/V heads as Q heads, one
-    /// `permute` ([B, T, 3, H, d] → [3, B, H, T, d]); otherwise the heads to the front (one
-    /// swap; with grouped heads and a batch, copies after it).
+    /// As the GPU path splits: with as many K/V heads as Q heads, one `permute` ([B, T, 3, H,
+    /// d] → [3, B, H, T, d]), which takes in a split product's sum when that is the newest
+    /// launch (`reduce_permute`); otherwise the heads to the front (one swap; with grouped heads
+    /// and a batch, copies after it).
     fn split_qkv(&self, qkv: &Shaped, [b, t, h, hkv, d]: [usize; 5]) -> Result<[Shaped; 3]> {
-        let launch = if b != 1 && hkv == h {
+        let part = |heads: usize| Shaped {
+            shape: vec![b, heads, t, d],
+            dtype: qkv.dtype,
+        };
+        if hkv == h
+            && qkv.dtype == DType::F32
+            && let Some(epilogue) = self.take_split_sum(|epilogue| {
+                self.selector
+                    .choose(&reduce_permute::Call(epilogue), None)
+                    .ok()
+            })
+        {
+            self.note("split_qkv", vec![epilogue]);
+            return Ok([part(h), part(hkv), part(hkv)]);
+        }
+        let launch = if hkv == h {
             self.elementwise("permute", qkv.dtype)?
         } else {
             self.swapped12(&self.reshape(qkv, &[b, t, h + 2 * hkv, d])?)?
                 .1
         };
         self.note("split_qkv", vec![launch]);
-        let part = |heads: usize| Shaped {
-            shape: vec![b, heads, t, d],
-            dtype: qkv.dtype,
-        };
         Ok([part(h), part(hkv), part(hkv)])
     }
     fn attention(

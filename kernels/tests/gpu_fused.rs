@@ -478,3 +478,92 @@ fn a_split_sum_folds_into_the_residual_norm_that_reads_it() {
     plan.replay().unwrap();
     assert_eq!([read(&c), read(&s), read(&y)], folded);
 }
+
+#[test]
+fn a_split_sum_folds_into_the_split_into_heads_that_reads_it() {
+    use kiln::{Backend, GpuBackend};
+    // A device of the test's own: the fold takes back the newest launch of the recording, and
+    // the launches are counted.
+    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let path = GpuBackend { gpu: g.clone() };
+    // Q, K and V of 2 heads of 12 from one product over 300 inputs: 11 tokens, then 2 × 5.
+    let (k, heads, d) = (300, 2, 12);
+    let up = |seed: u64, shape: &[usize]| {
+        let data = common::random(seed, shape.iter().product());
+        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
+        (t, Array::new(shape, data).unwrap())
+    };
+    let (w, w_cpu) = up(92, &[k, 3 * heads * d]);
+    let (bias, bias_cpu) = up(93, &[3 * heads * d]);
+    for (seed, batch, tokens, with_bias) in [(91, 1, 11, true), (94, 2, 5, false)] {
+        let m = batch * tokens;
+        let (a, a_cpu) = up(seed, &[m, k]);
+        let c_want = match with_bias {
+            true => cpu::linear(&a_cpu, &w_cpu, &bias_cpu).unwrap(),
+            false => cpu::matmul(&a_cpu, &w_cpu).unwrap(),
+        };
+        let want = kiln::CpuBackend::plain()
+            .split_qkv(&c_want, [batch, tokens, heads, heads, d])
+            .unwrap();
+        // The product cut in 3 (a software adapter never cuts K itself), then its split.
+        let run = |between: bool| {
+            let c = Tensor::full(&g, &[m, 3 * heads * d], f32::NAN, DType::F32).unwrap();
+            let epi = with_bias.then_some((&bias, Epilogue::Bias));
+            let plan =
+                ops::matmul::plan_split(&a, &w, &c, Layout::default(), epi, Some(3)).unwrap();
+            assert_eq!(plan.dispatches.len(), 2, "{:?}", plan.split);
+            g.flush().unwrap();
+            let before = g.counters();
+            g.record(&plan.dispatches.iter().collect::<Vec<_>>())
+                .unwrap();
+            if between {
+                // Anything recorded after the sum keeps it: nothing is folded.
+                g.flush().unwrap();
+            }
+            let parts = path
+                .split_qkv(&c, [batch, tokens, heads, heads, d])
+                .unwrap();
+            let got: Vec<Vec<f32>> = std::iter::once(&c).chain(&parts).map(read).collect();
+            (got, (g.counters() - before).dispatches)
+        };
+        let (folded, launches) = run(false);
+        assert_eq!(launches, 2, "slices, then the sum folded into the split");
+        assert_close("product", &folded[0], &c_want.data, 1e-6);
+        for (i, part) in want.iter().enumerate() {
+            assert_eq!(folded[1 + i].len(), part.data.len());
+            assert_close("Q, K or V", &folded[1 + i], &part.data, 1e-6);
+        }
+        let (apart, launches) = run(true);
+        assert_eq!(launches, 3);
+        assert_eq!(
+            folded, apart,
+            "the same sums in the same order: the same bits"
+        );
+    }
+
+    // In a capture too: the plan holds the product's slices and the fused launch.
+    let (a, _) = up(95, &[7, k]);
+    let c = Tensor::uninit(&g, &[7, 3 * heads * d], DType::F32).unwrap();
+    let (plan, parts) = g
+        .capture(|| {
+            let epi = Some((&bias, Epilogue::Bias));
+            let p = ops::matmul::plan_split(&a, &w, &c, Layout::default(), epi, Some(3))?;
+            g.record(&p.dispatches.iter().collect::<Vec<_>>())?;
+            path.split_heads_qkv(&c, heads)
+        })
+        .unwrap();
+    let families: Vec<&str> = plan
+        .kernels()
+        .iter()
+        .map(|k| k.split('/').next().unwrap())
+        .collect();
+    assert_eq!(families, ["matmul", "reduce_permute"]);
+    plan.replay().unwrap();
+    let c_got = read(&c);
+    let again = kiln::CpuBackend::plain()
+        .split_heads_qkv(&Array::new(&[7, 3 * heads * d], c_got).unwrap(), heads)
+        .unwrap();
+    for (part, want) in parts.iter().zip(&again) {
+        assert_eq!(read(part), want.data);
+    }
+}

@@ -27,11 +27,16 @@ struct Params {
 }
 
 /// X [d0, d1, d2, d3, c] with its leading axes in `order` (Y's axis i is X's axis
-/// `order[i]`): [B, T, 3, H, d] with order [2, 0, 3, 1] is [3, B, H, T, d].
+/// `order[i]`): [B, T, 3, H, d] with order [2, 0, 3, 1] is [3, B, H, T, d]. When X is a
+/// product cut along K whose sum was the last launch recorded, that sum is folded in
+/// (`reduce_permute`).
 pub fn permute(x: &Tensor, order: [usize; 4]) -> Result<Tensor> {
     let (shape, _) = cpu::permuted(x.shape(), order)?;
     let y = Tensor::uninit(x.gpu(), &shape, x.dtype())?;
-    permute_into(x, order, &y, None)?;
+    let planned = plan(x, order, &y, None)?;
+    if !crate::families::reduce_permute::fold(x, order, &y)? {
+        record(x.gpu(), planned)?;
+    }
     Ok(y)
 }
 

@@ -145,9 +145,10 @@ impl Backend for GpuBackend {
         swapped12(x)
     }
     fn split_qkv(&self, qkv: &Tensor, [b, t, h, hkv, d]: [usize; 5]) -> Result<[Tensor; 3]> {
-        if hkv == h && b != 1 {
+        if hkv == h {
             // [B, T, 3, H, d] → [3, B, H, T, d] in one launch: three equal parts, each a view
-            // [B, H, T, d] where the device's offset alignment allows.
+            // [B, H, T, d] where the device's offset alignment allows. A split product's sum
+            // before it is folded into that launch (`ops::permute`).
             let stacked = ops::permute(&qkv.reshape(&[b, t, 3, h, d])?, [2, 0, 3, 1])?;
             return Ok([stacked.part(0)?, stacked.part(1)?, stacked.part(2)?]);
         }
