@@ -308,13 +308,12 @@ impl Backend for ChoiceBackend<'_> {
         }
         let cols = last("add_layernorm", &x.shape)?;
         shape::non_empty("add_layernorm", &x.shape)?;
-        // As the GPU path folds it: a split product's sum (with a bias) as the newest launch,
-        // and the norm of that product, are one reduce_layernorm launch.
+        // As the GPU path folds it: a split product's sum as the newest launch, and the norm of
+        // that product plus a residual, are one reduce_layernorm launch.
         if x.dtype == DType::F32
             && let Some(choice) = self.take_split_sum(|epilogue| {
-                // reduce_layernorm takes the sum of a product with a bias only.
-                let call = reduce_layernorm::call(cols);
-                (epilogue == Epilogue::Bias).then(|| self.selector.choose(&call, None).ok())?
+                let call = reduce_layernorm::call(cols, epilogue == Epilogue::Bias);
+                self.selector.choose(&call, None).ok()
             })
         {
             self.note("add_layernorm", vec![choice]);

@@ -24,21 +24,22 @@ const OP: &str = "reduce_layernorm";
 /// What the launcher reads of a variant: dtype, threads per row, how a row is reduced.
 pub type Design = crate::launch::RowDesign;
 
-/// The selector's call for rows of `cols`.
-pub fn call(cols: usize) -> Rowwise {
+/// The selector's call for rows of `cols`, of a product with a bias or none.
+pub fn call(cols: usize, bias: bool) -> Rowwise {
     Rowwise {
         family: OP,
         dtype: DType::F32,
         cols,
-        flag: None,
+        flag: Some(("bias", bias)),
     }
 }
 
-/// Checks the call and prepares its launch: C = Σ partials + bias, S = C + r, Y = layernorm(S).
+/// Checks the call and prepares its launch: C = Σ partials (+ bias), S = C + r, Y =
+/// layernorm(S).
 #[allow(clippy::too_many_arguments)]
 pub fn plan(
     partials: &Tensor,
-    bias: &Tensor,
+    bias: Option<&Tensor>,
     r: &Tensor,
     gamma: &Tensor,
     beta: &Tensor,
@@ -46,7 +47,8 @@ pub fn plan(
     eps: f32,
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
-    let all = [partials, bias, r, gamma, beta, c, sum, y];
+    let mut all = vec![partials, r, gamma, beta, c, sum, y];
+    all.extend(bias);
     check_operands(OP, &all)?;
     if all.iter().any(|t| t.dtype() != DType::F32) {
         return Err(Error::InvalidArgument {
@@ -65,13 +67,15 @@ pub fn plan(
             ));
         }
     };
-    for (name, t) in [("bias", bias), ("gamma", gamma), ("beta", beta)] {
+    let vectors = [("gamma", gamma), ("beta", beta)];
+    for (name, t) in bias.map(|b| ("bias", b)).into_iter().chain(vectors) {
         check_input_shape(OP, name, t, &[cols])?;
     }
     check_input_shape(OP, "r", r, c.shape())?;
     check_out_shape(OP, sum, c.shape())?;
     check_out_shape(OP, y, c.shape())?;
-    let inputs = [partials, bias, r, gamma, beta];
+    let mut inputs = vec![partials, r, gamma, beta];
+    inputs.extend(bias);
     for out in [c, sum, y] {
         check_no_alias(OP, out, &inputs)?;
     }
@@ -79,17 +83,18 @@ pub fn plan(
     check_no_alias(OP, sum, &[y])?;
     check_eps(OP, eps)?;
     let gpu = c.gpu();
-    let choice = gpu.selector().choose(&call(cols), named)?;
+    let choice = gpu.selector().choose(&call(cols, bias.is_some()), named)?;
     let params = RowParams::with_count(rows, cols, eps, splits);
     let groups = gpu.groups(OP, rows as u64)?;
     let dispatch = Dispatch::new(gpu, &choice.variant, &all, &params, groups)?;
     Ok((dispatch, choice))
 }
 
-/// `add_layernorm(x, r)` as one launch with the sum of the split product that wrote `x`, when
-/// that sum (with a bias) is the newest launch recorded: it is replaced by this family's
-/// launch, which writes `x` too. Returns whether it folded; when it did not (another launch
-/// came after the sum, or no variant takes the call), nothing was changed.
+/// `add_layernorm(x, r)` as one launch with the sum of the split product that wrote `x` or
+/// `r`, when that sum (with a bias or none) is the newest launch recorded: it is replaced by
+/// this family's launch, which writes the product too, and the other operand is the residual
+/// (x + r is r + x to the bit). Returns whether it folded; when it did not (another launch came
+/// after the sum, or no variant takes the call), nothing was changed.
 pub(crate) fn fold(
     x: &Tensor,
     r: &Tensor,
@@ -102,20 +107,39 @@ pub(crate) fn fold(
     let Ok((rows, cols)) = rows_cols(OP, x.shape()) else {
         return Ok(false);
     };
-    // matmul_reduce binds (partials, C, bias) with a bias epilogue; its C must be x exactly.
+    if x.dtype() != DType::F32 || r.shape() != x.shape() {
+        return Ok(false);
+    }
+    let count = rows * cols;
+    // matmul_reduce binds (partials, C) and, with a bias epilogue, the bias.
     gpu.replace_last(|label, bound| {
-        let is_sum = label.starts_with("matmul_reduce/")
-            && label.ends_with("_bias")
-            && bound.len() == 3
-            && bound[1].key() == x.slice().key();
-        if !is_sum || x.dtype() != DType::F32 {
+        let kind = label.strip_prefix("matmul_reduce/")?;
+        let with_bias = match bound.len() {
+            2 if !kind.contains("_bias") => false,
+            3 if kind.ends_with("_bias") => true,
+            _ => return None,
+        };
+        let written = bound[1].key();
+        let (product, residual) = if written == x.slice().key() {
+            (x, r)
+        } else if written == r.slice().key() {
+            (r, x)
+        } else {
             return None;
-        }
-        let count = rows * cols;
+        };
         let splits = (bound[0].size / 4) as usize / count;
         let partials = Tensor::over(gpu, bound[0].clone(), &[splits, count], DType::F32);
-        let bias = Tensor::over(gpu, bound[2].clone(), &[cols], DType::F32);
-        let planned = plan(&partials, &bias, r, gamma, beta, [x, sum, y], eps, None);
+        let bias = with_bias.then(|| Tensor::over(gpu, bound[2].clone(), &[cols], DType::F32));
+        let planned = plan(
+            &partials,
+            bias.as_ref(),
+            residual,
+            gamma,
+            beta,
+            [product, sum, y],
+            eps,
+            None,
+        );
         planned.ok().map(|(dispatch, _)| dispatch)
     })
 }
