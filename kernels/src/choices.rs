@@ -89,6 +89,18 @@ impl<'a> ChoiceBackend<'a> {
         Some(choice)
     }
 
+    /// The `reduce_permute` launch that takes in a split product's sum before a permutation or
+    /// a swap of axes, where the GPU path folds one ([`take_split_sum`](Self::take_split_sum)).
+    fn permute_taking_sum(&self, dtype: DType) -> Option<Choice> {
+        if dtype != DType::F32 {
+            return None;
+        }
+        self.take_split_sum(|epilogue| {
+            let call = reduce_permute::Call(epilogue);
+            self.selector.choose(&call, None).ok()
+        })
+    }
+
     fn elementwise(&self, family: &'static str, dtype: DType) -> Result<Choice> {
         let call = Elementwise {
             family,
@@ -156,10 +168,14 @@ impl<'a> ChoiceBackend<'a> {
         Ok(())
     }
 
-    /// `x` with its middle two axes swapped (rank 4), the launch counted under `op`.
+    /// `x` with its middle two axes swapped (rank 4), and the launch: as the GPU path swaps, a
+    /// split product's sum that is the newest launch is taken in (`reduce_permute`).
     fn swapped12(&self, x: &Shaped) -> Result<(Shaped, Choice)> {
         let [a, b, c, d] = rank4("swap_axes", &x.shape)?;
-        let choice = self.elementwise("swap_axes", x.dtype)?;
+        let choice = match self.permute_taking_sum(x.dtype) {
+            Some(choice) => choice,
+            None => self.elementwise("swap_axes", x.dtype)?,
+        };
         let y = Shaped {
             shape: vec![a, c, b, d],
             dtype: x.dtype,
@@ -369,14 +385,9 @@ impl Backend for ChoiceBackend<'_> {
             dtype: qkv.dtype,
         };
         if hkv == h
-            && qkv.dtype == DType::F32
-            && let Some(epilogue) = self.take_split_sum(|epilogue| {
-                self.selector
-                    .choose(&reduce_permute::Call(epilogue), None)
-                    .ok()
-            })
+            && let Some(folded) = self.permute_taking_sum(qkv.dtype)
         {
-            self.note("split_qkv", vec![epilogue]);
+            self.note("split_qkv", vec![folded]);
             return Ok([part(h), part(hkv), part(hkv)]);
         }
         let launch = if hkv == h {

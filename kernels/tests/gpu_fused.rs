@@ -586,3 +586,49 @@ fn a_split_sum_folds_into_the_split_into_heads_that_reads_it() {
         assert_eq!(read(part), want.data);
     }
 }
+
+#[test]
+fn a_split_sum_folds_into_the_swap_of_axes_that_reads_it() {
+    // The flash demo's output gradient: a product [B·T, H·d], cut along K, viewed as [B, T, H,
+    // d] and its heads put in front. A device of the test's own, for the counts.
+    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let (b, t, h, d, k) = (2, 5, 3, 4, 200);
+    let up = |seed: u64, shape: &[usize]| {
+        let data = common::random(seed, shape.iter().product());
+        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
+        (t, Array::new(shape, data).unwrap())
+    };
+    let (a, a_cpu) = up(101, &[b * t, k]);
+    let (w, w_cpu) = up(102, &[h * d, k]);
+    let c_want = cpu::matmul(&a_cpu, &cpu::transpose(&w_cpu).unwrap()).unwrap();
+    let want = cpu::swap_axes12(&Array::new(&[b, t, h, d], c_want.data.clone()).unwrap()).unwrap();
+    let run = |between: bool| {
+        let c = Tensor::full(&g, &[b * t, h * d], f32::NAN, DType::F32).unwrap();
+        let layout = Layout {
+            b_trans: true,
+            ..Layout::default()
+        };
+        let plan = ops::matmul::plan_split(&a, &w, &c, layout, None, Some(3)).unwrap();
+        assert_eq!(plan.dispatches.len(), 2, "{:?}", plan.split);
+        g.flush().unwrap();
+        let before = g.counters();
+        g.record(&plan.dispatches.iter().collect::<Vec<_>>())
+            .unwrap();
+        if between {
+            g.flush().unwrap();
+        }
+        let y = ops::swap_axes12(&c.reshape(&[b, t, h, d]).unwrap()).unwrap();
+        assert_eq!(y.shape(), &[b, h, t, d]);
+        ([read(&c), read(&y)], (g.counters() - before).dispatches)
+    };
+    let (folded, launches) = run(false);
+    assert_eq!(launches, 2, "slices, then the sum folded into the swap");
+    assert_close("product", &folded[0], &c_want.data, 1e-6);
+    assert_close("swapped", &folded[1], &want.data, 1e-6);
+    let (apart, launches) = run(true);
+    assert_eq!(launches, 3);
+    assert_eq!(
+        folded, apart,
+        "the same sums in the same order: the same bits"
+    );
+}

@@ -39,10 +39,22 @@ pub fn swap_axes01_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<C
     record(x.gpu(), plan(x, y, named)?)
 }
 
-/// [a, b, c, d] → [a, c, b, d].
+/// [a, b, c, d] → [a, c, b, d]. When x is a product cut along K whose sum was the last launch
+/// recorded, that sum is folded in (`reduce_permute`, over [a, b, c, 1, d]).
 pub fn swap_axes12(x: &Tensor) -> Result<Tensor> {
-    let y = Tensor::uninit(x.gpu(), &swapped12(x.shape())?, x.dtype())?;
-    swap_axes12_into(x, &y, None)?;
+    let shape = swapped12(x.shape())?;
+    let y = Tensor::uninit(x.gpu(), &shape, x.dtype())?;
+    let planned = plan12(x, &y, None)?;
+    let folded = match *x.shape() {
+        [a, b, c, d] => {
+            let (x5, y5) = (x.reshape(&[a, b, c, 1, d])?, y.reshape(&[a, c, b, 1, d])?);
+            crate::families::reduce_permute::fold(&x5, [0, 2, 1, 3], &y5)?
+        }
+        _ => false,
+    };
+    if !folded {
+        record(x.gpu(), planned)?;
+    }
     Ok(y)
 }
 
