@@ -79,8 +79,10 @@ impl Gpu {
     /// Replaces the newest launch of the recording (or of the capture under way) with the one
     /// `make(label, buffers)` returns for it, and returns whether it did: an op folds that
     /// launch into its own this way. Nothing changes when `make` declines or the newest entry
-    /// is not a launch (anything recorded after it, or a submission since, keeps it). `make`
-    /// runs under the recorder's lock, so it must not record.
+    /// is not a launch (anything recorded after it, or a submission since, keeps it), and in
+    /// a capture when that launch is part of a chain of noted op calls (a call noted right after
+    /// another: attention's scores, softmax and weighted values), which `ops::fuse` may rewrite
+    /// as a whole. `make` runs under the recorder's lock, so it must not record.
     pub(crate) fn replace_last(
         &self,
         make: impl FnOnce(&str, &[Slice]) -> Option<Dispatch>,
@@ -93,6 +95,13 @@ impl Gpu {
             else {
                 return Ok(false);
             };
+            let last = capture.steps.len() - 1;
+            let chained = capture.notes.windows(2).any(|pair| {
+                pair[1].steps.contains(&last) && pair[0].steps.end == pair[1].steps.start
+            });
+            if chained {
+                return Ok(false);
+            }
             let Some(d) = make(&kernel.label, buffers) else {
                 return Ok(false);
             };
