@@ -70,3 +70,37 @@ fn long_k_products_on_the_h200_keep_the_large_tile_and_cut_k_in_a_power_of_two()
         assert_eq!(split.splits, splits, "{what}");
     }
 }
+
+/// Below the long-K products the H200 cuts K only where that makes three slices or more: a cut
+/// in two cost its sum's launch for what it saved (PERF.md, 2026-12-05, later). The Medium
+/// step's forward Q/K/V product stays whole; its weight gradients and its long-K input
+/// gradients are cut.
+#[test]
+fn small_products_on_the_h200_are_cut_in_three_or_more_or_not_at_all() {
+    use kiln::DType;
+    use kiln::ops::matmul::{Call, choose, split_for};
+    let registry = Registry::builtin().unwrap();
+    let tuned = TunedTable::builtin().unwrap();
+    let (_, profile) = stored_profiles()
+        .unwrap()
+        .into_iter()
+        .find(|(name, _)| *name == "nvidia-h200")
+        .unwrap();
+    let sel = Selector::new(&registry, &profile, &tuned);
+    for (m, n, k, a_trans, b_trans, splits) in [
+        (1024, 384, 128, false, false, 1),
+        (1024, 128, 128, false, true, 1),
+        (212, 1536, 384, false, false, 1),
+        (1024, 128, 512, false, true, 4),
+        (17, 1152, 384, false, false, 6),
+        (128, 384, 1024, true, false, 11),
+    ] {
+        let mut call = Call::new(DType::F32, 1, m, n, k);
+        call.layout.a_trans = a_trans;
+        call.layout.b_trans = b_trans;
+        let choice = choose(&sel, &call, None).unwrap();
+        let split = split_for(&profile, &choice.variant, &call).unwrap();
+        let what = format!("{m}x{n}x{k}: {} cut {}", choice.variant.name, split.splits);
+        assert_eq!(split.splits, splits, "{what}");
+    }
+}

@@ -361,8 +361,9 @@ impl Split {
 /// The rule for cutting K (measured on the H200, PERF.md: a product of few output tiles is
 /// bound by the length of its K loop, 26 µs for 17×384·384×1152 on 18 workgroups): on a hardware
 /// GPU, an f32 product on the tiled or vec4 route whose tiles make fewer than 128 workgroups is
-/// cut into enough K slices of at least 64 to make 128 (at most 16 slices); the slices go to a
-/// workspace that a second kernel adds in order, with the epilogue.
+/// cut into enough K slices of at least 64 to make 128 (at most 16 slices), where that is three
+/// slices or more (two for the long-K products); the slices go to a workspace that a second
+/// kernel adds in order, with the epilogue.
 pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Result<Split> {
     let d = &call.dims;
     let design = Design::parse(variant)?;
@@ -373,12 +374,18 @@ pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Res
         return Ok(Split::NONE);
     }
     let mut splits = 128usize.div_ceil(base).min(d.k / 64).min(16);
-    if long_k(call.dtype, d) {
+    let fewest = if long_k(call.dtype, d) {
         // A count of slices that divides K evenly: at [512, 1536] by K 2048, 3 slices took
         // 0.164 ms where 2 took 0.134 (H200, PERF.md 2026-12-05).
         splits = 1 << splits.max(1).ilog2();
-    }
-    if splits < 2 {
+        2
+    } else {
+        // Below the long-K products a cut in two costs its sum's launch for what it saves:
+        // [1024, 128] by [128, 384] took 17.1 µs cut in two and 13.8 whole, [212, 384] by
+        // [384, 1536] 25.7 and 24.7 (H200, PERF.md 2026-12-05, later).
+        3
+    };
+    if splits < fewest {
         return Ok(Split::NONE);
     }
     Ok(Split::of_k(d.k, splits))
