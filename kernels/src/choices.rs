@@ -75,6 +75,14 @@ impl<'a> ChoiceBackend<'a> {
     fn take_split_sum(&self, fold: impl FnOnce(Epilogue) -> Option<Choice>) -> Option<Choice> {
         let epilogue = {
             let made = self.made.borrow();
+            // A captured pass leaves the sum of the weighted values after a softmax to the
+            // rewrite of attention's chain (`Gpu::replace_last`).
+            if let [.., before, last] = &made[..]
+                && before.op == "softmax"
+                && last.op == "matmul"
+            {
+                return None;
+            }
             let sum = made.last()?.launches.last()?;
             if sum.variant.family != "matmul_reduce" {
                 return None;
