@@ -75,11 +75,12 @@ impl<'a> ChoiceBackend<'a> {
     fn take_split_sum(&self, fold: impl FnOnce(Epilogue) -> Option<Choice>) -> Option<Choice> {
         let epilogue = {
             let made = self.made.borrow();
-            // A captured pass leaves the sum of the weighted values after a softmax to the
-            // rewrite of attention's chain (`Gpu::replace_last`).
+            // A captured pass leaves a sum alone where its call directly follows another call
+            // the GPU path notes (a chain `ops::fuse` may rewrite: `Gpu::replace_last`).
+            let noted = |op: &str| matches!(op, "matmul" | "matmul_bt" | "softmax");
             if let [.., before, last] = &made[..]
-                && before.op == "softmax"
-                && last.op == "matmul"
+                && noted(before.op)
+                && noted(last.op)
             {
                 return None;
             }
@@ -180,7 +181,14 @@ impl<'a> ChoiceBackend<'a> {
     /// split product's sum that is the newest launch is taken in (`reduce_permute`).
     fn swapped12(&self, x: &Shaped) -> Result<(Shaped, Choice)> {
         let [a, b, c, d] = rank4("swap_axes", &x.shape)?;
-        let choice = match self.permute_taking_sum(x.dtype) {
+        // Where b or c is 1 the GPU path swaps by a view: nothing there takes the sum in.
+        let view = b == 1 || c == 1;
+        let folded = if view {
+            None
+        } else {
+            self.permute_taking_sum(x.dtype)
+        };
+        let choice = match folded {
             Some(choice) => choice,
             None => self.elementwise("swap_axes", x.dtype)?,
         };

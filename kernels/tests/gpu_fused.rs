@@ -561,7 +561,7 @@ fn a_split_sum_folds_into_the_split_into_heads_that_reads_it() {
     }
 
     // In a capture too: the plan holds the product's slices and the fused launch.
-    let (a, _) = up(95, &[7, k]);
+    let (a, a_cpu) = up(95, &[7, k]);
     let c = Tensor::uninit(&g, &[7, 3 * heads * d], DType::F32).unwrap();
     let (plan, parts) = g
         .capture(|| {
@@ -579,6 +579,8 @@ fn a_split_sum_folds_into_the_split_into_heads_that_reads_it() {
     assert_eq!(families, ["matmul", "reduce_permute"]);
     plan.replay().unwrap();
     let c_got = read(&c);
+    let c_want = cpu::linear(&a_cpu, &w_cpu, &bias_cpu).unwrap();
+    assert_close("captured product", &c_got, &c_want.data, 1e-6);
     let again = kiln::CpuBackend::plain()
         .split_heads_qkv(&Array::new(&[7, 3 * heads * d], c_got).unwrap(), heads)
         .unwrap();

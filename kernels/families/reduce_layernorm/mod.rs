@@ -94,7 +94,8 @@ pub fn plan(
 /// `r`, when that sum (with a bias or none) is the newest launch recorded: it is replaced by
 /// this family's launch, which writes the product too, and the other operand is the residual
 /// (x + r is r + x to the bit). Returns whether it folded; when it did not (another launch came
-/// after the sum, or no variant takes the call), nothing was changed.
+/// after the sum, the sum ends a chain a capture may rewrite, or no variant takes the call),
+/// nothing was changed.
 pub(crate) fn fold(
     x: &Tensor,
     r: &Tensor,
@@ -127,6 +128,9 @@ pub(crate) fn fold(
         } else {
             return None;
         };
+        if with_bias && bound[2].size != cols as u64 * 4 {
+            return None;
+        }
         let splits = (bound[0].size / 4) as usize / count;
         let partials = Tensor::over(gpu, bound[0].clone(), &[splits, count], DType::F32);
         let bias = with_bias.then(|| Tensor::over(gpu, bound[2].clone(), &[cols], DType::F32));

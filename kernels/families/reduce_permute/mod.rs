@@ -1,8 +1,9 @@
-//! A split product's sum folded into the permute that splits it into heads: where a product
-//! cut along K ends the recording with its sum (`matmul_reduce`, with a bias or none) and the
-//! next call permutes that product (Q, K and V of one projection put into heads), the sum is
-//! taken back and this one launch writes the product and its permutation. The model code calls
-//! the kernels it always did; the fold happens here, beneath it.
+//! A split product's sum folded into the permute or the swap of axes that reads it: where a
+//! product cut along K ends the recording with its sum (`matmul_reduce`, with a bias or none)
+//! and the next call permutes that product (Q, K and V of one projection put into heads, a
+//! gradient put back into heads, heads merged), the sum is taken back and this one launch
+//! writes the product and its permutation. The model code calls the kernels it always did; the
+//! fold happens here, beneath it.
 
 pub(crate) mod cases;
 pub mod cpu;
@@ -110,7 +111,8 @@ pub fn plan(
 /// `permute(x, order)` into `y` as one launch with the sum of the split product that wrote
 /// `x`, when that sum (with a bias or none) is the newest launch recorded: it is replaced by
 /// this family's launch, which writes `x` too. Returns whether it folded; when it did not
-/// (another launch came after the sum, or no variant takes the call), nothing was changed.
+/// (another launch came after the sum, the sum ends a chain a capture may rewrite, or no variant
+/// takes the call), nothing was changed.
 pub(crate) fn fold(x: &Tensor, order: [usize; 4], y: &Tensor) -> Result<bool> {
     let gpu = x.gpu();
     if x.dtype() != DType::F32 {
@@ -119,10 +121,10 @@ pub(crate) fn fold(x: &Tensor, order: [usize; 4], y: &Tensor) -> Result<bool> {
     let count = x.numel();
     // matmul_reduce binds (partials, C) and, with a bias epilogue, the bias; its C must be x.
     gpu.replace_last(|label, bound| {
-        let sum = label.strip_prefix("matmul_reduce/")?;
+        let kind = label.strip_prefix("matmul_reduce/")?;
         let with_bias = match bound.len() {
-            2 if !sum.contains("_bias") => false,
-            3 if sum.ends_with("_bias") => true,
+            2 if !kind.contains("_bias") => false,
+            3 if kind.ends_with("_bias") => true,
             _ => return None,
         };
         if bound[1].key() != x.slice().key() || count == 0 {
