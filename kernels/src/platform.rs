@@ -4,21 +4,22 @@
 
 use crate::error::Result;
 
-/// How long [`drive`] checks the device in a loop before it blocks in the driver's wait.
-/// Sleeping in the driver's wait and being woken costs tens of µs after the GPU is done, more
-/// than a short forward takes (PERF.md, 2026-12-05, later); a model's pass finishes within this,
-/// and work that runs longer (a software adapter's) pays this much of a core once per wait.
+/// How long [`drive`] checks the device in a loop before it blocks in the driver's wait: a
+/// thread woken from that wait may start tens of µs after the GPU is done, a tenth of a short
+/// forward (PERF.md, 2026-12-05, later, where the read-back's wait came down and the wall clock
+/// of a noisy host did not show it). It costs a core this long at most per wait.
 #[cfg(not(target_arch = "wasm32"))]
 const SPIN: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// Drives the device until submitted work and its callbacks have completed (natively), or
-/// returns at once (in the browser, where the event loop delivers the callbacks). Natively it
-/// checks the device without blocking for up to [`SPIN`], then blocks until the work is done.
+/// returns at once (in the browser, where the event loop delivers the callbacks). Natively, with
+/// `spin` (a hardware adapter: a software one needs every core for the work itself), it checks
+/// the device without blocking for up to [`SPIN`] first.
 #[cfg(not(target_arch = "wasm32"))]
-pub(crate) fn drive(device: &wgpu::Device) -> Result<()> {
+pub(crate) fn drive(device: &wgpu::Device, spin: bool) -> Result<()> {
     let gpu_error = |e: wgpu::PollError| crate::error::Error::Gpu(e.to_string());
     let start = std::time::Instant::now();
-    while start.elapsed() < SPIN {
+    while spin && start.elapsed() < SPIN {
         if device
             .poll(wgpu::PollType::Poll)
             .map_err(gpu_error)?
@@ -35,7 +36,7 @@ pub(crate) fn drive(device: &wgpu::Device) -> Result<()> {
 }
 
 #[cfg(target_arch = "wasm32")]
-pub(crate) fn drive(_device: &wgpu::Device) -> Result<()> {
+pub(crate) fn drive(_device: &wgpu::Device, _spin: bool) -> Result<()> {
     Ok(())
 }
 

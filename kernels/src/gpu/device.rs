@@ -522,7 +522,7 @@ impl Gpu {
     /// returns at once), then reports any error wgpu raised meanwhile.
     pub fn finish(&self) -> Result<()> {
         self.flush()?;
-        platform::drive(&self.inner.device)?;
+        platform::drive(&self.inner.device, !self.profile().is_software())?;
         self.check()
     }
 
@@ -534,7 +534,7 @@ impl Gpu {
         self.inner.queue.on_submitted_work_done(move || {
             let _ = tx.send(());
         });
-        platform::drive(&self.inner.device)?;
+        platform::drive(&self.inner.device, !self.profile().is_software())?;
         rx.await
             .map_err(|_| Error::DeviceLost("the queue dropped a completion callback".into()))?;
         self.check()

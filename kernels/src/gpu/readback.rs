@@ -45,7 +45,7 @@ async fn map_staging(gpu: &Gpu, staging: Slice) -> Result<Vec<u8>> {
         // The receiver only disappears if the caller gave up on the read.
         let _ = tx.send(result);
     });
-    platform::drive(gpu.device())?;
+    platform::drive(gpu.device(), !gpu.profile().is_software())?;
     gpu.check()?;
     rx.await
         .map_err(|_| Error::Readback("the device dropped the map request".into()))?
