@@ -105,7 +105,7 @@ impl<'a> ChoiceBackend<'a> {
             return None;
         }
         self.take_split_sum(|epilogue| {
-            let call = reduce_permute::Call(epilogue);
+            let call = reduce_permute::call(epilogue);
             self.selector.choose(&call, None).ok()
         })
     }

@@ -45,29 +45,16 @@ fn the_picks_for_sample_calls_on_every_stored_profile_are_as_pinned() {
 /// measured slower than 2 and 8, kernels/PERF.md 2026-12-05); a short K is not cut.
 #[test]
 fn long_k_products_on_the_h200_keep_the_large_tile_and_cut_k_in_a_power_of_two() {
-    use kiln::DType;
-    use kiln::ops::matmul::{Call, choose, split_for};
-    let registry = Registry::builtin().unwrap();
-    let tuned = TunedTable::builtin().unwrap();
-    let (_, profile) = stored_profiles()
-        .unwrap()
-        .into_iter()
-        .find(|(name, _)| *name == "nvidia-h200")
-        .unwrap();
-    let sel = Selector::new(&registry, &profile, &tuned);
     for (m, n, k, a_trans, tile, splits) in [
         (512, 1536, 2048, true, "_r8_", 2),
         (2048, 512, 2048, false, "_r8_", 2),
         (2048, 512, 1536, false, "_r8_", 2),
         (2048, 1536, 512, false, "_r8_", 1),
     ] {
-        let mut call = Call::new(DType::F32, 1, m, n, k);
-        call.layout.a_trans = a_trans;
-        let choice = choose(&sel, &call, None).unwrap();
-        let split = split_for(&profile, &choice.variant, &call).unwrap();
-        let what = format!("{m}x{n}x{k}: {} cut {}", choice.variant.name, split.splits);
-        assert!(choice.variant.name.contains(tile), "{what}");
-        assert_eq!(split.splits, splits, "{what}");
+        let (variant, cut) = h200_product(m, n, k, a_trans, false);
+        let what = format!("{m}x{n}x{k}: {variant} cut {cut}");
+        assert!(variant.contains(tile), "{what}");
+        assert_eq!(cut, splits, "{what}");
     }
 }
 
@@ -77,6 +64,22 @@ fn long_k_products_on_the_h200_keep_the_large_tile_and_cut_k_in_a_power_of_two()
 /// gradients are cut.
 #[test]
 fn small_products_on_the_h200_are_cut_in_three_or_more_or_not_at_all() {
+    for (m, n, k, a_trans, b_trans, splits) in [
+        (1024, 384, 128, false, false, 1),
+        (1024, 128, 128, false, true, 1),
+        (212, 1536, 384, false, false, 1),
+        (1024, 128, 512, false, true, 4),
+        (17, 1152, 384, false, false, 6),
+        (128, 384, 1024, true, false, 11),
+    ] {
+        let (variant, cut) = h200_product(m, n, k, a_trans, b_trans);
+        assert_eq!(cut, splits, "{m}x{n}x{k}: {variant} cut {cut}");
+    }
+}
+
+/// The variant an f32 product of M × N × K (A or B read transposed) gets on the stored H200
+/// profile, and the slices its K is cut in.
+fn h200_product(m: usize, n: usize, k: usize, a_trans: bool, b_trans: bool) -> (String, usize) {
     use kiln::DType;
     use kiln::ops::matmul::{Call, choose, split_for};
     let registry = Registry::builtin().unwrap();
@@ -87,20 +90,10 @@ fn small_products_on_the_h200_are_cut_in_three_or_more_or_not_at_all() {
         .find(|(name, _)| *name == "nvidia-h200")
         .unwrap();
     let sel = Selector::new(&registry, &profile, &tuned);
-    for (m, n, k, a_trans, b_trans, splits) in [
-        (1024, 384, 128, false, false, 1),
-        (1024, 128, 128, false, true, 1),
-        (212, 1536, 384, false, false, 1),
-        (1024, 128, 512, false, true, 4),
-        (17, 1152, 384, false, false, 6),
-        (128, 384, 1024, true, false, 11),
-    ] {
-        let mut call = Call::new(DType::F32, 1, m, n, k);
-        call.layout.a_trans = a_trans;
-        call.layout.b_trans = b_trans;
-        let choice = choose(&sel, &call, None).unwrap();
-        let split = split_for(&profile, &choice.variant, &call).unwrap();
-        let what = format!("{m}x{n}x{k}: {} cut {}", choice.variant.name, split.splits);
-        assert_eq!(split.splits, splits, "{what}");
-    }
+    let mut call = Call::new(DType::F32, 1, m, n, k);
+    call.layout.a_trans = a_trans;
+    call.layout.b_trans = b_trans;
+    let choice = choose(&sel, &call, None).unwrap();
+    let split = split_for(&profile, &choice.variant, &call).unwrap();
+    (choice.variant.name.clone(), split.splits)
 }

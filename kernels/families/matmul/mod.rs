@@ -444,7 +444,7 @@ pub fn choices_for(sel: &select::Selector<'_>, call: &Call) -> Result<Vec<Choice
     if split.splits == 1 {
         return Ok(vec![choice]);
     }
-    let sum = crate::families::matmul_reduce::Call(call.epilogue);
+    let sum = crate::families::matmul_reduce::Call::sum(call.epilogue);
     Ok(vec![choice, sel.choose(&sum, None)?])
 }
 

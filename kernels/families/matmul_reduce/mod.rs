@@ -10,6 +10,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::families::matmul::Epilogue;
 use crate::gpu::Dispatch;
+use crate::gpu::memory::Slice;
 use crate::launch::{check_input_shape, check_no_alias, check_operands, dtype_value};
 use crate::registry::Variant;
 use crate::select::{self, Bucket, Choice, Key, Request, prefer};
@@ -84,7 +85,7 @@ pub fn plan(
         }
         _ => (None, Epilogue::None),
     };
-    let choice = gpu.selector().choose(&Call(kind), named)?;
+    let choice = gpu.selector().choose(&Call::sum(kind), named)?;
     let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
     let mut tensors = vec![partials, c];
     tensors.extend(bias);
@@ -99,13 +100,34 @@ pub fn plan(
     Ok((dispatch, choice))
 }
 
-/// The selector's call for the sum of a split product's slices.
+/// The selector's call for the sum of a split product's slices with an epilogue: this family's
+/// ([`Call::sum`]), or a family that folds the sum into its own launch (`reduce_permute`), whose
+/// variants are chosen alike.
 #[derive(Clone, Copy, Debug)]
-pub struct Call(pub Epilogue);
+pub struct Call {
+    pub family: &'static str,
+    pub epilogue: Epilogue,
+}
+
+impl Call {
+    /// This family's call.
+    pub fn sum(epilogue: Epilogue) -> Call {
+        Call {
+            family: OP,
+            epilogue,
+        }
+    }
+}
 
 impl select::Call for Call {
     fn key(&self) -> Key {
-        Key::new(OP, DType::F32, &[], self.0 as u32, Bucket::NONE)
+        Key::new(
+            self.family,
+            DType::F32,
+            &[],
+            self.epilogue as u32,
+            Bucket::NONE,
+        )
     }
 
     fn request(&self, _: &DeviceProfile) -> Request<'_> {
@@ -113,7 +135,7 @@ impl select::Call for Call {
             key: self.key(),
             fixed: vec![
                 dtype_value(DType::F32),
-                ("epilogue", Param::Str(self.0.name().into())),
+                ("epilogue", Param::Str(self.epilogue.name().into())),
             ],
             filters: Vec::new(),
             order: vec![prefer("the widest workgroup", |v| {
@@ -121,5 +143,51 @@ impl select::Call for Call {
             })],
             left_open: &[],
         }
+    }
+}
+
+/// A recorded launch of this family, read back from its label and what it binds (the slices,
+/// C and, with a bias epilogue, the bias): what an op that folds the sum into its own launch
+/// takes over (`reduce_layernorm`, `reduce_permute`). `None` for any other launch and for the
+/// bias + gelu epilogue.
+pub(crate) struct Recorded<'a> {
+    pub partials: &'a Slice,
+    pub c: &'a Slice,
+    pub bias: Option<&'a Slice>,
+}
+
+pub(crate) fn recorded<'a>(label: &str, bound: &'a [Slice]) -> Option<Recorded<'a>> {
+    let kind = label.strip_prefix("matmul_reduce/")?;
+    match bound {
+        [partials, c] if !kind.contains("_bias") => Some(Recorded {
+            partials,
+            c,
+            bias: None,
+        }),
+        [partials, c, bias] if kind.ends_with("_bias") => Some(Recorded {
+            partials,
+            c,
+            bias: Some(bias),
+        }),
+        _ => None,
+    }
+}
+
+impl Recorded<'_> {
+    /// The slices as a [splits, count] tensor, for a C of `count` elements.
+    pub fn partials(&self, gpu: &crate::Gpu, count: usize) -> Tensor {
+        let splits = (self.partials.size / 4) as usize / count.max(1);
+        Tensor::over(gpu, self.partials.clone(), &[splits, count], DType::F32)
+    }
+}
+
+/// The number of slices of `partials`, checked to be [splits, count] with splits ≥ 1.
+pub(crate) fn slices(op: &'static str, partials: &Tensor, count: usize) -> Result<usize> {
+    match partials.shape() {
+        [s, rest] if *rest == count && *s > 0 => Ok(*s),
+        other => Err(Error::shape(
+            op,
+            format!("the slices are {other:?}: expected [splits, {count}]"),
+        )),
     }
 }

@@ -58,15 +58,7 @@ pub fn plan(
     }
     let (rows, cols) = rows_cols(OP, c.shape())?;
     let count = rows * cols;
-    let splits = match partials.shape() {
-        [s, rest] if *rest == count && *s > 0 => *s,
-        other => {
-            return Err(Error::shape(
-                OP,
-                format!("the slices are {other:?}: expected [splits, {count}]"),
-            ));
-        }
-    };
+    let splits = crate::families::matmul_reduce::slices(OP, partials, count)?;
     let vectors = [("gamma", gamma), ("beta", beta)];
     for (name, t) in bias.map(|b| ("bias", b)).into_iter().chain(vectors) {
         check_input_shape(OP, name, t, &[cols])?;
@@ -112,15 +104,9 @@ pub(crate) fn fold(
         return Ok(false);
     }
     let count = rows * cols;
-    // matmul_reduce binds (partials, C) and, with a bias epilogue, the bias.
     gpu.replace_last(|label, bound| {
-        let kind = label.strip_prefix("matmul_reduce/")?;
-        let with_bias = match bound.len() {
-            2 if !kind.contains("_bias") => false,
-            3 if kind.ends_with("_bias") => true,
-            _ => return None,
-        };
-        let written = bound[1].key();
+        let slices = crate::families::matmul_reduce::recorded(label, bound)?;
+        let written = slices.c.key();
         let (product, residual) = if written == x.slice().key() {
             (x, r)
         } else if written == r.slice().key() {
@@ -128,12 +114,13 @@ pub(crate) fn fold(
         } else {
             return None;
         };
-        if with_bias && bound[2].size != cols as u64 * 4 {
+        if slices.bias.is_some_and(|b| b.size != cols as u64 * 4) {
             return None;
         }
-        let splits = (bound[0].size / 4) as usize / count;
-        let partials = Tensor::over(gpu, bound[0].clone(), &[splits, count], DType::F32);
-        let bias = with_bias.then(|| Tensor::over(gpu, bound[2].clone(), &[cols], DType::F32));
+        let partials = slices.partials(gpu, count);
+        let bias = slices
+            .bias
+            .map(|b| Tensor::over(gpu, b.clone(), &[cols], DType::F32));
         let planned = plan(
             &partials,
             bias.as_ref(),

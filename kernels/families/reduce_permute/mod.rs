@@ -8,17 +8,16 @@
 pub(crate) mod cases;
 pub mod cpu;
 
-use crate::contract::Param;
-use crate::device::DeviceProfile;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::families::matmul::Epilogue;
+use crate::families::matmul_reduce;
 use crate::families::permute::cpu::permuted;
 use crate::gpu::{Bindable, Dispatch};
 use crate::launch::{
-    ElementDesign, check_input_shape, check_no_alias, check_operands, check_out_shape, dtype_value,
+    ElementDesign, check_input_shape, check_no_alias, check_operands, check_out_shape,
 };
-use crate::select::{self, Bucket, Choice, Key, Request, prefer};
+use crate::select::Choice;
 use crate::tensor::Tensor;
 
 const OP: &str = "reduce_permute";
@@ -59,15 +58,7 @@ pub fn plan(
     let ([e0, e1, e2, e3, cols], strides) = permuted(c.shape(), order)?;
     check_out_shape(OP, y, &[e0, e1, e2, e3, cols])?;
     let count = c.numel();
-    let splits = match partials.shape() {
-        [s, rest] if *rest == count && *s > 0 => *s,
-        other => {
-            return Err(Error::shape(
-                OP,
-                format!("the slices are {other:?}: expected [splits, {count}]"),
-            ));
-        }
-    };
+    let splits = matmul_reduce::slices(OP, partials, count)?;
     let n = match bias {
         Some(b) => {
             let n = b.numel();
@@ -93,7 +84,7 @@ pub fn plan(
     } else {
         Epilogue::None
     };
-    let choice = gpu.selector().choose(&Call(epilogue), named)?;
+    let choice = gpu.selector().choose(&call(epilogue), named)?;
     let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
     let params = Params {
         extents: [e0, e1, e2, e3].map(|e| e as u32),
@@ -119,49 +110,25 @@ pub(crate) fn fold(x: &Tensor, order: [usize; 4], y: &Tensor) -> Result<bool> {
         return Ok(false);
     }
     let count = x.numel();
-    // matmul_reduce binds (partials, C) and, with a bias epilogue, the bias; its C must be x.
     gpu.replace_last(|label, bound| {
-        let kind = label.strip_prefix("matmul_reduce/")?;
-        let with_bias = match bound.len() {
-            2 if !kind.contains("_bias") => false,
-            3 if kind.ends_with("_bias") => true,
-            _ => return None,
-        };
-        if bound[1].key() != x.slice().key() || count == 0 {
+        let sum = matmul_reduce::recorded(label, bound)?;
+        if sum.c.key() != x.slice().key() || count == 0 {
             return None;
         }
-        let splits = (bound[0].size / 4) as usize / count;
-        let partials = Tensor::over(gpu, bound[0].clone(), &[splits, count], DType::F32);
-        let bias = with_bias.then(|| {
-            let n = (bound[2].size / 4) as usize;
-            Tensor::over(gpu, bound[2].clone(), &[n], DType::F32)
+        let bias = sum.bias.map(|b| {
+            let n = (b.size / 4) as usize;
+            Tensor::over(gpu, b.clone(), &[n], DType::F32)
         });
-        let planned = plan(&partials, bias.as_ref(), x, order, y, None);
+        let planned = plan(&sum.partials(gpu, count), bias.as_ref(), x, order, y, None);
         planned.ok().map(|(dispatch, _)| dispatch)
     })
 }
 
-/// The selector's call for a split product's sum and its permutation.
-#[derive(Clone, Copy, Debug)]
-pub struct Call(pub Epilogue);
-
-impl select::Call for Call {
-    fn key(&self) -> Key {
-        Key::new(OP, DType::F32, &[], self.0 as u32, Bucket::NONE)
-    }
-
-    fn request(&self, _: &DeviceProfile) -> Request<'_> {
-        Request {
-            key: self.key(),
-            fixed: vec![
-                dtype_value(DType::F32),
-                ("epilogue", Param::Str(self.0.name().into())),
-            ],
-            filters: Vec::new(),
-            order: vec![prefer("the widest workgroup", |v| {
-                Ok(i64::from(Design::parse(v)?.wg))
-            })],
-            left_open: &[],
-        }
+/// The selector's call for a split product's sum and its permutation (its variants chosen as
+/// `matmul_reduce`'s are).
+pub fn call(epilogue: Epilogue) -> matmul_reduce::Call {
+    matmul_reduce::Call {
+        family: OP,
+        epilogue,
     }
 }

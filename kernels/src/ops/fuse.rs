@@ -129,7 +129,6 @@ fn fusable(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::families::matmul::{Layout, plan_split};
@@ -139,38 +138,36 @@ mod tests {
     /// softmax) is left for the chain's rewrite: the swap after it does not take it. Without
     /// the softmax noted before it, the same sum is folded into the swap.
     #[test]
-    fn a_fold_leaves_the_sum_that_ends_a_noted_chain() {
-        let gpu = &pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap();
+    fn a_fold_leaves_the_sum_that_ends_a_noted_chain() -> Result<()> {
+        let gpu = &pollster::block_on(Gpu::new(&GpuOptions::default()))?;
         // 100 keys: K long enough to cut in 3 slices of 32 or more.
         let (h, n, d) = (2, 100, 32);
-        let ones = |shape: &[usize]| Tensor::full(gpu, shape, 0.5, DType::F32).unwrap();
-        let (s, v) = (ones(&[h, n, n]), ones(&[h, n, d]));
+        let ones = |shape: &[usize]| Tensor::full(gpu, shape, 0.5, DType::F32);
+        let (s, v) = (ones(&[h, n, n])?, ones(&[h, n, d])?);
         for chained in [true, false] {
-            let (captured, _) = gpu
-                .capture_steps(|| {
-                    let from = gpu.capture_len();
-                    let p = ops::softmax(&s, false, 1.0)?;
-                    if chained {
-                        note(gpu, from, || Noted::Softmax {
-                            s: s.clone(),
-                            p: p.clone(),
-                            causal: false,
-                            scale: 1.0,
-                        });
-                    }
-                    let from = gpu.capture_len();
-                    let o = Tensor::uninit(gpu, &[h, n, d], DType::F32)?;
-                    let cut = plan_split(&p, &v, &o, Layout::default(), None, Some(3))?;
-                    gpu.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
-                    note(gpu, from, || Noted::Weighted {
+            let (captured, _) = gpu.capture_steps(|| {
+                let from = gpu.capture_len();
+                let p = ops::softmax(&s, false, 1.0)?;
+                if chained {
+                    note(gpu, from, || Noted::Softmax {
+                        s: s.clone(),
                         p: p.clone(),
-                        v: v.clone(),
-                        o: o.clone(),
+                        causal: false,
+                        scale: 1.0,
                     });
-                    ops::swap_axes12(&o.reshape(&[1, h, n, d])?)
-                })
-                .unwrap();
-            let plan = gpu.plan_of(captured).unwrap();
+                }
+                let from = gpu.capture_len();
+                let o = Tensor::uninit(gpu, &[h, n, d], DType::F32)?;
+                let cut = plan_split(&p, &v, &o, Layout::default(), None, Some(3))?;
+                gpu.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
+                note(gpu, from, || Noted::Weighted {
+                    p: p.clone(),
+                    v: v.clone(),
+                    o: o.clone(),
+                });
+                ops::swap_axes12(&o.reshape(&[1, h, n, d])?)
+            })?;
+            let plan = gpu.plan_of(captured)?;
             let families: Vec<&str> = plan
                 .kernels()
                 .iter()
@@ -182,5 +179,6 @@ mod tests {
             };
             assert_eq!(families, want, "chained: {chained}");
         }
+        Ok(())
     }
 }
