@@ -40,6 +40,8 @@ pub struct Made {
 pub struct ChoiceBackend<'a> {
     selector: Selector<'a>,
     made: RefCell<Vec<Made>>,
+    /// The output shape of the newest product call, and its index in `made`.
+    product_out: RefCell<Option<(usize, Vec<usize>)>>,
 }
 
 impl<'a> ChoiceBackend<'a> {
@@ -47,6 +49,7 @@ impl<'a> ChoiceBackend<'a> {
         ChoiceBackend {
             selector,
             made: RefCell::new(Vec::new()),
+            product_out: RefCell::new(None),
         }
     }
 
@@ -75,13 +78,7 @@ impl<'a> ChoiceBackend<'a> {
     fn take_split_sum(&self, fold: impl FnOnce(Epilogue) -> Option<Choice>) -> Option<Choice> {
         let epilogue = {
             let made = self.made.borrow();
-            // A captured pass leaves a sum alone where its call directly follows another call
-            // the GPU path notes (a chain `ops::fuse` may rewrite: `Gpu::replace_last`).
-            let noted = |op: &str| matches!(op, "matmul" | "matmul_bt" | "softmax");
-            if let [.., before, last] = &made[..]
-                && noted(before.op)
-                && noted(last.op)
-            {
+            if chained(&made) {
                 return None;
             }
             let sum = made.last()?.launches.last()?;
@@ -96,6 +93,39 @@ impl<'a> ChoiceBackend<'a> {
         let choice = fold(epilogue)?;
         self.made.borrow_mut().last_mut()?.launches.pop();
         Some(choice)
+    }
+
+    /// As the GPU path folds a gelu or its backward into the product before it
+    /// (`matmul::fold`): when the newest call is one whole f32 product (no epilogue or a bias)
+    /// of `shape`, its launch becomes the same design with the two-output `epilogue`, and
+    /// true is returned.
+    fn take_product(&self, shape: &[usize], epilogue: Epilogue) -> bool {
+        let mut made = self.made.borrow_mut();
+        if chained(&made) {
+            return false;
+        }
+        let newest = made.len().saturating_sub(1);
+        let Some(last) = made.last_mut() else {
+            return false;
+        };
+        let [product] = &mut last.launches[..] else {
+            return false;
+        };
+        let plain = matches!(
+            matmul::Design::parse(&product.variant).map(|d| (d.dtype, d.epilogue)),
+            Ok((DType::F32, Epilogue::None | Epilogue::Bias))
+        );
+        let wrote = self.product_out.borrow();
+        if !plain || wrote.as_ref() != Some(&(newest, shape.to_vec())) {
+            return false;
+        }
+        match matmul::with_epilogue(self.selector.registry, &product.variant, epilogue) {
+            Ok(variant) => {
+                product.variant = std::sync::Arc::new(variant);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// The `reduce_permute` launch that takes in a split product's sum before a permutation or
@@ -137,8 +167,11 @@ impl<'a> ChoiceBackend<'a> {
             epilogue,
         };
         self.note(op, matmul::choices_for(&self.selector, &call)?);
+        let shape = dims.out_shape(&a.shape, &b.shape);
+        let newest = self.made.borrow().len() - 1;
+        self.product_out.replace(Some((newest, shape.clone())));
         Ok(Shaped {
-            shape: dims.out_shape(&a.shape, &b.shape),
+            shape,
             dtype: a.dtype,
         })
     }
@@ -206,6 +239,13 @@ impl<'a> ChoiceBackend<'a> {
             detail: "the plan-only backend models a forward pass; this op is not modelled".into(),
         }
     }
+}
+
+/// Whether the newest call directly follows another call the GPU path notes: a captured pass
+/// leaves its launch alone (a chain `ops::fuse` may rewrite: `Gpu::replace_last`).
+fn chained(made: &[Made]) -> bool {
+    let noted = |op: &str| matches!(op, "matmul" | "matmul_bt" | "softmax");
+    matches!(made, [.., before, last] if noted(before.op) && noted(last.op))
 }
 
 fn same_dtype(op: &'static str, a: &Shaped, b: &Shaped) -> Result<()> {
@@ -364,7 +404,12 @@ impl Backend for ChoiceBackend<'_> {
         Err(self.not_modelled("layernorm_backward"))
     }
     fn gelu(&self, x: &Shaped) -> Result<Shaped> {
-        self.note("gelu", vec![self.elementwise("gelu", x.dtype)?]);
+        let launches = if self.take_product(&x.shape, Epilogue::BiasAndGelu) {
+            Vec::new()
+        } else {
+            vec![self.elementwise("gelu", x.dtype)?]
+        };
+        self.note("gelu", launches);
         Ok(x.clone())
     }
     fn gelu_backward(&self, _x: &Shaped, _dy: &Shaped) -> Result<Shaped> {
@@ -550,6 +595,28 @@ mod tests {
             "{refused:?}"
         );
         assert_eq!(b.made().len(), 1, "a refused call records nothing");
+        Ok(())
+    }
+
+    /// As `matmul::fold` does on the GPU path: a gelu of the product just made takes that
+    /// product's launch; of anything else, a launch of its own.
+    #[test]
+    fn a_gelu_of_the_newest_product_rides_on_its_launch() -> Result<()> {
+        let (registry, tuned) = (Registry::builtin()?, TunedTable::builtin()?);
+        let profiles = crate::device::stored_profiles()?;
+        let (_, profile) = profiles
+            .iter()
+            .find(|(n, _)| *n == "lavapipe")
+            .ok_or_else(|| Error::UnknownKernel("no stored profile lavapipe".into()))?;
+        let b = ChoiceBackend::new(Selector::new(&registry, profile, &tuned));
+        let u = b.matmul(&shaped(&[64, 32]), &shaped(&[32, 128]))?;
+        b.gelu(&u)?;
+        b.gelu(&shaped(&[64, 128]))?;
+        let made = b.made();
+        let epilogue = |m: &Made| m.launches[0].variant.get("epilogue").map(|e| e.to_string());
+        assert_eq!(epilogue(&made[0]), Some("bias_and_gelu".into()));
+        assert!(made[1].launches.is_empty(), "{:?}", made[1]);
+        assert_eq!(made[2].launches[0].variant.family, "gelu");
         Ok(())
     }
 }

@@ -105,6 +105,8 @@ pub fn sample_picks(sel: &Selector<'_>) -> Vec<Pick> {
                     Epilogue::None => "",
                     Epilogue::Bias => " + bias",
                     Epilogue::BiasGelu => " + bias, gelu",
+                    Epilogue::BiasAndGelu => " + bias, and its gelu",
+                    Epilogue::BiasAndGeluGrad => " + bias, and its gelu gradient",
                 }
             );
             out.push(finish("matmul", text, matmul::choose(sel, &call, None)));

@@ -362,6 +362,7 @@ fn split_k_every_route_sums_its_slices() {
             Epilogue::None => c.clone(),
             Epilogue::Bias => cpu::add(c, bias_cpu).unwrap(),
             Epilogue::BiasGelu => cpu::gelu(&cpu::add(c, bias_cpu).unwrap()).unwrap(),
+            Epilogue::BiasAndGelu | Epilogue::BiasAndGeluGrad => unreachable!("never cut"),
         };
         for (e, name) in [
             (Epilogue::None, "none"),
@@ -632,5 +633,107 @@ fn a_split_sum_folds_into_the_swap_of_axes_that_reads_it() {
     assert_eq!(
         folded, apart,
         "the same sums in the same order: the same bits"
+    );
+}
+
+#[test]
+fn a_gelu_and_its_backward_fold_into_the_products_before_them() {
+    // A device of the test's own: the fold takes back the newest launch of the recording, and
+    // the launches are counted.
+    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let (m, k, n) = (37, 70, 19);
+    let up = |seed: u64, shape: &[usize]| {
+        let data = common::random(seed, shape.iter().product());
+        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
+        (t, Array::new(shape, data).unwrap())
+    };
+    let (a, a_cpu) = up(91, &[m, k]);
+    let (w, w_cpu) = up(92, &[k, n]);
+    let (bias, bias_cpu) = up(93, &[n]);
+    let (x, x_cpu) = up(94, &[m, n]);
+    for (with_bias, backward) in [(false, false), (true, false), (false, true), (true, true)] {
+        let c_want = match with_bias {
+            true => cpu::linear(&a_cpu, &w_cpu, &bias_cpu).unwrap(),
+            false => cpu::matmul(&a_cpu, &w_cpu).unwrap(),
+        };
+        let y_want = match backward {
+            true => cpu::gelu_backward(&x_cpu, &c_want).unwrap(),
+            false => cpu::gelu(&c_want).unwrap(),
+        };
+        let case = format!("bias {with_bias}, backward {backward}");
+        // The product, then the op on it: with `between`, a flush keeps the product apart.
+        let run = |between: bool| {
+            g.flush().unwrap();
+            let before = g.counters();
+            let c = match with_bias {
+                true => ops::linear(&a, &w, &bias),
+                false => ops::matmul(&a, &w),
+            }
+            .unwrap();
+            if between {
+                g.flush().unwrap();
+            }
+            let y = match backward {
+                true => ops::gelu_backward(&x, &c),
+                false => ops::gelu(&c),
+            }
+            .unwrap();
+            let got = [read(&c), read(&y)];
+            (got, (g.counters() - before).dispatches)
+        };
+        let (folded, launches) = run(false);
+        assert_eq!(
+            launches, 1,
+            "{case}: the op written by the product's launch"
+        );
+        assert_close(&case, &folded[0], &c_want.data, 1e-6);
+        assert_close(&case, &folded[1], &y_want.data, 1e-6);
+        let (apart, launches) = run(true);
+        assert_eq!(launches, 2, "{case}");
+        assert_eq!(folded, apart, "{case}: the same arithmetic, the same bits");
+
+        // In a capture too: one launch of the product's design with the two-output epilogue.
+        let (plan, (c, y)) = g
+            .capture(|| {
+                let c = match with_bias {
+                    true => ops::linear(&a, &w, &bias)?,
+                    false => ops::matmul(&a, &w)?,
+                };
+                let y = match backward {
+                    true => ops::gelu_backward(&x, &c)?,
+                    false => ops::gelu(&c)?,
+                };
+                Ok((c, y))
+            })
+            .unwrap();
+        let suffix = if backward {
+            "_bias_and_gelu_grad"
+        } else {
+            "_bias_and_gelu"
+        };
+        match plan.kernels() {
+            [one] => assert!(one.starts_with("matmul/") && one.ends_with(suffix), "{one}"),
+            other => panic!("{case}: {other:?}"),
+        }
+        plan.replay().unwrap();
+        assert_eq!([read(&c), read(&y)], folded, "{case}: replayed");
+    }
+
+    // A product that is not the newest launch, or whose output is not the op's input, stays
+    // apart: two launches, and the gradient reads the x it is given.
+    g.flush().unwrap();
+    let before = g.counters();
+    let c = ops::matmul(&a, &w).unwrap();
+    let other = ops::gelu(&x).unwrap();
+    let dx = ops::gelu_backward(&x, &c).unwrap();
+    assert_eq!((g.counters() - before).dispatches, 3);
+    let c_cpu = cpu::matmul(&a_cpu, &w_cpu).unwrap();
+    let want = cpu::gelu_backward(&x_cpu, &c_cpu).unwrap();
+    assert_close("apart", &read(&dx), &want.data, 1e-6);
+    assert_close(
+        "apart",
+        &read(&other),
+        &cpu::gelu(&x_cpu).unwrap().data,
+        1e-6,
     );
 }

@@ -77,6 +77,42 @@ fn small_products_on_the_h200_are_cut_in_three_or_more_or_not_at_all() {
     }
 }
 
+/// The Medium step's MLP products, whose gelu and gelu backward `matmul::fold` writes from the
+/// product's launch, are whole on the H200 and their designs have the two-output epilogues: the
+/// step loses those eight launches there too.
+#[test]
+fn the_medium_steps_mlp_products_on_the_h200_take_their_gelus() {
+    use kiln::ops::matmul::{Design, Epilogue};
+    let registry = Registry::builtin().unwrap();
+    // u = h2 · W1 [1024, 512] by K 128; dg = dx · W2ᵀ, W2 stored [512, 128].
+    for (m, n, k, b_trans, epilogue) in [
+        (1024, 512, 128, false, Epilogue::BiasAndGelu),
+        (1024, 512, 128, true, Epilogue::BiasAndGeluGrad),
+    ] {
+        let (variant, cut) = h200_product(m, n, k, false, b_trans);
+        assert_eq!(cut, 1, "{variant}");
+        let plain = registry
+            .variants("matmul")
+            .unwrap()
+            .iter()
+            .find(|v| v.name == variant)
+            .unwrap();
+        let sibling = registry.variants("matmul").unwrap().iter().find(|v| {
+            let (a, b) = (Design::parse(v).unwrap(), Design::parse(plain).unwrap());
+            a.epilogue == epilogue
+                && Design {
+                    epilogue: b.epilogue,
+                    ..a
+                } == b
+        });
+        assert!(
+            sibling.is_some(),
+            "{variant} has no {} form",
+            epilogue.name()
+        );
+    }
+}
+
 /// The variant an f32 product of M × N × K (A or B read transposed) gets on the stored H200
 /// profile, and the slices its K is cut in.
 fn h200_product(m: usize, n: usize, k: usize, a_trans: bool, b_trans: bool) -> (String, usize) {

@@ -18,10 +18,14 @@ const OP: &str = "gelu_backward";
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
 pub type Design = crate::launch::ElementDesign;
 
-/// dx = dy · (Φ(x) + x · φ(x)), the gradient of the exact gelu (see [`super::gelu()`]).
+/// dx = dy · (Φ(x) + x · φ(x)), the gradient of the exact gelu (see [`super::gelu()`]). Where
+/// dy is the product recorded last, it is written by that product's launch
+/// (`matmul::fold`).
 pub fn gelu_backward(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let dx = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
-    gelu_backward_into(x, dy, &dx, None)?;
+    if !crate::families::matmul::fold::gelu_backward(x, dy, &dx)? {
+        gelu_backward_into(x, dy, &dx, None)?;
+    }
     Ok(dx)
 }
 

@@ -1,8 +1,8 @@
 //! matmul's cases: square products in a campaign; in a proof, shapes that are not tile
 //! multiples (the last with sides multiples of 16, for whole cooperative fragments), in every
-//! dtype and with every epilogue.
+//! dtype and with every epilogue (the two-output ones in f32, both results checked).
 use crate::cases::prelude::*;
-use crate::families::matmul::{Epilogue, Layout};
+use crate::families::matmul::{Epilogue, Layout, Second};
 
 /// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
 /// by `kiln::cases::campaign_tolerance`.
@@ -21,7 +21,13 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         }
     }
     let epilogues: &[Epilogue] = if z.full {
-        &[Epilogue::None, Epilogue::Bias, Epilogue::BiasGelu]
+        &[
+            Epilogue::None,
+            Epilogue::Bias,
+            Epilogue::BiasGelu,
+            Epilogue::BiasAndGelu,
+            Epilogue::BiasAndGeluGrad,
+        ]
     } else {
         &[Epilogue::None]
     };
@@ -30,15 +36,35 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         let (a, aa) = inputs.pair(gpu, &[m, k], dtype)?;
         let (b, ba) = inputs.pair(gpu, &[k, n], dtype)?;
         let (bias, biasa) = inputs.pair(gpu, &[n], dtype)?;
+        // Where the gradient epilogue takes gelu's derivative.
+        let (x, xa) = inputs.pair(gpu, &[m, n], dtype)?;
         for &epilogue in epilogues {
+            // The two-output forms have f32 variants only (matmul.toml).
+            if epilogue.two_outputs() && dtype != DType::F32 {
+                continue;
+            }
             let want = match epilogue {
                 Epilogue::None => cpu::matmul(&aa, &ba)?,
-                Epilogue::Bias => cpu::linear(&aa, &ba, &biasa)?,
                 Epilogue::BiasGelu => cpu::linear_gelu(&aa, &ba, &biasa)?,
+                _ => cpu::linear(&aa, &ba, &biasa)?,
+            };
+            let second = match epilogue {
+                Epilogue::BiasAndGelu => Some(crate::cpu::gelu(&want)?),
+                Epilogue::BiasAndGeluGrad => Some(crate::cpu::gelu_backward(&xa, &want)?),
+                _ => None,
             };
             let (o, c) = out(gpu, &[m, n], dtype, want.data)?;
+            let mut outputs = vec![o];
+            let y = match second {
+                Some(want) => {
+                    let (o, y) = out(gpu, &[m, n], dtype, want.data)?;
+                    outputs.push(o);
+                    Some(y)
+                }
+                None => None,
+            };
             let e = dtype.size() as f64;
-            let (a, b, bias) = (a.clone(), b.clone(), bias.clone());
+            let (a, b, bias, x) = (a.clone(), b.clone(), bias.clone(), x.clone());
             let suffix = match epilogue {
                 Epilogue::None => String::new(),
                 other => format!(" {}", other.name()),
@@ -53,17 +79,22 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 1e-6),
                 flops: 2.0 * (m * k * n) as f64,
                 bytes: (m * k + k * n + m * n) as f64 * e,
-                outputs: vec![o],
+                outputs,
                 plan: Box::new(move |v| {
-                    let e = (epilogue != Epilogue::None).then_some((&bias, epilogue));
-                    Ok(single(crate::families::matmul::plan_with(
-                        &a,
-                        &b,
-                        &c,
-                        Layout::default(),
-                        e,
-                        v,
-                    )?))
+                    let second = y.as_ref().map(|y| match epilogue {
+                        Epilogue::BiasAndGelu => Second::Gelu { y },
+                        _ => Second::GeluGrad { x: &x, y },
+                    });
+                    let layout = Layout::default();
+                    Ok(single(match second {
+                        Some(second) => crate::families::matmul::plan_second(
+                            &a, &b, &c, layout, &bias, second, v,
+                        )?,
+                        None => {
+                            let e = (epilogue != Epilogue::None).then_some((&bias, epilogue));
+                            crate::families::matmul::plan_with(&a, &b, &c, layout, e, v)?
+                        }
+                    }))
                 }),
             });
         }

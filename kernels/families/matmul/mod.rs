@@ -1,8 +1,10 @@
 //! Batched matrix product on the GPU, with either operand read transposed in place and an
-//! optional epilogue (bias, bias + gelu) applied as C is stored.
+//! optional epilogue (bias, bias + gelu) applied as C is stored; the two-output epilogues also
+//! write the gelu, or the gelu backward, that a training pass runs on C ([`fold`]).
 
 pub(crate) mod cases;
 pub mod cpu;
+pub(crate) mod fold;
 
 use crate::contract::Param;
 use crate::device::DeviceProfile;
@@ -106,6 +108,10 @@ pub enum Epilogue {
     Bias,
     /// gelu(C + bias[col]), the exact (erf) gelu.
     BiasGelu,
+    /// C + bias[col] stored as C, and its gelu into a second output y.
+    BiasAndGelu,
+    /// C + bias[col] stored as C, and C · gelu′(x) into a second output y (x of C's shape).
+    BiasAndGeluGrad,
 }
 
 impl Epilogue {
@@ -117,6 +123,8 @@ impl Epilogue {
                 ("none", Epilogue::None),
                 ("bias", Epilogue::Bias),
                 ("bias_gelu", Epilogue::BiasGelu),
+                ("bias_and_gelu", Epilogue::BiasAndGelu),
+                ("bias_and_gelu_grad", Epilogue::BiasAndGeluGrad),
             ],
         )
     }
@@ -127,6 +135,40 @@ impl Epilogue {
             Epilogue::None => "none",
             Epilogue::Bias => "bias",
             Epilogue::BiasGelu => "bias_gelu",
+            Epilogue::BiasAndGelu => "bias_and_gelu",
+            Epilogue::BiasAndGeluGrad => "bias_and_gelu_grad",
+        }
+    }
+
+    /// Whether it writes a second output (and so is never cut along K: the sum has no such
+    /// form).
+    pub fn two_outputs(self) -> bool {
+        matches!(self, Epilogue::BiasAndGelu | Epilogue::BiasAndGeluGrad)
+    }
+}
+
+/// The second result of a two-output epilogue, of C's shape.
+#[derive(Clone, Copy, Debug)]
+pub enum Second<'a> {
+    /// y = gelu(C + bias).
+    Gelu { y: &'a Tensor },
+    /// y = (C + bias) · gelu′(x).
+    GeluGrad { x: &'a Tensor, y: &'a Tensor },
+}
+
+impl Second<'_> {
+    pub fn epilogue(&self) -> Epilogue {
+        match self {
+            Second::Gelu { .. } => Epilogue::BiasAndGelu,
+            Second::GeluGrad { .. } => Epilogue::BiasAndGeluGrad,
+        }
+    }
+
+    /// The tensors the launch binds after the bias, in binding order (y, then x).
+    fn bound(&self) -> Vec<&Tensor> {
+        match *self {
+            Second::Gelu { y } => vec![y],
+            Second::GeluGrad { x, y } => vec![y, x],
         }
     }
 }
@@ -370,7 +412,8 @@ pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Res
     let tile = design.tile.max(1) as usize;
     let base = d.batch * d.m.div_ceil(tile) * d.n.div_ceil(tile);
     let routes = matches!(design.route, Route::Tiled | Route::Vec4);
-    if profile.is_software() || call.dtype != DType::F32 || !routes || base >= 128 {
+    let whole = profile.is_software() || call.epilogue.two_outputs();
+    if whole || call.dtype != DType::F32 || !routes || base >= 128 {
         return Ok(Split::NONE);
     }
     let mut splits = 128usize.div_ceil(base).min(d.k / 64).min(16);
@@ -430,8 +473,8 @@ fn decide(
 ) -> Result<(Choice, Split)> {
     let choice = choose(sel, call, named)?;
     let split = match force {
-        Some(n) => Split::of_k(call.dims.k, n),
-        None => split_for(sel.profile, &choice.variant, call)?,
+        Some(n) if !call.epilogue.two_outputs() => Split::of_k(call.dims.k, n),
+        _ => split_for(sel.profile, &choice.variant, call)?,
     };
     Ok((choice, split))
 }
@@ -462,7 +505,7 @@ pub fn plan_split_named(
     let gpu = a.gpu();
     let (choice, split) = decide(&gpu.selector(), &call, named, force)?;
     if split.splits == 1 {
-        let dispatch = launch(a, b, c, bias, &call, &choice, Split::NONE)?;
+        let dispatch = launch(a, b, c, &Vec::from_iter(bias), &call, &choice, Split::NONE)?;
         return Ok(SplitPlan {
             dispatches: vec![dispatch],
             choice,
@@ -485,7 +528,7 @@ pub fn plan_split_named(
     let d = &call.dims;
     let count = d.batch * d.m * d.n;
     let workspace = Tensor::uninit(gpu, &[split.splits, count], DType::F32)?;
-    let slices = launch(a, b, &workspace, None, &call, &plain, split)?;
+    let slices = launch(a, b, &workspace, &[], &call, &plain, split)?;
     let epilogue = bias.map(|b| (b, call.epilogue));
     let (sum, _) = crate::families::matmul_reduce::plan(&workspace, c, d.n, epilogue, None)?;
     Ok(SplitPlan {
@@ -498,19 +541,32 @@ pub fn plan_split_named(
 
 /// The variant with the same values and no epilogue.
 fn plain_of(registry: &crate::registry::Registry, v: &Variant) -> Result<Variant> {
-    let none = Param::Str("none".into());
+    with_epilogue(registry, v, Epilogue::None)
+}
+
+/// The variant with the same values and `epilogue`.
+pub(crate) fn with_epilogue(
+    registry: &crate::registry::Registry,
+    v: &Variant,
+    epilogue: Epilogue,
+) -> Result<Variant> {
+    let wanted = Param::Str(epilogue.name().into());
     registry
         .variants(OP)?
         .iter()
         .find(|p| {
             p.values.iter().all(|(name, value)| match name.as_str() {
-                "epilogue" => *value == none,
+                "epilogue" => *value == wanted,
                 _ => v.get(name) == Some(value),
             })
         })
         .cloned()
         .ok_or_else(|| {
-            crate::error::Error::UnknownKernel(format!("{OP}/{} without epilogue", v.name))
+            crate::error::Error::UnknownKernel(format!(
+                "{OP}/{} with the {} epilogue",
+                v.name,
+                epilogue.name()
+            ))
         })
 }
 
@@ -571,7 +627,38 @@ pub fn plan_with(
 ) -> Result<(Dispatch, Choice)> {
     let (call, bias) = checked_call(a, b, c, layout, epilogue)?;
     let choice = choose(&a.gpu().selector(), &call, named)?;
-    let dispatch = launch(a, b, c, bias, &call, &choice, Split::NONE)?;
+    let dispatch = launch(a, b, c, &Vec::from_iter(bias), &call, &choice, Split::NONE)?;
+    Ok((dispatch, choice))
+}
+
+/// [`plan_with`] for a two-output epilogue: C = A · B + bias stored, and `second` written from
+/// it (one launch, K never cut).
+pub fn plan_second(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    layout: Layout,
+    bias: &Tensor,
+    second: Second<'_>,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    let (call, bias) = checked_call(a, b, c, layout, Some((bias, second.epilogue())))?;
+    let extra = second.bound();
+    check_operands(OP, &extra)?;
+    for t in &extra {
+        crate::launch::check_input_shape(OP, "y and x", t, c.shape())?;
+    }
+    let mut inputs = vec![a, b, c];
+    inputs.extend(bias);
+    inputs.extend(extra.get(1));
+    check_no_alias(OP, extra[0], &inputs)?;
+    if let Some(x) = extra.get(1) {
+        check_no_alias(OP, c, &[x])?;
+    }
+    let choice = choose(&a.gpu().selector(), &call, named)?;
+    let mut bound = Vec::from_iter(bias);
+    bound.extend(extra);
+    let dispatch = launch(a, b, c, &bound, &call, &choice, Split::NONE)?;
     Ok((dispatch, choice))
 }
 
@@ -605,12 +692,13 @@ fn checked_call<'a>(
     Ok((call, bias))
 }
 
-/// The launch of `choice` for a checked call, writing `out` (C, or the slices of a cut K).
+/// The launch of `choice` for a checked call, writing `out` (C, or the slices of a cut K), with
+/// the epilogue's tensors after it (the bias, then a second output's).
 fn launch(
     a: &Tensor,
     b: &Tensor,
     out: &Tensor,
-    bias: Option<&Tensor>,
+    epilogue: &[&Tensor],
     call: &Call,
     choice: &Choice,
     split: Split,
@@ -647,7 +735,7 @@ fn launch(
         _pad: 0,
     };
     let mut tensors = vec![a, b, out];
-    tensors.extend(bias);
+    tensors.extend(epilogue);
     Dispatch::new(gpu, &choice.variant, &tensors, &params, groups)
 }
 

@@ -104,8 +104,8 @@ pub(crate) fn fold(
         return Ok(false);
     }
     let count = rows * cols;
-    gpu.replace_last(|label, bound| {
-        let slices = crate::families::matmul_reduce::recorded(label, bound)?;
+    gpu.replace_last(|last| {
+        let slices = crate::families::matmul_reduce::recorded(last.label, last.buffers)?;
         let written = slices.c.key();
         let (product, residual) = if written == x.slice().key() {
             (x, r)

@@ -110,8 +110,8 @@ pub(crate) fn fold(x: &Tensor, order: [usize; 4], y: &Tensor) -> Result<bool> {
         return Ok(false);
     }
     let count = x.numel();
-    gpu.replace_last(|label, bound| {
-        let sum = matmul_reduce::recorded(label, bound)?;
+    gpu.replace_last(|last| {
+        let sum = matmul_reduce::recorded(last.label, last.buffers)?;
         if sum.c.key() != x.slice().key() || count == 0 {
             return None;
         }

@@ -14,6 +14,17 @@ use super::record::{
 };
 use crate::error::{Error, Result};
 
+/// The newest launch recorded, as [`Gpu::replace_last`] shows it to a fold.
+pub(crate) struct Last<'a> {
+    /// `family/variant` of its kernel.
+    pub label: &'a str,
+    /// The buffers it binds, in binding order.
+    pub buffers: &'a [Slice],
+    /// Its parameter block as recorded, padded to its slot (empty for a kernel without one).
+    pub params: &'a [u8],
+    pub groups: [u32; 3],
+}
+
 impl Gpu {
     /// Appends launches to the current recording (submitted at the next readback or flush).
     pub fn record(&self, dispatches: &[&Dispatch]) -> Result<()> {
@@ -77,7 +88,7 @@ impl Gpu {
     }
 
     /// Replaces the newest launch of the recording (or of the capture under way) with the one
-    /// `make(label, buffers)` returns for it, and returns whether it did: an op folds that
+    /// `make(last)` returns for it, and returns whether it did: an op folds that
     /// launch into its own this way. Nothing changes when `make` declines or the newest entry
     /// is not a launch (anything recorded after it, or a submission since, keeps it), and in
     /// a capture when that launch is part of a chain of noted op calls (a call noted right after
@@ -85,12 +96,15 @@ impl Gpu {
     /// as a whole. `make` runs under the recorder's lock, so it must not record.
     pub(crate) fn replace_last(
         &self,
-        make: impl FnOnce(&str, &[Slice]) -> Option<Dispatch>,
+        make: impl FnOnce(&Last<'_>) -> Option<Dispatch>,
     ) -> Result<bool> {
         let mut rec = lock(&self.inner.recorder);
         let replacement = if let Some(capture) = rec.capture.as_mut() {
             let Some(Step::Launch {
-                kernel, buffers, ..
+                kernel,
+                buffers,
+                params,
+                groups,
             }) = capture.steps.last()
             else {
                 return Ok(false);
@@ -102,7 +116,13 @@ impl Gpu {
             if chained {
                 return Ok(false);
             }
-            let Some(d) = make(&kernel.label, buffers) else {
+            let last = Last {
+                label: &kernel.label,
+                buffers,
+                params,
+                groups: *groups,
+            };
+            let Some(d) = make(&last) else {
                 return Ok(false);
             };
             capture.steps.pop();
@@ -111,10 +131,29 @@ impl Gpu {
             capture.notes.retain(|n| n.steps.end <= len);
             d
         } else {
-            let Some(Command::Dispatch { kernel, _hold, .. }) = rec.commands.last() else {
+            let Some(Command::Dispatch {
+                kernel,
+                _hold,
+                offset,
+                groups,
+                ..
+            }) = rec.commands.last()
+            else {
                 return Ok(false);
             };
-            let Some(d) = make(&kernel.label, _hold) else {
+            // The block as recorded: the launch's bytes, padded to its slot in the ring.
+            let slot = match kernel.uniform {
+                Some((_, size)) => self.param_slot(size) as usize,
+                None => 0,
+            };
+            let params = rec.params.get(*offset as usize..).unwrap_or(&[]);
+            let last = Last {
+                label: &kernel.label,
+                buffers: _hold,
+                params: &params[..slot.min(params.len())],
+                groups: *groups,
+            };
+            let Some(d) = make(&last) else {
                 return Ok(false);
             };
             // Its parameter block stays in the recording's bytes, unread.
