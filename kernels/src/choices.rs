@@ -95,11 +95,10 @@ impl<'a> ChoiceBackend<'a> {
         Some(choice)
     }
 
-    /// As the GPU path folds a gelu or its backward into the product before it
-    /// (`matmul::fold`): when the newest call is one whole f32 product (no epilogue or a bias)
-    /// of `shape`, its launch becomes the same design with the two-output `epilogue`, and
-    /// true is returned.
-    fn take_product(&self, shape: &[usize], epilogue: Epilogue) -> bool {
+    /// As the GPU path folds the op after a product into it (`matmul::fold`): when the newest
+    /// call is one whole f32 product (no epilogue or a bias) whose output shape `fits`, its
+    /// launch becomes the same design with the two-output `epilogue`, and true is returned.
+    fn take_product(&self, fits: impl FnOnce(&[usize]) -> bool, epilogue: Epilogue) -> bool {
         let mut made = self.made.borrow_mut();
         if chained(&made) {
             return false;
@@ -116,7 +115,8 @@ impl<'a> ChoiceBackend<'a> {
             Ok((DType::F32, Epilogue::None | Epilogue::Bias))
         );
         let wrote = self.product_out.borrow();
-        if !plain || wrote.as_ref() != Some(&(newest, shape.to_vec())) {
+        let fitting = matches!(wrote.as_ref(), Some((at, shape)) if *at == newest && fits(shape));
+        if !plain || !fitting {
             return false;
         }
         match matmul::with_epilogue(self.selector.registry, &product.variant, epilogue) {
@@ -212,24 +212,33 @@ impl<'a> ChoiceBackend<'a> {
 
     /// `x` with its middle two axes swapped (rank 4), and the launch: as the GPU path swaps, a
     /// split product's sum that is the newest launch is taken in (`reduce_permute`).
-    fn swapped12(&self, x: &Shaped) -> Result<(Shaped, Choice)> {
+    /// The swap's output, and its launch: none where the product before it writes the swap
+    /// too (as heads).
+    fn swapped12(&self, x: &Shaped) -> Result<(Shaped, Option<Choice>)> {
         let [a, b, c, d] = rank4("swap_axes", &x.shape)?;
-        // Where b or c is 1 the GPU path swaps by a view: nothing there takes the sum in.
-        let view = b == 1 || c == 1;
-        let folded = if view {
-            None
-        } else {
-            self.permute_taking_sum(x.dtype)
-        };
-        let choice = match folded {
-            Some(choice) => choice,
-            None => self.elementwise("swap_axes", x.dtype)?,
-        };
         let y = Shaped {
             shape: vec![a, c, b, d],
             dtype: x.dtype,
         };
-        Ok((y, choice))
+        // Where b or c is 1 the GPU path swaps by a view: nothing there takes the sum in.
+        if b == 1 || c == 1 {
+            return Ok((y, Some(self.elementwise("swap_axes", x.dtype)?)));
+        }
+        if let Some(folded) = self.permute_taking_sum(x.dtype) {
+            return Ok((y, Some(folded)));
+        }
+        if self.product_as_heads(x) {
+            return Ok((y, None));
+        }
+        Ok((y, Some(self.elementwise("swap_axes", x.dtype)?)))
+    }
+
+    /// Whether the product just made, a batch of one of `x`'s size, writes `x` split into heads
+    /// too ([`take_product`](Self::take_product)).
+    fn product_as_heads(&self, x: &Shaped) -> bool {
+        let count: usize = x.shape.iter().product();
+        let fits = |s: &[usize]| s.len() == 2 && s.iter().product::<usize>() == count;
+        x.dtype == DType::F32 && self.take_product(fits, Epilogue::BiasAndHeads)
     }
 
     fn not_modelled(&self, op: &'static str) -> Error {
@@ -404,7 +413,7 @@ impl Backend for ChoiceBackend<'_> {
         Err(self.not_modelled("layernorm_backward"))
     }
     fn gelu(&self, x: &Shaped) -> Result<Shaped> {
-        let launches = if self.take_product(&x.shape, Epilogue::BiasAndGelu) {
+        let launches = if self.take_product(|s| s == x.shape, Epilogue::BiasAndGelu) {
             Vec::new()
         } else {
             vec![self.elementwise("gelu", x.dtype)?]
@@ -433,31 +442,30 @@ impl Backend for ChoiceBackend<'_> {
     }
     fn swap12(&self, x: &Shaped) -> Result<Shaped> {
         let (y, choice) = self.swapped12(x)?;
-        self.note("swap12", vec![choice]);
+        self.note("swap12", Vec::from_iter(choice));
         Ok(y)
     }
     /// As the GPU path splits: with as many K/V heads as Q heads, one `permute` ([B, T, 3, H,
     /// d] → [3, B, H, T, d]), which takes in a split product's sum when that is the newest
-    /// launch (`reduce_permute`); otherwise the heads to the front (one swap; with grouped heads
-    /// and a batch, copies after it).
+    /// launch (`reduce_permute`) and is written by a whole product that is (`matmul::fold`);
+    /// otherwise the heads to the front (one swap, folded the same way; with grouped heads and
+    /// a batch, copies after it).
     fn split_qkv(&self, qkv: &Shaped, [b, t, h, hkv, d]: [usize; 5]) -> Result<[Shaped; 3]> {
         let part = |heads: usize| Shaped {
             shape: vec![b, heads, t, d],
             dtype: qkv.dtype,
         };
-        if hkv == h
-            && let Some(folded) = self.permute_taking_sum(qkv.dtype)
-        {
-            self.note("split_qkv", vec![folded]);
-            return Ok([part(h), part(hkv), part(hkv)]);
-        }
-        let launch = if hkv == h {
-            self.elementwise("permute", qkv.dtype)?
-        } else {
+        let launch = if hkv != h {
             self.swapped12(&self.reshape(qkv, &[b, t, h + 2 * hkv, d])?)?
                 .1
+        } else if let Some(folded) = self.permute_taking_sum(qkv.dtype) {
+            Some(folded)
+        } else if self.product_as_heads(qkv) {
+            None
+        } else {
+            Some(self.elementwise("permute", qkv.dtype)?)
         };
-        self.note("split_qkv", vec![launch]);
+        self.note("split_qkv", Vec::from_iter(launch));
         Ok([part(h), part(hkv), part(hkv)])
     }
     fn attention(
@@ -598,10 +606,10 @@ mod tests {
         Ok(())
     }
 
-    /// As `matmul::fold` does on the GPU path: a gelu of the product just made takes that
-    /// product's launch; of anything else, a launch of its own.
+    /// As `matmul::fold` does on the GPU path: a gelu, or a split into heads, of the product
+    /// just made takes that product's launch; of anything else, a launch of its own.
     #[test]
-    fn a_gelu_of_the_newest_product_rides_on_its_launch() -> Result<()> {
+    fn the_op_after_the_newest_product_rides_on_its_launch() -> Result<()> {
         let (registry, tuned) = (Registry::builtin()?, TunedTable::builtin()?);
         let profiles = crate::device::stored_profiles()?;
         let (_, profile) = profiles
@@ -617,6 +625,17 @@ mod tests {
         assert_eq!(epilogue(&made[0]), Some("bias_and_gelu".into()));
         assert!(made[1].launches.is_empty(), "{:?}", made[1]);
         assert_eq!(made[2].launches[0].variant.family, "gelu");
+
+        // Q, K and V split into heads by the product that makes them; a swap into heads of a
+        // batched product's output stays a launch of its own.
+        let qkv = b.linear(&shaped(&[10, 16]), &shaped(&[16, 24]), &shaped(&[24]))?;
+        b.split_qkv(&qkv, [2, 5, 2, 2, 4])?;
+        let o = b.matmul(&shaped(&[2, 5, 4]), &shaped(&[2, 4, 8]))?;
+        b.swap12(&b.reshape(&o, &[2, 5, 2, 4])?)?;
+        let made = b.made();
+        assert_eq!(epilogue(&made[3]), Some("bias_and_heads".into()));
+        assert!(made[4].launches.is_empty(), "{:?}", made[4]);
+        assert_eq!(made[6].launches[0].variant.family, "swap_axes");
         Ok(())
     }
 }

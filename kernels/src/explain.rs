@@ -107,6 +107,7 @@ pub fn sample_picks(sel: &Selector<'_>) -> Vec<Pick> {
                     Epilogue::BiasGelu => " + bias, gelu",
                     Epilogue::BiasAndGelu => " + bias, and its gelu",
                     Epilogue::BiasAndGeluGrad => " + bias, and its gelu gradient",
+                    Epilogue::BiasAndHeads => " + bias, and split into heads",
                 }
             );
             out.push(finish("matmul", text, matmul::choose(sel, &call, None)));

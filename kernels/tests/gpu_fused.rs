@@ -362,7 +362,7 @@ fn split_k_every_route_sums_its_slices() {
             Epilogue::None => c.clone(),
             Epilogue::Bias => cpu::add(c, bias_cpu).unwrap(),
             Epilogue::BiasGelu => cpu::gelu(&cpu::add(c, bias_cpu).unwrap()).unwrap(),
-            Epilogue::BiasAndGelu | Epilogue::BiasAndGeluGrad => unreachable!("never cut"),
+            _ => unreachable!("the two-output epilogues are never cut"),
         };
         for (e, name) in [
             (Epilogue::None, "none"),
@@ -736,4 +736,103 @@ fn a_gelu_and_its_backward_fold_into_the_products_before_them() {
         &cpu::gelu(&x_cpu).unwrap().data,
         1e-6,
     );
+}
+
+#[test]
+fn a_whole_product_writes_its_split_into_heads_and_its_swap_too() {
+    use kiln::{Backend, GpuBackend};
+    // A device of the test's own: the fold takes back the newest launch of the recording, and
+    // the launches are counted.
+    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let path = GpuBackend { gpu: g.clone() };
+    let cpu_path = kiln::CpuBackend::plain();
+    // 3 sequences of 5 tokens, 2 heads of 6 (not tile multiples), from 70 inputs.
+    let (batch, tokens, heads, d, k) = (3, 5, 2, 6, 70);
+    let m = batch * tokens;
+    let up = |seed: u64, shape: &[usize]| {
+        let data = common::random(seed, shape.iter().product());
+        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
+        (t, Array::new(shape, data).unwrap())
+    };
+    let (a, a_cpu) = up(101, &[m, k]);
+    let (w, w_cpu) = up(102, &[k, 3 * heads * d]);
+    let (bias, bias_cpu) = up(103, &[3 * heads * d]);
+    let (w1, w1_cpu) = up(104, &[k, heads * d]);
+    // Q, K and V split into heads (with a bias: MiniLM's), and a gradient put into heads by a
+    // swap (without: the flash demo's dO).
+    for split in [true, false] {
+        let (c_want, want) = if split {
+            let c = cpu::linear(&a_cpu, &w_cpu, &bias_cpu).unwrap();
+            let parts = cpu_path
+                .split_qkv(&c, [batch, tokens, heads, heads, d])
+                .unwrap();
+            (c, parts.to_vec())
+        } else {
+            let c = cpu::matmul(&a_cpu, &w1_cpu).unwrap();
+            let x = cpu_path.reshape(&c, &[batch, tokens, heads, d]).unwrap();
+            (c, vec![cpu_path.swap12(&x).unwrap()])
+        };
+        let make = || -> kiln::Result<(Tensor, Vec<Tensor>)> {
+            if split {
+                let c = ops::linear(&a, &w, &bias)?;
+                let parts = path.split_qkv(&c, [batch, tokens, heads, heads, d])?;
+                Ok((c, parts.to_vec()))
+            } else {
+                let c = ops::matmul(&a, &w1)?;
+                let y = path.swap12(&c.reshape(&[batch, tokens, heads, d])?)?;
+                Ok((c, vec![y]))
+            }
+        };
+        let run = |between: bool| {
+            g.flush().unwrap();
+            let before = g.counters();
+            let (c, parts) = if between {
+                // The product alone, then a flush: the op after it records its own launch.
+                let c = if split {
+                    ops::linear(&a, &w, &bias).unwrap()
+                } else {
+                    ops::matmul(&a, &w1).unwrap()
+                };
+                g.flush().unwrap();
+                let parts = if split {
+                    path.split_qkv(&c, [batch, tokens, heads, heads, d])
+                        .unwrap()
+                        .to_vec()
+                } else {
+                    vec![
+                        path.swap12(&c.reshape(&[batch, tokens, heads, d]).unwrap())
+                            .unwrap(),
+                    ]
+                };
+                (c, parts)
+            } else {
+                make().unwrap()
+            };
+            let got: Vec<Vec<f32>> = std::iter::once(&c).chain(&parts).map(read).collect();
+            (got, (g.counters() - before).dispatches)
+        };
+        let (folded, launches) = run(false);
+        assert_eq!(
+            launches, 1,
+            "split {split}: the product writes the heads too"
+        );
+        assert_close("product", &folded[0], &c_want.data, 1e-6);
+        for (got, want) in folded[1..].iter().zip(&want) {
+            assert_eq!(got.len(), want.data.len());
+            assert_close("heads", got, &want.data, 1e-6);
+        }
+        let (apart, launches) = run(true);
+        assert_eq!(launches, 2, "split {split}");
+        assert_eq!(folded, apart, "split {split}: the same values, moved");
+
+        // In a capture too: one launch, the product's design with the heads epilogue.
+        let (plan, (c, parts)) = g.capture(make).unwrap();
+        match plan.kernels() {
+            [one] => assert!(one.ends_with("_bias_and_heads"), "{one}"),
+            other => panic!("split {split}: {other:?}"),
+        }
+        plan.replay().unwrap();
+        let got: Vec<Vec<f32>> = std::iter::once(&c).chain(&parts).map(read).collect();
+        assert_eq!(got, folded, "split {split}: replayed");
+    }
 }

@@ -77,17 +77,20 @@ fn small_products_on_the_h200_are_cut_in_three_or_more_or_not_at_all() {
     }
 }
 
-/// The Medium step's MLP products, whose gelu and gelu backward `matmul::fold` writes from the
-/// product's launch, are whole on the H200 and their designs have the two-output epilogues: the
-/// step loses those eight launches there too.
+/// The Medium step's products whose next op `matmul::fold` writes from the product's launch
+/// (the MLP's gelu and gelu backward, Q/K/V and dO into heads) are whole on the H200 and their
+/// designs have the two-output epilogues: the step loses those sixteen launches there too.
 #[test]
-fn the_medium_steps_mlp_products_on_the_h200_take_their_gelus() {
+fn the_medium_steps_products_on_the_h200_take_the_ops_after_them() {
     use kiln::ops::matmul::{Design, Epilogue};
     let registry = Registry::builtin().unwrap();
-    // u = h2 · W1 [1024, 512] by K 128; dg = dx · W2ᵀ, W2 stored [512, 128].
+    // u = h2 · W1 [1024, 512] by K 128; dg = dx · W2ᵀ, W2 stored [512, 128]; QKV = h1 · Wqkv
+    // [1024, 384] by K 128; dO = dx · Woᵀ [1024, 128] by K 128.
     for (m, n, k, b_trans, epilogue) in [
         (1024, 512, 128, false, Epilogue::BiasAndGelu),
         (1024, 512, 128, true, Epilogue::BiasAndGeluGrad),
+        (1024, 384, 128, false, Epilogue::BiasAndHeads),
+        (1024, 128, 128, true, Epilogue::BiasAndHeads),
     ] {
         let (variant, cut) = h200_product(m, n, k, false, b_trans);
         assert_eq!(cut, 1, "{variant}");

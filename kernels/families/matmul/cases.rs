@@ -27,6 +27,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             Epilogue::BiasGelu,
             Epilogue::BiasAndGelu,
             Epilogue::BiasAndGeluGrad,
+            Epilogue::BiasAndHeads,
         ]
     } else {
         &[Epilogue::None]
@@ -48,16 +49,19 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 Epilogue::BiasGelu => cpu::linear_gelu(&aa, &ba, &biasa)?,
                 _ => cpu::linear(&aa, &ba, &biasa)?,
             };
+            // bias_and_heads: M rows as sequences of T, N columns as P parts of heads of d.
+            let heads = heads_of(m, n);
             let second = match epilogue {
                 Epilogue::BiasAndGelu => Some(crate::cpu::gelu(&want)?),
                 Epilogue::BiasAndGeluGrad => Some(crate::cpu::gelu_backward(&xa, &want)?),
+                Epilogue::BiasAndHeads => Some(split_heads(&want, heads)?),
                 _ => None,
             };
             let (o, c) = out(gpu, &[m, n], dtype, want.data)?;
             let mut outputs = vec![o];
             let y = match second {
                 Some(want) => {
-                    let (o, y) = out(gpu, &[m, n], dtype, want.data)?;
+                    let (o, y) = out(gpu, &want.shape, dtype, want.data)?;
                     outputs.push(o);
                     Some(y)
                 }
@@ -83,6 +87,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 plan: Box::new(move |v| {
                     let second = y.as_ref().map(|y| match epilogue {
                         Epilogue::BiasAndGelu => Second::Gelu { y },
+                        Epilogue::BiasAndHeads => Second::Heads { y, heads },
                         _ => Second::GeluGrad { x: &x, y },
                     });
                     let layout = Layout::default();
@@ -100,4 +105,22 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         }
     }
     Ok(cases)
+}
+
+/// [T, H, d] for bias_and_heads at M × N: rows in sequences of T (a divisor of M), columns in
+/// heads of d (a divisor of N) and parts of H heads, small enough to leave several of each.
+fn heads_of(m: usize, n: usize) -> [usize; 3] {
+    let divisor =
+        |of: usize, at_most: usize| (1..=at_most.min(of)).rev().find(|t| of.is_multiple_of(*t));
+    let t = divisor(m, m / 2).unwrap_or(1);
+    let d = divisor(n, 8).unwrap_or(1);
+    let h = divisor(n / d, 2).unwrap_or(1);
+    [t, h, d]
+}
+
+/// C [B·T, P·H·d] as [P, B, H, T, d]: the reference of bias_and_heads' second output.
+fn split_heads(c: &Array, [t, h, d]: [usize; 3]) -> Result<Array> {
+    let (m, n) = (c.shape[0], c.shape[1]);
+    let x = Array::new(&[m / t, t, n / (h * d), h, d], c.data.clone())?;
+    crate::cpu::permute(&x, [2, 0, 3, 1])
 }

@@ -1,12 +1,12 @@
-//! A product's gelu, or the gelu backward that reads it, folded into the product: where the
-//! newest launch recorded is a whole product (no epilogue, or a bias) writing the tensor that
-//! `ops::gelu` or `ops::gelu_backward` is called on, it is taken back and recorded again with a
-//! two-output epilogue that writes the product as before and the gelu (or the gradient) too.
+//! The op after a product folded into the product: where the newest launch recorded is a whole
+//! product (no epilogue, or a bias) writing the tensor that `ops::gelu`, `ops::gelu_backward`,
+//! `ops::permute` (into heads) or `ops::swap_axes12` is called on, it is taken back and recorded
+//! again with a two-output epilogue that writes the product as before and the op's result too.
 //! A training pass's MLP keeps its pre-activation for the backward pass, so `matmul_gelu`
-//! cannot serve it; this takes one launch off each way. The model code calls the ops it always
-//! did.
+//! cannot serve it; Q, K and V come out of one product and go into heads, and so does the
+//! gradient of the attention's output. The model code calls the ops it always did.
 
-use super::{Design, Epilogue, OP, Params, with_epilogue};
+use super::{Design, Epilogue, OP, Params, with_epilogue, with_heads};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::{Bindable, Dispatch};
@@ -16,18 +16,45 @@ use crate::tensor::Tensor;
 /// not (another launch came after the product, the product was cut along K, it ends a chain a
 /// capture may rewrite, or no variant takes it), nothing was changed.
 pub(crate) fn gelu(c: &Tensor, y: &Tensor) -> Result<bool> {
-    fold(c, y, None)
+    fold(c, y, Op::Gelu)
 }
 
 /// dx = dy · gelu′(x) folded into the product that wrote `dy`, as [`gelu`] folds.
 pub(crate) fn gelu_backward(x: &Tensor, dy: &Tensor, dx: &Tensor) -> Result<bool> {
-    fold(dy, dx, Some(x))
+    fold(dy, dx, Op::GeluGrad(x))
 }
 
-fn fold(c: &Tensor, y: &Tensor, x: Option<&Tensor>) -> Result<bool> {
+/// X [B, T, P, H, d] into y [P, B, H, T, d] (`ops::permute` with order [2, 0, 3, 1]) folded
+/// into the product [B·T, P·H·d] that wrote X, as [`gelu`] folds.
+pub(crate) fn heads(x: &Tensor, y: &Tensor) -> Result<bool> {
+    let (&[b, t, p, h, d], &[p2, b2, h2, t2, d2]) = (x.shape(), y.shape()) else {
+        return Ok(false);
+    };
+    if [p2, b2, h2, t2, d2] != [p, b, h, t, d] {
+        return Ok(false);
+    }
+    let c = x.reshape(&[b * t, p * h * d])?;
+    fold(&c, y, Op::Heads([t, h, d]))
+}
+
+/// What the fold writes into y.
+#[derive(Clone, Copy)]
+enum Op<'a> {
+    Gelu,
+    GeluGrad(&'a Tensor),
+    Heads([usize; 3]),
+}
+
+fn fold(c: &Tensor, y: &Tensor, op: Op<'_>) -> Result<bool> {
     let gpu = c.gpu();
+    let x = match op {
+        Op::GeluGrad(x) => Some(x),
+        _ => None,
+    };
+    let same_size = matches!(op, Op::Heads(_)) || y.shape() == c.shape();
     let f32_like = |t: &Tensor| t.dtype() == DType::F32 && t.shape() == c.shape();
-    if c.dtype() != DType::F32 || !f32_like(y) || x.is_some_and(|x| !f32_like(x)) {
+    let wrong_x = x.is_some_and(|x| !f32_like(x));
+    if c.dtype() != DType::F32 || y.dtype() != DType::F32 || !same_size || wrong_x {
         return Ok(false);
     }
     // x is read where C and y are written: it must be neither.
@@ -39,9 +66,10 @@ fn fold(c: &Tensor, y: &Tensor, x: Option<&Tensor>) -> Result<bool> {
     };
     // The bias of a product without one; made before the recorder is locked.
     let zeros = Tensor::kept_zeros(gpu, &[n], DType::F32)?;
-    let epilogue = match x {
-        Some(_) => Epilogue::BiasAndGeluGrad,
-        None => Epilogue::BiasAndGelu,
+    let epilogue = match op {
+        Op::Gelu => Epilogue::BiasAndGelu,
+        Op::GeluGrad(_) => Epilogue::BiasAndGeluGrad,
+        Op::Heads(_) => Epilogue::BiasAndHeads,
     };
     let registry = gpu.registry();
     gpu.replace_last(|last| {
@@ -61,15 +89,20 @@ fn fold(c: &Tensor, y: &Tensor, x: Option<&Tensor>) -> Result<bool> {
         }
         let params = last.params.get(..size_of::<Params>())?;
         let params: Params = bytemuck::try_pod_read_unaligned(params).ok()?;
-        if params.splits != 1 {
+        // Heads split the one matrix of a batch of one.
+        if params.splits != 1 || (matches!(op, Op::Heads(_)) && params.batch != 1) {
             return None;
         }
+        let bytes = match op {
+            Op::Heads(heads) => with_heads(last.params, heads)?,
+            _ => last.params.to_vec(),
+        };
         let kernel = gpu
             .kernel(&with_epilogue(registry, recorded, epilogue).ok()?)
             .ok()?;
         let mut buffers: Vec<_> = operands.into_iter().cloned().collect();
         buffers.extend([bias.clone(), y.slice().clone()]);
         buffers.extend(x.map(|x| x.slice().clone()));
-        Dispatch::with_kernel(kernel, buffers, last.params.to_vec(), last.groups).ok()
+        Dispatch::with_kernel(kernel, buffers, bytes, last.groups).ok()
     })
 }

@@ -96,7 +96,10 @@ struct Params {
     b_col: u32,
     splits: u32,
     k_split: u32,
-    _pad: u32,
+    seq: u32,
+    head: u32,
+    heads: u32,
+    _pad: [u32; 3],
 }
 
 /// What happens to C as it is stored.
@@ -112,6 +115,8 @@ pub enum Epilogue {
     BiasAndGelu,
     /// C + bias[col] stored as C, and C · gelu′(x) into a second output y (x of C's shape).
     BiasAndGeluGrad,
+    /// C + bias[col] stored as C [B·T, P·H·d], and again into y [P, B, H, T, d].
+    BiasAndHeads,
 }
 
 impl Epilogue {
@@ -125,6 +130,7 @@ impl Epilogue {
                 ("bias_gelu", Epilogue::BiasGelu),
                 ("bias_and_gelu", Epilogue::BiasAndGelu),
                 ("bias_and_gelu_grad", Epilogue::BiasAndGeluGrad),
+                ("bias_and_heads", Epilogue::BiasAndHeads),
             ],
         )
     }
@@ -137,13 +143,17 @@ impl Epilogue {
             Epilogue::BiasGelu => "bias_gelu",
             Epilogue::BiasAndGelu => "bias_and_gelu",
             Epilogue::BiasAndGeluGrad => "bias_and_gelu_grad",
+            Epilogue::BiasAndHeads => "bias_and_heads",
         }
     }
 
     /// Whether it writes a second output (and so is never cut along K: the sum has no such
     /// form).
     pub fn two_outputs(self) -> bool {
-        matches!(self, Epilogue::BiasAndGelu | Epilogue::BiasAndGeluGrad)
+        matches!(
+            self,
+            Epilogue::BiasAndGelu | Epilogue::BiasAndGeluGrad | Epilogue::BiasAndHeads
+        )
     }
 }
 
@@ -154,6 +164,8 @@ pub enum Second<'a> {
     Gelu { y: &'a Tensor },
     /// y = (C + bias) · gelu′(x).
     GeluGrad { x: &'a Tensor, y: &'a Tensor },
+    /// C + bias [B·T, P·H·d] again as y [P, B, H, T, d] (`heads`: [T, H, d]); a batch of one.
+    Heads { y: &'a Tensor, heads: [usize; 3] },
 }
 
 impl Second<'_> {
@@ -161,14 +173,33 @@ impl Second<'_> {
         match self {
             Second::Gelu { .. } => Epilogue::BiasAndGelu,
             Second::GeluGrad { .. } => Epilogue::BiasAndGeluGrad,
+            Second::Heads { .. } => Epilogue::BiasAndHeads,
         }
     }
 
     /// The tensors the launch binds after the bias, in binding order (y, then x).
     fn bound(&self) -> Vec<&Tensor> {
         match *self {
-            Second::Gelu { y } => vec![y],
+            Second::Gelu { y } | Second::Heads { y, .. } => vec![y],
             Second::GeluGrad { x, y } => vec![y, x],
+        }
+    }
+
+    /// y's shape for a C of `c_shape`, or why there is none.
+    fn shape(&self, c_shape: &[usize]) -> std::result::Result<Vec<usize>, String> {
+        let Second::Heads {
+            heads: [t, h, d], ..
+        } = *self
+        else {
+            return Ok(c_shape.to_vec());
+        };
+        match *c_shape {
+            [m, n] if t > 0 && h * d > 0 && m.is_multiple_of(t) && n.is_multiple_of(h * d) => {
+                Ok(vec![n / (h * d), m / t, h, t, d])
+            }
+            _ => Err(format!(
+                "C {c_shape:?} does not split into rows of {t} and heads of {h} × {d}"
+            )),
         }
     }
 }
@@ -645,8 +676,10 @@ pub fn plan_second(
     let (call, bias) = checked_call(a, b, c, layout, Some((bias, second.epilogue())))?;
     let extra = second.bound();
     check_operands(OP, &extra)?;
-    for t in &extra {
-        crate::launch::check_input_shape(OP, "y and x", t, c.shape())?;
+    let y_shape = second.shape(c.shape()).map_err(|e| Error::shape(OP, e))?;
+    check_out_shape(OP, extra[0], &y_shape)?;
+    if let Some(x) = extra.get(1) {
+        crate::launch::check_input_shape(OP, "x", x, c.shape())?;
     }
     let mut inputs = vec![a, b, c];
     inputs.extend(bias);
@@ -658,7 +691,14 @@ pub fn plan_second(
     let choice = choose(&a.gpu().selector(), &call, named)?;
     let mut bound = Vec::from_iter(bias);
     bound.extend(extra);
-    let dispatch = launch(a, b, c, &bound, &call, &choice, Split::NONE)?;
+    let mut dispatch = launch(a, b, c, &bound, &call, &choice, Split::NONE)?;
+    if let Second::Heads { heads, .. } = second {
+        dispatch.params =
+            with_heads(&dispatch.params, heads).ok_or_else(|| Error::InvalidArgument {
+                op: OP,
+                detail: "a parameter block of another size".into(),
+            })?;
+    }
     Ok((dispatch, choice))
 }
 
@@ -732,11 +772,26 @@ fn launch(
         b_col: if layout.b_trans { d.k as u32 } else { 1 },
         splits: split.splits as u32,
         k_split: split.k_split.min(d.k) as u32,
-        _pad: 0,
+        // Read by bias_and_heads only (`with_heads`).
+        seq: 1,
+        head: 1,
+        heads: 1,
+        _pad: [0; 3],
     };
     let mut tensors = vec![a, b, out];
     tensors.extend(epilogue);
     Dispatch::new(gpu, &choice.variant, &tensors, &params, groups)
+}
+
+/// A launch's parameter block with bias_and_heads' sizes ([T, H, d]) set; `None` for a block
+/// that is not this family's.
+fn with_heads(params: &[u8], [t, h, d]: [usize; 3]) -> Option<Vec<u8>> {
+    let mut p: Params =
+        bytemuck::try_pod_read_unaligned(params.get(..size_of::<Params>())?).ok()?;
+    (p.seq, p.heads, p.head) = (t as u32, h as u32, d as u32);
+    let mut bytes = params.to_vec();
+    bytes[..size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(&p));
+    Some(bytes)
 }
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).

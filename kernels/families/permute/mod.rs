@@ -29,12 +29,15 @@ struct Params {
 /// X [d0, d1, d2, d3, c] with its leading axes in `order` (Y's axis i is X's axis
 /// `order[i]`): [B, T, 3, H, d] with order [2, 0, 3, 1] is [3, B, H, T, d]. When X is a
 /// product cut along K whose sum was the last launch recorded, that sum is folded in
-/// (`reduce_permute`).
+/// (`reduce_permute`); when it is a whole product recorded last and the order splits it into
+/// heads ([2, 0, 3, 1]), the product writes Y too (`matmul::fold`).
 pub fn permute(x: &Tensor, order: [usize; 4]) -> Result<Tensor> {
     let (shape, _) = cpu::permuted(x.shape(), order)?;
     let y = Tensor::uninit(x.gpu(), &shape, x.dtype())?;
     let planned = plan(x, order, &y, None)?;
-    if !crate::families::reduce_permute::fold(x, order, &y)? {
+    let folded = crate::families::reduce_permute::fold(x, order, &y)?
+        || (order == [2, 0, 3, 1] && crate::families::matmul::fold::heads(x, &y)?);
+    if !folded {
         record(x.gpu(), planned)?;
     }
     Ok(y)

@@ -40,7 +40,9 @@ pub fn swap_axes01_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<C
 }
 
 /// [a, b, c, d] → [a, c, b, d]. When x is a product cut along K whose sum was the last launch
-/// recorded, that sum is folded in (`reduce_permute`, over [a, b, c, 1, d]).
+/// recorded, that sum is folded in (`reduce_permute`, over [a, b, c, 1, d]); when it is a whole
+/// product recorded last, the product writes the swap too (`matmul::fold`, as heads: rows of
+/// b, one part of c heads of d).
 pub fn swap_axes12(x: &Tensor) -> Result<Tensor> {
     let shape = swapped12(x.shape())?;
     let y = Tensor::uninit(x.gpu(), &shape, x.dtype())?;
@@ -48,7 +50,10 @@ pub fn swap_axes12(x: &Tensor) -> Result<Tensor> {
     let folded = match *x.shape() {
         [a, b, c, d] => {
             let (x5, y5) = (x.reshape(&[a, b, c, 1, d])?, y.reshape(&[a, c, b, 1, d])?);
-            crate::families::reduce_permute::fold(&x5, [0, 2, 1, 3], &y5)?
+            crate::families::reduce_permute::fold(&x5, [0, 2, 1, 3], &y5)? || {
+                let (x5, y5) = (x.reshape(&[a, b, 1, c, d])?, y.reshape(&[1, a, c, b, d])?);
+                crate::families::matmul::fold::heads(&x5, &y5)?
+            }
         }
         _ => false,
     };
