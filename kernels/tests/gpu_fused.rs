@@ -836,3 +836,84 @@ fn a_whole_product_writes_its_split_into_heads_and_its_swap_too() {
         assert_eq!(got, folded, "split {split}: replayed");
     }
 }
+
+#[test]
+fn a_split_sum_folds_into_the_norm_backward_that_reads_it() {
+    // A transformer block's input gradient: a product [rows, C] cut along K (dh = du · W1ᵀ),
+    // then the layer norm's backward with it as dY and the residual's gradient added. A device
+    // of the test's own, for the counts.
+    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let (m, k, n, eps) = (9, 300, 37, 1e-5);
+    let up = |seed: u64, shape: &[usize]| {
+        let data = common::random(seed, shape.iter().product());
+        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
+        (t, Array::new(shape, data).unwrap())
+    };
+    let (a, a_cpu) = up(111, &[m, k]);
+    let (w, w_cpu) = up(112, &[n, k]);
+    let (x, x_cpu) = up(113, &[m, n]);
+    let (gamma, gamma_cpu) = up(114, &[n]);
+    let (acc, acc_cpu) = up(115, &[m, n]);
+    let bt = Layout {
+        a_trans: false,
+        b_trans: true,
+    };
+    let dy_want = cpu::matmul(&a_cpu, &cpu::transpose(&w_cpu).unwrap()).unwrap();
+    for added in [true, false] {
+        let (dx_want, dg_want, db_want) = match added {
+            true => cpu::layernorm_backward_add(&x_cpu, &gamma_cpu, &dy_want, &acc_cpu, eps),
+            false => cpu::layernorm_backward(&x_cpu, &gamma_cpu, &dy_want, eps),
+        }
+        .unwrap();
+        let run = |between: bool| {
+            let dy = Tensor::full(&g, &[m, n], f32::NAN, DType::F32).unwrap();
+            let plan = ops::matmul::plan_split(&a, &w, &dy, bt, None, Some(3)).unwrap();
+            assert_eq!(plan.dispatches.len(), 2, "{:?}", plan.split);
+            g.flush().unwrap();
+            let before = g.counters();
+            g.record(&plan.dispatches.iter().collect::<Vec<_>>())
+                .unwrap();
+            if between {
+                // Anything recorded after the sum keeps it: nothing is folded.
+                g.flush().unwrap();
+            }
+            let nan = |shape: &[usize]| Tensor::full(&g, shape, f32::NAN, DType::F32).unwrap();
+            let (dx, dgamma, dbeta) = (nan(&[m, n]), nan(&[n]), nan(&[n]));
+            let named = Default::default();
+            let choices = match added {
+                true => ops::layernorm_backward_add_into(
+                    &x, &gamma, &dy, &acc, &dx, &dgamma, &dbeta, eps, named,
+                ),
+                false => {
+                    ops::layernorm_backward_into(&x, &gamma, &dy, &dx, &dgamma, &dbeta, eps, named)
+                }
+            }
+            .unwrap();
+            let got = [&dy, &dx, &dgamma, &dbeta].map(read);
+            let family = choices[0].variant.family.clone();
+            (got, (g.counters() - before).dispatches, family)
+        };
+        let (folded, launches, family) = run(false);
+        assert_eq!(
+            launches, 3,
+            "added {added}: slices, the folded norm backward, dgamma/dbeta"
+        );
+        assert_eq!(family, "reduce_layernorm_backward");
+        for (what, got, want) in [
+            ("dy", &folded[0], &dy_want),
+            ("dx", &folded[1], &dx_want),
+            ("dgamma", &folded[2], &dg_want),
+            ("dbeta", &folded[3], &db_want),
+        ] {
+            // The family's proof tolerance (layernorm_backward's).
+            assert_close(what, got, &want.data, 2e-6);
+        }
+        let (apart, launches, family) = run(true);
+        assert_eq!(launches, 4, "added {added}");
+        assert_eq!(family, "layernorm_backward");
+        assert_eq!(
+            folded, apart,
+            "added {added}: the same sums in the same order: the same bits"
+        );
+    }
+}

@@ -60,8 +60,9 @@ fn long_k_products_on_the_h200_keep_the_large_tile_and_cut_k_in_a_power_of_two()
 
 /// Below the long-K products the H200 cuts K only where that makes three slices or more: a cut
 /// in two cost its sum's launch for what it saved (PERF.md, 2026-12-05, later). The Medium
-/// step's forward Q/K/V product stays whole; its weight gradients and its long-K input
-/// gradients are cut.
+/// step's forward Q/K/V product stays whole; its weight gradients and its input gradients
+/// through the MLP and the Q/K/V projection are cut (their sums go into the norm's backward:
+/// `reduce_layernorm_backward`).
 #[test]
 fn small_products_on_the_h200_are_cut_in_three_or_more_or_not_at_all() {
     for (m, n, k, a_trans, b_trans, splits) in [
@@ -69,6 +70,7 @@ fn small_products_on_the_h200_are_cut_in_three_or_more_or_not_at_all() {
         (1024, 128, 128, false, true, 1),
         (212, 1536, 384, false, false, 1),
         (1024, 128, 512, false, true, 4),
+        (1024, 128, 384, false, true, 4),
         (17, 1152, 384, false, false, 6),
         (128, 384, 1024, true, false, 11),
     ] {

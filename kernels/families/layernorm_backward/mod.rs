@@ -42,7 +42,9 @@ pub fn layernorm_backward(
     Ok((dx, dgamma, dbeta))
 }
 
-/// Writes the three gradients, with the named variants or the selector's choices.
+/// Writes the three gradients, with the named variants or the selector's choices. Where dy is
+/// the sum of a split product recorded last, that sum is folded into the first launch
+/// (`reduce_layernorm_backward`).
 #[allow(clippy::too_many_arguments)]
 pub fn layernorm_backward_into(
     x: &Tensor,
@@ -54,7 +56,8 @@ pub fn layernorm_backward_into(
     eps: f32,
     named: BackwardVariants<'_>,
 ) -> Result<Vec<Choice>> {
-    plan(x, gamma, dy, dx, dgamma, dbeta, eps, named)?.record(x.gpu())
+    let plan = plan(x, gamma, dy, dx, dgamma, dbeta, eps, named)?;
+    record_folding(plan, x, gamma, dy, None, dx, eps)
 }
 
 /// Checks the call and prepares its two launches.
@@ -74,7 +77,8 @@ pub fn plan(
 }
 
 /// [`layernorm_backward_into`] with `acc` added to dX as it is written: dX = acc + the layer
-/// norm's input gradient (the gradient a residual path brings, and the norm's, in one launch).
+/// norm's input gradient (the gradient a residual path brings, and the norm's, in one launch);
+/// a split product's sum folded in as there.
 #[allow(clippy::too_many_arguments)]
 pub fn layernorm_backward_add_into(
     x: &Tensor,
@@ -87,7 +91,35 @@ pub fn layernorm_backward_add_into(
     eps: f32,
     named: BackwardVariants<'_>,
 ) -> Result<Vec<Choice>> {
-    plan_add(x, gamma, dy, acc, dx, dgamma, dbeta, eps, named)?.record(x.gpu())
+    let plan = plan_add(x, gamma, dy, acc, dx, dgamma, dbeta, eps, named)?;
+    record_folding(plan, x, gamma, dy, Some(acc), dx, eps)
+}
+
+/// Records a checked plan, its first launch replaced by `reduce_layernorm_backward`'s where
+/// that takes in the sum that wrote dy ([`fold`](crate::families::reduce_layernorm_backward)).
+fn record_folding(
+    plan: BackwardPlan,
+    x: &Tensor,
+    gamma: &Tensor,
+    dy: &Tensor,
+    acc: Option<&Tensor>,
+    dx: &Tensor,
+    eps: f32,
+) -> Result<Vec<Choice>> {
+    let outputs = [dx, &plan.stats];
+    match crate::families::reduce_layernorm_backward::fold(x, gamma, dy, acc, outputs, eps)? {
+        Some(choice) => {
+            let BackwardPlan {
+                mut dispatches,
+                mut choices,
+                ..
+            } = plan;
+            x.gpu().record_all(dispatches.split_off(1))?;
+            choices[0] = choice;
+            Ok(choices)
+        }
+        None => plan.record(x.gpu()),
+    }
 }
 
 /// Checks a call of [`layernorm_backward_add_into`] and prepares its two launches.

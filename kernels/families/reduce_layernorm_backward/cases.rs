@@ -1,0 +1,52 @@
+//! reduce_layernorm_backward's cases: a split product's slices summed into dY and the layer
+//! norm's input gradient taken from it, both results checked, with a residual's gradient added
+//! and without.
+use crate::cases::prelude::*;
+
+/// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
+/// by `kiln::cases::campaign_tolerance`.
+pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
+
+pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
+    let mut inputs = Inputs::for_family("reduce_layernorm_backward");
+    let (rows, cols) = z.rows;
+    let splits = z.reduce[0];
+    let rc = (rows * cols) as f64;
+    let f = DType::F32;
+    let (partials, pa) = inputs.pair(gpu, &[splits, rows * cols], f)?;
+    let pa = Array::new(&[splits, rows, cols], pa.data)?;
+    let (x, xa) = inputs.pair(gpu, &[rows, cols], f)?;
+    let (g, ga) = inputs.pair(gpu, &[cols], f)?;
+    let (acc, acca) = inputs.pair(gpu, &[rows, cols], f)?;
+    let mut cases = Vec::new();
+    for accumulate in [false, true] {
+        let added = accumulate.then_some(&acca);
+        let (dy, dx) = cpu::reduce_layernorm_backward(&pa, &xa, &ga, added, 1e-5)?;
+        let (o_dy, dy) = out(gpu, &[rows, cols], f, dy.data)?;
+        let (o_dx, dx) = out(gpu, &[rows, cols], f, dx.data)?;
+        let stats = Tensor::uninit(gpu, &[rows, 2], f)?;
+        let (partials, x, g, acc) = (partials.clone(), x.clone(), g.clone(), acc.clone());
+        let with = if accumulate { " + a gradient" } else { "" };
+        cases.push(Case {
+            family: "reduce_layernorm_backward",
+            fixed: vec![dtype_is(f), ("accumulate", Param::Bool(accumulate))],
+            name: format!("reduce_layernorm_backward {splits}x{rows}x{cols}{with} f32"),
+            tolerance: tolerance(z, f, CAMPAIGN_TOLERANCE, 2e-6),
+            flops: (splits as f64 + 13.0) * rc,
+            bytes: (splits as f64 + 5.0) * rc * 4.0,
+            outputs: vec![o_dy, o_dx],
+            plan: Box::new(move |v| {
+                Ok(single(crate::families::reduce_layernorm_backward::plan(
+                    &partials,
+                    &x,
+                    &g,
+                    accumulate.then_some(&acc),
+                    [&dy, &dx, &stats],
+                    1e-5,
+                    v,
+                )?))
+            }),
+        });
+    }
+    Ok(cases)
+}
