@@ -835,6 +835,23 @@ fn a_whole_product_writes_its_split_into_heads_and_its_swap_too() {
         let got: Vec<Vec<f32>> = std::iter::once(&c).chain(&parts).map(read).collect();
         assert_eq!(got, folded, "split {split}: replayed");
     }
+
+    // A view whose rows are not the product's ([6, 4] as [2, 2, 3, 2]) keeps its own swap.
+    let (a6, a6_cpu) = up(105, &[6, k]);
+    let (w4, w4_cpu) = up(106, &[k, 4]);
+    g.flush().unwrap();
+    let before = g.counters();
+    let c = ops::matmul(&a6, &w4).unwrap();
+    let y = ops::swap_axes12(&c.reshape(&[2, 2, 3, 2]).unwrap()).unwrap();
+    assert_eq!((g.counters() - before).dispatches, 2);
+    let c_want = cpu::matmul(&a6_cpu, &w4_cpu).unwrap();
+    let x = cpu_path.reshape(&c_want, &[2, 2, 3, 2]).unwrap();
+    assert_close(
+        "a view",
+        &read(&y),
+        &cpu_path.swap12(&x).unwrap().data,
+        1e-6,
+    );
 }
 
 #[test]

@@ -89,8 +89,14 @@ fn fold(c: &Tensor, y: &Tensor, op: Op<'_>) -> Result<bool> {
         }
         let params = last.params.get(..size_of::<Params>())?;
         let params: Params = bytemuck::try_pod_read_unaligned(params).ok()?;
-        // Heads split the one matrix of a batch of one.
-        if params.splits != 1 || (matches!(op, Op::Heads(_)) && params.batch != 1) {
+        if params.splits != 1 {
+            return None;
+        }
+        // Heads split the one matrix of a batch of one, of the shape the view of it says.
+        if let Op::Heads(_) = op
+            && (params.batch != 1
+                || [params.m, params.n] != [c.shape()[0], c.shape()[1]].map(|e| e as u32))
+        {
             return None;
         }
         let bytes = match op {
