@@ -220,25 +220,25 @@ impl<'a> ChoiceBackend<'a> {
             shape: vec![a, c, b, d],
             dtype: x.dtype,
         };
-        // Where b or c is 1 the GPU path swaps by a view: nothing there takes the sum in.
+        // Where b or c is 1 the GPU path swaps by a view: no launch, nothing folded.
         if b == 1 || c == 1 {
-            return Ok((y, Some(self.elementwise("swap_axes", x.dtype)?)));
+            return Ok((y, None));
         }
         if let Some(folded) = self.permute_taking_sum(x.dtype) {
             return Ok((y, Some(folded)));
         }
-        if self.product_as_heads(x) {
+        if self.product_as_heads(x.dtype, [a * b, c * d]) {
             return Ok((y, None));
         }
         Ok((y, Some(self.elementwise("swap_axes", x.dtype)?)))
     }
 
-    /// Whether the product just made, a batch of one of `x`'s size, writes `x` split into heads
-    /// too ([`take_product`](Self::take_product)).
-    fn product_as_heads(&self, x: &Shaped) -> bool {
-        let count: usize = x.shape.iter().product();
-        let fits = |s: &[usize]| s.len() == 2 && s.iter().product::<usize>() == count;
-        x.dtype == DType::F32 && self.take_product(fits, Epilogue::BiasAndHeads)
+    /// Whether the product just made, one [M, N] matrix of rows in sequences and columns in
+    /// heads (`rows_cols`: [B·T, P·H·d], as the GPU path checks the recorded product's M and N),
+    /// writes its split into heads too ([`take_product`](Self::take_product)).
+    fn product_as_heads(&self, dtype: DType, rows_cols: [usize; 2]) -> bool {
+        let fits = |s: &[usize]| s == rows_cols;
+        dtype == DType::F32 && self.take_product(fits, Epilogue::BiasAndHeads)
     }
 
     fn not_modelled(&self, op: &'static str) -> Error {
@@ -413,7 +413,10 @@ impl Backend for ChoiceBackend<'_> {
         Err(self.not_modelled("layernorm_backward"))
     }
     fn gelu(&self, x: &Shaped) -> Result<Shaped> {
-        let launches = if self.take_product(|s| s == x.shape, Epilogue::BiasAndGelu) {
+        // The GPU path folds where x is the product's output, in any view of it.
+        let count = |s: &[usize]| s.iter().product::<usize>();
+        let same = |s: &[usize]| count(s) == count(&x.shape);
+        let launches = if self.take_product(same, Epilogue::BiasAndGelu) {
             Vec::new()
         } else {
             vec![self.elementwise("gelu", x.dtype)?]
@@ -460,7 +463,7 @@ impl Backend for ChoiceBackend<'_> {
                 .1
         } else if let Some(folded) = self.permute_taking_sum(qkv.dtype) {
             Some(folded)
-        } else if self.product_as_heads(qkv) {
+        } else if self.product_as_heads(qkv.dtype, [b * t, 3 * h * d]) {
             None
         } else {
             Some(self.elementwise("permute", qkv.dtype)?)
@@ -632,10 +635,15 @@ mod tests {
         b.split_qkv(&qkv, [2, 5, 2, 2, 4])?;
         let o = b.matmul(&shaped(&[2, 5, 4]), &shaped(&[2, 4, 8]))?;
         b.swap12(&b.reshape(&o, &[2, 5, 2, 4])?)?;
+        // A product viewed with other rows ([6, 4] as [2, 2, 3, 2]) keeps its swap.
+        let c = b.matmul(&shaped(&[6, 8]), &shaped(&[8, 4]))?;
+        b.swap12(&b.reshape(&c, &[2, 2, 3, 2])?)?;
         let made = b.made();
         assert_eq!(epilogue(&made[3]), Some("bias_and_heads".into()));
         assert!(made[4].launches.is_empty(), "{:?}", made[4]);
         assert_eq!(made[6].launches[0].variant.family, "swap_axes");
+        assert_eq!(epilogue(&made[7]), Some("none".into()));
+        assert_eq!(made[8].launches[0].variant.family, "swap_axes");
         Ok(())
     }
 }

@@ -555,4 +555,25 @@ mod tests {
             );
         }
     }
+
+    /// Where the projection writes Q, K and V into heads itself (the browser's SwiftShader
+    /// profile: the tiled route, which has the two-output forms), the split's stage shows the
+    /// projection's launch, and every role still has a kernel.
+    #[test]
+    fn a_split_folded_into_the_projection_shows_the_projections_kernel() {
+        let model = Model::synthetic().unwrap();
+        let tokenizer = Tokenizer::new(&model.vocab).unwrap();
+        let tokens = encode(&model, &tokenizer, DEFAULT_TEXT).unwrap();
+        let stored = Stored::profile("chromium-swiftshader").unwrap();
+        let kernels = kernel_choices(Target::Stored(&stored), &model, tokens.ids.len()).unwrap();
+        let name = |role: &str| {
+            let (_, c) = kernels.iter().find(|(r, _)| *r == role).unwrap();
+            format!("{}/{}", c.variant.family, c.variant.name)
+        };
+        assert!(
+            name("split heads").ends_with("_bias_and_heads"),
+            "{kernels:?}"
+        );
+        assert_eq!(name("split heads"), name("projection"));
+    }
 }

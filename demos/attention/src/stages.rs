@@ -11,7 +11,8 @@ use crate::model::{Model, Weights};
 use crate::walkthrough::{self};
 
 /// The walkthrough's roles, each the `nth` call of a backend op in one forward pass's first
-/// layer (the embeddings before it): the role's kernel is that call's first launch.
+/// layer (the embeddings before it): the role's kernel is that call's first launch, or, for a
+/// call folded into the launch before it, that launch.
 const ROLES: [(&str, &str, usize); 10] = [
     ("embeddings", "add", 0),
     ("layernorm", "layernorm", 0),
@@ -67,18 +68,25 @@ pub fn kernel_choices(
     ROLES
         .iter()
         .map(|&(role, op, nth)| {
-            calls
+            let at = calls
                 .iter()
-                .filter(|m| m.op == op)
+                .enumerate()
+                .filter(|(_, m)| m.op == op)
                 .nth(nth)
-                .and_then(|m| m.launches.first())
-                .map(|choice| (role, choice.clone()))
-                .ok_or_else(|| kiln::Error::InvalidArgument {
-                    op: "walkthrough",
-                    detail: format!(
-                        "a forward pass makes no call {nth} of {op} (the {role} stage's kernel)"
-                    ),
-                })
+                .map(|(i, _)| i);
+            // A call with no launch of its own was taken into the launch before it (Q, K and V
+            // split into heads by the product that makes them): that launch is its kernel.
+            at.and_then(|i| match calls[i].launches.first() {
+                Some(own) => Some(own),
+                None => calls[..i].iter().rev().find_map(|m| m.launches.last()),
+            })
+            .map(|choice| (role, choice.clone()))
+            .ok_or_else(|| kiln::Error::InvalidArgument {
+                op: "walkthrough",
+                detail: format!(
+                    "a forward pass makes no call {nth} of {op} (the {role} stage's kernel)"
+                ),
+            })
         })
         .collect()
 }

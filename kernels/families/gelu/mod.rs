@@ -17,8 +17,9 @@ const OP: &str = "gelu";
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
 pub type Design = crate::launch::ElementDesign;
 
-/// gelu(x) = x/2 · (1 + erf(x/√2)), elementwise. Where x is the product recorded last, y is
-/// written by that product's launch (`matmul::fold`).
+/// gelu(x) = x/2 · (1 + erf(x/√2)), elementwise. Where x is the f32 product recorded last and
+/// that launch takes a second output (whole, no epilogue or a bias, a design with the
+/// two-output forms, outside a noted chain), y is written by it (`matmul::fold`).
 pub fn gelu(x: &Tensor) -> Result<Tensor> {
     let y = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
     if !crate::families::matmul::fold::gelu(x, &y)? {

@@ -19,8 +19,8 @@ const OP: &str = "gelu_backward";
 pub type Design = crate::launch::ElementDesign;
 
 /// dx = dy · (Φ(x) + x · φ(x)), the gradient of the exact gelu (see [`super::gelu()`]). Where
-/// dy is the product recorded last, it is written by that product's launch
-/// (`matmul::fold`).
+/// dy is the f32 product recorded last and that launch takes a second output (as for
+/// [`super::gelu()`]), dx is written by it (`matmul::fold`).
 pub fn gelu_backward(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let dx = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
     if !crate::families::matmul::fold::gelu_backward(x, dy, &dx)? {

@@ -107,7 +107,9 @@ fn record_folding(
     eps: f32,
 ) -> Result<Vec<Choice>> {
     let outputs = [dx, &plan.stats];
-    match crate::families::reduce_layernorm_backward::fold(x, gamma, dy, acc, outputs, eps)? {
+    let design = plan.choices[0].variant.name.clone();
+    let fold = crate::families::reduce_layernorm_backward::fold;
+    match fold(x, gamma, dy, acc, outputs, eps, &design)? {
         Some(choice) => {
             let BackwardPlan {
                 mut dispatches,

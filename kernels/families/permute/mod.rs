@@ -29,8 +29,9 @@ struct Params {
 /// X [d0, d1, d2, d3, c] with its leading axes in `order` (Y's axis i is X's axis
 /// `order[i]`): [B, T, 3, H, d] with order [2, 0, 3, 1] is [3, B, H, T, d]. When X is a
 /// product cut along K whose sum was the last launch recorded, that sum is folded in
-/// (`reduce_permute`); when it is a whole product recorded last and the order splits it into
-/// heads ([2, 0, 3, 1]), the product writes Y too (`matmul::fold`).
+/// (`reduce_permute`); when it is an f32 product of one matrix recorded last, whole, and the
+/// order splits it into heads ([2, 0, 3, 1]), that launch writes Y too where its design has the
+/// two-output forms (`matmul::fold`).
 pub fn permute(x: &Tensor, order: [usize; 4]) -> Result<Tensor> {
     let (shape, _) = cpu::permuted(x.shape(), order)?;
     let y = Tensor::uninit(x.gpu(), &shape, x.dtype())?;

@@ -1,6 +1,6 @@
 //! reduce_layernorm_backward's cases: a split product's slices summed into dY and the layer
-//! norm's input gradient taken from it, both results checked, with a residual's gradient added
-//! and without.
+//! norm's input gradient taken from it, dY, dX and the row statistics checked, with a
+//! residual's gradient added and without.
 use crate::cases::prelude::*;
 
 /// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
@@ -24,7 +24,16 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         let (dy, dx) = cpu::reduce_layernorm_backward(&pa, &xa, &ga, added, 1e-5)?;
         let (o_dy, dy) = out(gpu, &[rows, cols], f, dy.data)?;
         let (o_dx, dx) = out(gpu, &[rows, cols], f, dx.data)?;
-        let stats = Tensor::uninit(gpu, &[rows, 2], f)?;
+        // Each row's mean and rstd, which the dgamma/dbeta launch reads next.
+        let want: Vec<f32> = xa
+            .data
+            .chunks(cols)
+            .flat_map(|row| {
+                let (mean, rstd) = crate::families::layernorm_backward::cpu::stats(row, 1e-5);
+                [mean, rstd]
+            })
+            .collect();
+        let (o_stats, stats) = out(gpu, &[rows, 2], f, want)?;
         let (partials, x, g, acc) = (partials.clone(), x.clone(), g.clone(), acc.clone());
         let with = if accumulate { " + a gradient" } else { "" };
         cases.push(Case {
@@ -34,7 +43,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             tolerance: tolerance(z, f, CAMPAIGN_TOLERANCE, 2e-6),
             flops: (splits as f64 + 13.0) * rc,
             bytes: (splits as f64 + 5.0) * rc * 4.0,
-            outputs: vec![o_dy, o_dx],
+            outputs: vec![o_dy, o_dx, o_stats],
             plan: Box::new(move |v| {
                 Ok(single(crate::families::reduce_layernorm_backward::plan(
                     &partials,

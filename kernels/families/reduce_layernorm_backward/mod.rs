@@ -87,9 +87,11 @@ pub fn plan(
 /// The first launch of the layer norm's backward (dX and the row statistics into `stats`) as
 /// this family's, with the sum of the split product that wrote `dy` when that sum (no
 /// epilogue) is the newest launch recorded: it is replaced, and the caller records the
-/// dgamma/dbeta launch after it. Returns the choice when it folded; when it did not (another
-/// launch came after the sum, the sum ends a chain a capture may rewrite, or no variant takes
-/// the call), nothing was changed.
+/// dgamma/dbeta launch after it. `design` is the variant `layernorm_backward` chose (the two
+/// families name their designs alike): the same threads and reductions, so the same bits.
+/// Returns the choice when it folded; when it did not (another launch came after the sum, the
+/// sum ends a chain a capture may rewrite, or no variant takes the call), nothing was changed.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn fold(
     x: &Tensor,
     gamma: &Tensor,
@@ -97,6 +99,7 @@ pub(crate) fn fold(
     acc: Option<&Tensor>,
     [dx, stats]: [&Tensor; 2],
     eps: f32,
+    design: &str,
 ) -> Result<Option<Choice>> {
     let gpu = x.gpu();
     let Ok((rows, cols)) = rows_cols(OP, x.shape()) else {
@@ -112,7 +115,8 @@ pub(crate) fn fold(
             return None;
         }
         let partials = sum.partials(gpu, rows * cols);
-        let planned = plan(&partials, x, gamma, acc, [dy, dx, stats], eps, None).ok()?;
+        let outputs = [dy, dx, stats];
+        let planned = plan(&partials, x, gamma, acc, outputs, eps, Some(design)).ok()?;
         chosen = Some(planned.1);
         Some(planned.0)
     })?;

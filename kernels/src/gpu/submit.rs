@@ -20,7 +20,8 @@ pub(crate) struct Last<'a> {
     pub label: &'a str,
     /// The buffers it binds, in binding order.
     pub buffers: &'a [Slice],
-    /// Its parameter block as recorded, padded to its slot (empty for a kernel without one).
+    /// Its parameter block as the launch gave it (in a recording, padded to its slot in the
+    /// ring; empty for a kernel without one).
     pub params: &'a [u8],
     pub groups: [u32; 3],
 }
@@ -141,16 +142,12 @@ impl Gpu {
             else {
                 return Ok(false);
             };
-            // The block as recorded: the launch's bytes, padded to its slot in the ring.
-            let slot = match kernel.uniform {
-                Some((_, size)) => self.param_slot(size) as usize,
-                None => 0,
-            };
+            // The newest launch's block is the ring's tail: its bytes, padded to its slot.
             let params = rec.params.get(*offset as usize..).unwrap_or(&[]);
             let last = Last {
                 label: &kernel.label,
                 buffers: _hold,
-                params: &params[..slot.min(params.len())],
+                params,
                 groups: *groups,
             };
             let Some(d) = make(&last) else {
