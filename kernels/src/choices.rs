@@ -389,18 +389,26 @@ impl Backend for ChoiceBackend<'_> {
         }
         let cols = last("add_layernorm", &x.shape)?;
         shape::non_empty("add_layernorm", &x.shape)?;
+        let norm = self
+            .selector
+            .choose(&layernorm::call(x.dtype, cols, true), None)?;
         // As the GPU path folds it: a split product's sum as the newest launch, and the norm of
-        // that product plus a residual, are one reduce_layernorm launch.
+        // that product plus a residual, are one reduce_layernorm launch in the norm's design.
         if x.dtype == DType::F32
             && let Some(choice) = self.take_split_sum(|epilogue| {
                 let call = reduce_layernorm::call(cols, epilogue == Epilogue::Bias);
-                self.selector.choose(&call, None).ok()
+                let named = reduce_layernorm::design_of(
+                    self.selector.registry,
+                    &norm.variant,
+                    epilogue == Epilogue::Bias,
+                )?;
+                self.selector.choose(&call, Some(&named)).ok()
             })
         {
             self.note("add_layernorm", vec![choice]);
             return Ok((x.clone(), x.clone()));
         }
-        self.rowwise("add_layernorm", x, layernorm::call(x.dtype, cols, true))?;
+        self.note("add_layernorm", vec![norm]);
         Ok((x.clone(), x.clone()))
     }
     fn layernorm_backward(

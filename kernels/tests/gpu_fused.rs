@@ -408,10 +408,18 @@ fn split_k_every_route_sums_its_slices() {
 
 #[test]
 fn a_split_sum_folds_into_the_residual_norm_that_reads_it() {
+    // Rows of 37, and of 200, where lavapipe's tuned table gives the norm another design than
+    // the rule's (the fold must take the norm's, for the same bits).
+    for n in [37, 200] {
+        residual_norm_fold(n);
+    }
+}
+
+fn residual_norm_fold(n: usize) {
     // A device of the test's own: the fold takes back the newest launch of the recording, and
     // the launches are counted.
     let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
-    let (m, k, n, eps) = (9, 300, 37, 1e-5);
+    let (m, k, eps) = (9, 300, 1e-5);
     let up = |seed: u64, shape: &[usize]| {
         let data = common::random(seed, shape.iter().product());
         let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();

@@ -61,9 +61,11 @@ pub fn add_layernorm(
 ) -> Result<(Tensor, Tensor)> {
     let sum = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
     let y = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
-    let (dispatch, _) = plan_with(x, Some((r, &sum)), gamma, beta, &y, eps, None)?;
-    // Where x is a split product whose sum is the newest launch, one launch does both.
-    if !crate::families::reduce_layernorm::fold(x, r, gamma, beta, [&sum, &y], eps)? {
+    let (dispatch, choice) = plan_with(x, Some((r, &sum)), gamma, beta, &y, eps, None)?;
+    // Where x is a split product whose sum is the newest launch, one launch does both, in the
+    // norm's design.
+    let fold = crate::families::reduce_layernorm::fold;
+    if !fold(x, r, gamma, beta, [&sum, &y], eps, &choice.variant)? {
         x.gpu().record_owned(dispatch)?;
     }
     Ok((sum, y))

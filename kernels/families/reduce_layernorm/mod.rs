@@ -8,6 +8,7 @@
 pub(crate) mod cases;
 pub mod cpu;
 
+use crate::contract::Param;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::{Bindable, Dispatch};
@@ -15,6 +16,7 @@ use crate::launch::{
     RowParams, Rowwise, check_eps, check_input_shape, check_no_alias, check_operands,
     check_out_shape,
 };
+use crate::registry::{Registry, Variant};
 use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
@@ -82,12 +84,31 @@ pub fn plan(
     Ok((dispatch, choice))
 }
 
+/// The name of this family's variant with the design (dtype, threads per row, reduction) of
+/// `norm`, a `layernorm` variant, and a bias or none: the norm's rows reduced as `norm` reduces
+/// them, so the fold gives `norm`'s bits.
+pub(crate) fn design_of(registry: &Registry, norm: &Variant, bias: bool) -> Option<String> {
+    registry
+        .variants(OP)
+        .ok()?
+        .iter()
+        .find(|v| {
+            ["dtype", "wg", "reduce"]
+                .iter()
+                .all(|k| v.get(k).is_some() && v.get(k) == norm.get(k))
+                && v.get("bias") == Some(&Param::Bool(bias))
+        })
+        .map(|v| v.name.clone())
+}
+
 /// `add_layernorm(x, r)` as one launch with the sum of the split product that wrote `x` or
 /// `r`, when that sum (with a bias or none) is the newest launch recorded: it is replaced by
-/// this family's launch, which writes the product too, and the other operand is the residual
-/// (x + r is r + x to the bit). Returns whether it folded; when it did not (another launch came
-/// after the sum, the sum ends a chain a capture may rewrite, or no variant takes the call),
-/// nothing was changed.
+/// this family's launch in `norm`'s design (the `layernorm` variant the call would have taken:
+/// [`design_of`]), which writes the product too, and the other operand is the residual (x + r
+/// is r + x to the bit). Returns whether it folded; when it did not (another launch came after
+/// the sum, the sum ends a chain a capture may rewrite, or no variant takes the call), nothing
+/// was changed.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn fold(
     x: &Tensor,
     r: &Tensor,
@@ -95,6 +116,7 @@ pub(crate) fn fold(
     beta: &Tensor,
     [sum, y]: [&Tensor; 2],
     eps: f32,
+    norm: &Variant,
 ) -> Result<bool> {
     let gpu = x.gpu();
     let Ok((rows, cols)) = rows_cols(OP, x.shape()) else {
@@ -121,6 +143,7 @@ pub(crate) fn fold(
         let bias = slices
             .bias
             .map(|b| Tensor::over(gpu, b.clone(), &[cols], DType::F32));
+        let named = design_of(gpu.registry(), norm, bias.is_some())?;
         let planned = plan(
             &partials,
             bias.as_ref(),
@@ -129,7 +152,7 @@ pub(crate) fn fold(
             beta,
             [product, sum, y],
             eps,
-            None,
+            Some(&named),
         );
         planned.ok().map(|(dispatch, _)| dispatch)
     })
