@@ -32,6 +32,8 @@ pub struct Shaped {
 pub struct Made {
     pub op: &'static str,
     pub launches: Vec<Choice>,
+    /// A product's output shape (as `matmul::fold` reads the recorded product's).
+    product: Option<Vec<usize>>,
 }
 
 /// The plan-only backend: every call checked for shape as the GPU path checks it, and its
@@ -40,8 +42,6 @@ pub struct Made {
 pub struct ChoiceBackend<'a> {
     selector: Selector<'a>,
     made: RefCell<Vec<Made>>,
-    /// The output shape of the newest product call, and its index in `made`.
-    product_out: RefCell<Option<(usize, Vec<usize>)>>,
 }
 
 impl<'a> ChoiceBackend<'a> {
@@ -49,7 +49,6 @@ impl<'a> ChoiceBackend<'a> {
         ChoiceBackend {
             selector,
             made: RefCell::new(Vec::new()),
-            product_out: RefCell::new(None),
         }
     }
 
@@ -68,7 +67,11 @@ impl<'a> ChoiceBackend<'a> {
     }
 
     fn note(&self, op: &'static str, launches: Vec<Choice>) {
-        self.made.borrow_mut().push(Made { op, launches });
+        self.made.borrow_mut().push(Made {
+            op,
+            launches,
+            product: None,
+        });
     }
 
     /// As the GPU path folds a split product's sum into the launch after it: when the newest
@@ -103,10 +106,10 @@ impl<'a> ChoiceBackend<'a> {
         if chained(&made) {
             return false;
         }
-        let newest = made.len().saturating_sub(1);
         let Some(last) = made.last_mut() else {
             return false;
         };
+        let fitting = last.product.as_deref().is_some_and(fits);
         let [product] = &mut last.launches[..] else {
             return false;
         };
@@ -114,8 +117,6 @@ impl<'a> ChoiceBackend<'a> {
             matmul::Design::parse(&product.variant).map(|d| (d.dtype, d.epilogue)),
             Ok((DType::F32, Epilogue::None | Epilogue::Bias))
         );
-        let wrote = self.product_out.borrow();
-        let fitting = matches!(wrote.as_ref(), Some((at, shape)) if *at == newest && fits(shape));
         if !plain || !fitting {
             return false;
         }
@@ -168,8 +169,9 @@ impl<'a> ChoiceBackend<'a> {
         };
         self.note(op, matmul::choices_for(&self.selector, &call)?);
         let shape = dims.out_shape(&a.shape, &b.shape);
-        let newest = self.made.borrow().len() - 1;
-        self.product_out.replace(Some((newest, shape.clone())));
+        if let Some(made) = self.made.borrow_mut().last_mut() {
+            made.product = Some(shape.clone());
+        }
         Ok(Shaped {
             shape,
             dtype: a.dtype,
@@ -572,6 +574,15 @@ mod tests {
     use crate::registry::Registry;
     use crate::select::TunedTable;
 
+    /// What a selector for the stored profile `name` borrows.
+    fn stored(name: &str) -> Result<(Registry, crate::device::DeviceProfile, TunedTable)> {
+        let (_, profile) = crate::device::stored_profiles()?
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| Error::UnknownKernel(format!("no stored profile {name}")))?;
+        Ok((Registry::builtin()?, profile, TunedTable::builtin()?))
+    }
+
     fn shaped(shape: &[usize]) -> Shaped {
         Shaped {
             shape: shape.to_vec(),
@@ -581,13 +592,8 @@ mod tests {
 
     #[test]
     fn a_linear_layer_is_one_product_and_bad_shapes_are_errors() -> Result<()> {
-        let (registry, tuned) = (Registry::builtin()?, TunedTable::builtin()?);
-        let profiles = crate::device::stored_profiles()?;
-        let (_, profile) = profiles
-            .iter()
-            .find(|(n, _)| *n == "webgpu-defaults")
-            .ok_or_else(|| Error::UnknownKernel("no stored profile webgpu-defaults".into()))?;
-        let b = ChoiceBackend::new(Selector::new(&registry, profile, &tuned));
+        let (registry, profile, tuned) = stored("webgpu-defaults")?;
+        let b = ChoiceBackend::new(Selector::new(&registry, &profile, &tuned));
         let y = b.linear(&shaped(&[2, 5, 8]), &shaped(&[8, 12]), &shaped(&[12]))?;
         assert_eq!(y.shape, [2, 5, 12]);
         let made = b.made();
@@ -621,13 +627,8 @@ mod tests {
     /// just made takes that product's launch; of anything else, a launch of its own.
     #[test]
     fn the_op_after_the_newest_product_rides_on_its_launch() -> Result<()> {
-        let (registry, tuned) = (Registry::builtin()?, TunedTable::builtin()?);
-        let profiles = crate::device::stored_profiles()?;
-        let (_, profile) = profiles
-            .iter()
-            .find(|(n, _)| *n == "lavapipe")
-            .ok_or_else(|| Error::UnknownKernel("no stored profile lavapipe".into()))?;
-        let b = ChoiceBackend::new(Selector::new(&registry, profile, &tuned));
+        let (registry, profile, tuned) = stored("lavapipe")?;
+        let b = ChoiceBackend::new(Selector::new(&registry, &profile, &tuned));
         let u = b.matmul(&shaped(&[64, 32]), &shaped(&[32, 128]))?;
         b.gelu(&u)?;
         b.gelu(&shaped(&[64, 128]))?;

@@ -418,13 +418,9 @@ fn a_split_sum_folds_into_the_residual_norm_that_reads_it() {
 fn residual_norm_fold(n: usize) {
     // A device of the test's own: the fold takes back the newest launch of the recording, and
     // the launches are counted.
-    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let g = common::own_gpu();
     let (m, k, eps) = (9, 300, 1e-5);
-    let up = |seed: u64, shape: &[usize]| {
-        let data = common::random(seed, shape.iter().product());
-        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
-        (t, Array::new(shape, data).unwrap())
-    };
+    let up = |seed: u64, shape: &[usize]| common::input_on(&g, seed, shape);
     let (a, a_cpu) = up(81, &[m, k]);
     let (w, w_cpu) = up(82, &[k, n]);
     let (bias, bias_cpu) = up(83, &[n]);
@@ -512,15 +508,11 @@ fn a_split_sum_folds_into_the_split_into_heads_that_reads_it() {
     use kiln::{Backend, GpuBackend};
     // A device of the test's own: the fold takes back the newest launch of the recording, and
     // the launches are counted.
-    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let g = common::own_gpu();
     let path = GpuBackend { gpu: g.clone() };
     // Q, K and V of 2 heads of 12 from one product over 300 inputs: 11 tokens, then 2 × 5.
     let (k, heads, d) = (300, 2, 12);
-    let up = |seed: u64, shape: &[usize]| {
-        let data = common::random(seed, shape.iter().product());
-        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
-        (t, Array::new(shape, data).unwrap())
-    };
+    let up = |seed: u64, shape: &[usize]| common::input_on(&g, seed, shape);
     let (w, w_cpu) = up(92, &[k, 3 * heads * d]);
     let (bias, bias_cpu) = up(93, &[3 * heads * d]);
     for (seed, batch, tokens, with_bias) in [(91, 1, 11, true), (94, 2, 5, false)] {
@@ -602,13 +594,9 @@ fn a_split_sum_folds_into_the_split_into_heads_that_reads_it() {
 fn a_split_sum_folds_into_the_swap_of_axes_that_reads_it() {
     // The flash demo's output gradient: a product [B·T, H·d], cut along K, viewed as [B, T, H,
     // d] and its heads put in front. A device of the test's own, for the counts.
-    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let g = common::own_gpu();
     let (b, t, h, d, k) = (2, 5, 3, 4, 200);
-    let up = |seed: u64, shape: &[usize]| {
-        let data = common::random(seed, shape.iter().product());
-        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
-        (t, Array::new(shape, data).unwrap())
-    };
+    let up = |seed: u64, shape: &[usize]| common::input_on(&g, seed, shape);
     let (a, a_cpu) = up(101, &[b * t, k]);
     let (w, w_cpu) = up(102, &[h * d, k]);
     let c_want = cpu::matmul(&a_cpu, &cpu::transpose(&w_cpu).unwrap()).unwrap();
@@ -648,13 +636,9 @@ fn a_split_sum_folds_into_the_swap_of_axes_that_reads_it() {
 fn a_gelu_and_its_backward_fold_into_the_products_before_them() {
     // A device of the test's own: the fold takes back the newest launch of the recording, and
     // the launches are counted.
-    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let g = common::own_gpu();
     let (m, k, n) = (37, 70, 19);
-    let up = |seed: u64, shape: &[usize]| {
-        let data = common::random(seed, shape.iter().product());
-        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
-        (t, Array::new(shape, data).unwrap())
-    };
+    let up = |seed: u64, shape: &[usize]| common::input_on(&g, seed, shape);
     let (a, a_cpu) = up(91, &[m, k]);
     let (w, w_cpu) = up(92, &[k, n]);
     let (bias, bias_cpu) = up(93, &[n]);
@@ -694,8 +678,9 @@ fn a_gelu_and_its_backward_fold_into_the_products_before_them() {
             launches, 1,
             "{case}: the op written by the product's launch"
         );
-        assert_close(&case, &folded[0], &c_want.data, 1e-6);
-        assert_close(&case, &folded[1], &y_want.data, 1e-6);
+        // Measured at most 1.2e-7 on lavapipe.
+        assert_close(&case, &folded[0], &c_want.data, 5e-7);
+        assert_close(&case, &folded[1], &y_want.data, 5e-7);
         let (apart, launches) = run(true);
         assert_eq!(launches, 2, "{case}");
         assert_eq!(folded, apart, "{case}: the same arithmetic, the same bits");
@@ -751,17 +736,13 @@ fn a_whole_product_writes_its_split_into_heads_and_its_swap_too() {
     use kiln::{Backend, GpuBackend};
     // A device of the test's own: the fold takes back the newest launch of the recording, and
     // the launches are counted.
-    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let g = common::own_gpu();
     let path = GpuBackend { gpu: g.clone() };
     let cpu_path = kiln::CpuBackend::plain();
     // 3 sequences of 5 tokens, 2 heads of 6 (not tile multiples), from 70 inputs.
     let (batch, tokens, heads, d, k) = (3, 5, 2, 6, 70);
     let m = batch * tokens;
-    let up = |seed: u64, shape: &[usize]| {
-        let data = common::random(seed, shape.iter().product());
-        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
-        (t, Array::new(shape, data).unwrap())
-    };
+    let up = |seed: u64, shape: &[usize]| common::input_on(&g, seed, shape);
     let (a, a_cpu) = up(101, &[m, k]);
     let (w, w_cpu) = up(102, &[k, 3 * heads * d]);
     let (bias, bias_cpu) = up(103, &[3 * heads * d]);
@@ -867,13 +848,9 @@ fn a_split_sum_folds_into_the_norm_backward_that_reads_it() {
     // A transformer block's input gradient: a product [rows, C] cut along K (dh = du · W1ᵀ),
     // then the layer norm's backward with it as dY and the residual's gradient added. A device
     // of the test's own, for the counts.
-    let g = pollster::block_on(kiln::Gpu::new(&kiln::GpuOptions::default())).unwrap();
+    let g = common::own_gpu();
     let (m, k, n, eps) = (9, 300, 37, 1e-5);
-    let up = |seed: u64, shape: &[usize]| {
-        let data = common::random(seed, shape.iter().product());
-        let t = Tensor::from_slice(&g, shape, &data, DType::F32).unwrap();
-        (t, Array::new(shape, data).unwrap())
-    };
+    let up = |seed: u64, shape: &[usize]| common::input_on(&g, seed, shape);
     let (a, a_cpu) = up(111, &[m, k]);
     let (w, w_cpu) = up(112, &[n, k]);
     let (x, x_cpu) = up(113, &[m, n]);

@@ -107,9 +107,9 @@ fn record_folding(
     eps: f32,
 ) -> Result<Vec<Choice>> {
     let outputs = [dx, &plan.stats];
-    let design = plan.choices[0].variant.name.clone();
+    let norm = plan.choices[0].variant.clone();
     let fold = crate::families::reduce_layernorm_backward::fold;
-    match fold(x, gamma, dy, acc, outputs, eps, &design)? {
+    match fold(x, gamma, dy, acc, outputs, eps, &norm)? {
         Some(choice) => {
             let BackwardPlan {
                 mut dispatches,

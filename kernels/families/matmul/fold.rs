@@ -6,7 +6,7 @@
 //! cannot serve it; Q, K and V come out of one product and go into heads, and so does the
 //! gradient of the attention's output. The model code calls the ops it always did.
 
-use super::{Design, Epilogue, OP, Params, with_epilogue, with_heads};
+use super::{Design, Epilogue, OP, Params, Second, with_epilogue, with_heads};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::{Bindable, Dispatch};
@@ -16,12 +16,12 @@ use crate::tensor::Tensor;
 /// not (another launch came after the product, the product was cut along K, it ends a chain a
 /// capture may rewrite, or no variant takes it), nothing was changed.
 pub(crate) fn gelu(c: &Tensor, y: &Tensor) -> Result<bool> {
-    fold(c, y, Op::Gelu)
+    fold(c, Second::Gelu { y })
 }
 
 /// dx = dy · gelu′(x) folded into the product that wrote `dy`, as [`gelu`] folds.
 pub(crate) fn gelu_backward(x: &Tensor, dy: &Tensor, dx: &Tensor) -> Result<bool> {
-    fold(dy, dx, Op::GeluGrad(x))
+    fold(dy, Second::GeluGrad { x, y: dx })
 }
 
 /// X [B, T, P, H, d] into y [P, B, H, T, d] (`ops::permute` with order [2, 0, 3, 1]) folded
@@ -34,51 +34,47 @@ pub(crate) fn heads(x: &Tensor, y: &Tensor) -> Result<bool> {
         return Ok(false);
     }
     let c = x.reshape(&[b * t, p * h * d])?;
-    fold(&c, y, Op::Heads([t, h, d]))
+    fold(
+        &c,
+        Second::Heads {
+            y,
+            heads: [t, h, d],
+        },
+    )
 }
 
-/// What the fold writes into y.
-#[derive(Clone, Copy)]
-enum Op<'a> {
-    Gelu,
-    GeluGrad(&'a Tensor),
-    Heads([usize; 3]),
-}
-
-fn fold(c: &Tensor, y: &Tensor, op: Op<'_>) -> Result<bool> {
+fn fold(c: &Tensor, second: Second<'_>) -> Result<bool> {
     let gpu = c.gpu();
-    let x = match op {
-        Op::GeluGrad(x) => Some(x),
-        _ => None,
+    let (y, x) = match second {
+        Second::Gelu { y } | Second::Heads { y, .. } => (y, None),
+        Second::GeluGrad { x, y } => (y, Some(x)),
     };
-    let same_size = matches!(op, Op::Heads(_)) || y.shape() == c.shape();
-    let f32_like = |t: &Tensor| t.dtype() == DType::F32 && t.shape() == c.shape();
-    let wrong_x = x.is_some_and(|x| !f32_like(x));
-    if c.dtype() != DType::F32 || y.dtype() != DType::F32 || !same_size || wrong_x {
-        return Ok(false);
-    }
+    let f32s = [Some(c), Some(y), x]
+        .into_iter()
+        .flatten()
+        .all(|t| t.dtype() == DType::F32);
+    // Elementwise, y (and x) are C's shape; heads checked against the product's M and N below.
+    let heads = matches!(second, Second::Heads { .. });
+    let shaped = heads
+        || [Some(y), x]
+            .into_iter()
+            .flatten()
+            .all(|t| t.shape() == c.shape());
     // x is read where C and y are written: it must be neither.
-    if x.is_some_and(|x| x.slice().overlaps(c.slice()) || x.slice().overlaps(y.slice())) {
-        return Ok(false);
-    }
+    let apart = x.is_none_or(|x| !x.slice().overlaps(c.slice()) && !x.slice().overlaps(y.slice()));
     let Some(&n) = c.shape().last().filter(|&&n| n > 0) else {
         return Ok(false);
     };
+    if !f32s || !shaped || !apart {
+        return Ok(false);
+    }
     // The bias of a product without one; made before the recorder is locked.
     let zeros = Tensor::kept_zeros(gpu, &[n], DType::F32)?;
-    let epilogue = match op {
-        Op::Gelu => Epilogue::BiasAndGelu,
-        Op::GeluGrad(_) => Epilogue::BiasAndGeluGrad,
-        Op::Heads(_) => Epilogue::BiasAndHeads,
-    };
     let registry = gpu.registry();
     gpu.replace_last(|last| {
-        let name = last.label.strip_prefix("matmul/")?;
         let recorded = registry
-            .variants(OP)
-            .ok()?
-            .iter()
-            .find(|v| v.name == name)?;
+            .variant(OP, last.label.strip_prefix("matmul/")?)
+            .ok()?;
         let (bias, operands) = match (Design::parse(recorded).ok()?.epilogue, last.buffers) {
             (Epilogue::None, [a, b, written]) => (zeros.slice(), [a, b, written]),
             (Epilogue::Bias, [a, b, written, bias]) => (bias, [a, b, written]),
@@ -92,23 +88,23 @@ fn fold(c: &Tensor, y: &Tensor, op: Op<'_>) -> Result<bool> {
         if params.splits != 1 {
             return None;
         }
-        // Heads split the one matrix of a batch of one, of the shape the view of it says.
-        if let Op::Heads(_) = op
-            && (params.batch != 1
-                || [params.m, params.n] != [c.shape()[0], c.shape()[1]].map(|e| e as u32))
-        {
-            return None;
-        }
-        let bytes = match op {
-            Op::Heads(heads) => with_heads(last.params, heads)?,
+        let bytes = match second {
+            // Heads split the one matrix of a batch of one, of the shape the view of it says.
+            Second::Heads { heads, .. } => {
+                let mn = [c.shape()[0], c.shape()[1]].map(|e| e as u32);
+                if params.batch != 1 || [params.m, params.n] != mn {
+                    return None;
+                }
+                with_heads(last.params, heads)?
+            }
             _ => last.params.to_vec(),
         };
         let kernel = gpu
-            .kernel(&with_epilogue(registry, recorded, epilogue).ok()?)
+            .kernel(&with_epilogue(registry, recorded, second.epilogue()).ok()?)
             .ok()?;
         let mut buffers: Vec<_> = operands.into_iter().cloned().collect();
-        buffers.extend([bias.clone(), y.slice().clone()]);
-        buffers.extend(x.map(|x| x.slice().clone()));
+        buffers.push(bias.clone());
+        buffers.extend(second.bound().into_iter().map(|t| t.slice().clone()));
         Dispatch::with_kernel(kernel, buffers, bytes, last.groups).ok()
     })
 }

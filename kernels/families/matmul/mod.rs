@@ -536,7 +536,7 @@ pub fn plan_split_named(
     let gpu = a.gpu();
     let (choice, split) = decide(&gpu.selector(), &call, named, force)?;
     if split.splits == 1 {
-        let dispatch = launch(a, b, c, &Vec::from_iter(bias), &call, &choice, Split::NONE)?;
+        let dispatch = whole(a, b, c, bias, &call, &choice)?;
         return Ok(SplitPlan {
             dispatches: vec![dispatch],
             choice,
@@ -559,7 +559,7 @@ pub fn plan_split_named(
     let d = &call.dims;
     let count = d.batch * d.m * d.n;
     let workspace = Tensor::uninit(gpu, &[split.splits, count], DType::F32)?;
-    let slices = launch(a, b, &workspace, &[], &call, &plain, split)?;
+    let slices = launch(a, b, &workspace, &[], &call, &plain, split, NO_HEADS)?;
     let epilogue = bias.map(|b| (b, call.epilogue));
     let (sum, _) = crate::families::matmul_reduce::plan(&workspace, c, d.n, epilogue, None)?;
     Ok(SplitPlan {
@@ -581,24 +581,8 @@ pub(crate) fn with_epilogue(
     v: &Variant,
     epilogue: Epilogue,
 ) -> Result<Variant> {
-    let wanted = Param::Str(epilogue.name().into());
-    registry
-        .variants(OP)?
-        .iter()
-        .find(|p| {
-            p.values.iter().all(|(name, value)| match name.as_str() {
-                "epilogue" => *value == wanted,
-                _ => v.get(name) == Some(value),
-            })
-        })
-        .cloned()
-        .ok_or_else(|| {
-            crate::error::Error::UnknownKernel(format!(
-                "{OP}/{} with the {} epilogue",
-                v.name,
-                epilogue.name()
-            ))
-        })
+    let set = [("epilogue", Param::Str(epilogue.name().into()))];
+    registry.like(OP, v, &set).cloned()
 }
 
 /// Writes A · B into `c`, with the named variant or the selector's choice.
@@ -658,7 +642,7 @@ pub fn plan_with(
 ) -> Result<(Dispatch, Choice)> {
     let (call, bias) = checked_call(a, b, c, layout, epilogue)?;
     let choice = choose(&a.gpu().selector(), &call, named)?;
-    let dispatch = launch(a, b, c, &Vec::from_iter(bias), &call, &choice, Split::NONE)?;
+    let dispatch = whole(a, b, c, bias, &call, &choice)?;
     Ok((dispatch, choice))
 }
 
@@ -691,14 +675,11 @@ pub fn plan_second(
     let choice = choose(&a.gpu().selector(), &call, named)?;
     let mut bound = Vec::from_iter(bias);
     bound.extend(extra);
-    let mut dispatch = launch(a, b, c, &bound, &call, &choice, Split::NONE)?;
-    if let Second::Heads { heads, .. } = second {
-        dispatch.params =
-            with_heads(&dispatch.params, heads).ok_or_else(|| Error::InvalidArgument {
-                op: OP,
-                detail: "a parameter block of another size".into(),
-            })?;
-    }
+    let heads = match second {
+        Second::Heads { heads, .. } => heads,
+        _ => NO_HEADS,
+    };
+    let dispatch = launch(a, b, c, &bound, &call, &choice, Split::NONE, heads)?;
     Ok((dispatch, choice))
 }
 
@@ -732,8 +713,26 @@ fn checked_call<'a>(
     Ok((call, bias))
 }
 
+/// The one launch of a product whose K is not cut, with its bias if any.
+fn whole(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    bias: Option<&Tensor>,
+    call: &Call,
+    choice: &Choice,
+) -> Result<Dispatch> {
+    let bound = Vec::from_iter(bias);
+    launch(a, b, c, &bound, call, choice, Split::NONE, NO_HEADS)
+}
+
+/// bias_and_heads' [T, H, d] for a launch of any other epilogue (not read there).
+const NO_HEADS: [usize; 3] = [1, 1, 1];
+
 /// The launch of `choice` for a checked call, writing `out` (C, or the slices of a cut K), with
-/// the epilogue's tensors after it (the bias, then a second output's).
+/// the epilogue's tensors after it (the bias, then a second output's) and bias_and_heads' sizes
+/// `[T, H, d]`.
+#[allow(clippy::too_many_arguments)]
 fn launch(
     a: &Tensor,
     b: &Tensor,
@@ -742,6 +741,7 @@ fn launch(
     call: &Call,
     choice: &Choice,
     split: Split,
+    [t, h, hd]: [usize; 3],
 ) -> Result<Dispatch> {
     let (d, layout) = (&call.dims, call.layout);
     let gpu = a.gpu();
@@ -772,10 +772,9 @@ fn launch(
         b_col: if layout.b_trans { d.k as u32 } else { 1 },
         splits: split.splits as u32,
         k_split: split.k_split.min(d.k) as u32,
-        // Read by bias_and_heads only (`with_heads`).
-        seq: 1,
-        head: 1,
-        heads: 1,
+        seq: t as u32,
+        head: hd as u32,
+        heads: h as u32,
         _pad: [0; 3],
     };
     let mut tensors = vec![a, b, out];

@@ -84,21 +84,12 @@ pub fn plan(
     Ok((dispatch, choice))
 }
 
-/// The name of this family's variant with the design (dtype, threads per row, reduction) of
-/// `norm`, a `layernorm` variant, and a bias or none: the norm's rows reduced as `norm` reduces
-/// them, so the fold gives `norm`'s bits.
+/// The name of this family's variant in the design (dtype, threads per row, reduction) of
+/// `norm`, a `layernorm` variant, with a bias or none: the rows reduced as `norm` reduces them,
+/// so the fold gives `norm`'s bits.
 pub(crate) fn design_of(registry: &Registry, norm: &Variant, bias: bool) -> Option<String> {
-    registry
-        .variants(OP)
-        .ok()?
-        .iter()
-        .find(|v| {
-            ["dtype", "wg", "reduce"]
-                .iter()
-                .all(|k| v.get(k).is_some() && v.get(k) == norm.get(k))
-                && v.get("bias") == Some(&Param::Bool(bias))
-        })
-        .map(|v| v.name.clone())
+    let set = [("bias", Param::Bool(bias))];
+    registry.like(OP, norm, &set).ok().map(|v| v.name.clone())
 }
 
 /// `add_layernorm(x, r)` as one launch with the sum of the split product that wrote `x` or

@@ -15,6 +15,7 @@ use crate::launch::{
     RowParams, Rowwise, check_eps, check_input_shape, check_no_alias, check_operands,
     check_out_shape,
 };
+use crate::registry::Variant;
 use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
@@ -87,8 +88,8 @@ pub fn plan(
 /// The first launch of the layer norm's backward (dX and the row statistics into `stats`) as
 /// this family's, with the sum of the split product that wrote `dy` when that sum (no
 /// epilogue) is the newest launch recorded: it is replaced, and the caller records the
-/// dgamma/dbeta launch after it. `design` is the variant `layernorm_backward` chose (the two
-/// families name their designs alike): the same threads and reductions, so the same bits.
+/// dgamma/dbeta launch after it, in the design of `norm`, the variant `layernorm_backward`
+/// chose: the same threads and reductions, so the same bits.
 /// Returns the choice when it folded; when it did not (another launch came after the sum, the
 /// sum ends a chain a capture may rewrite, or no variant takes the call), nothing was changed.
 #[allow(clippy::too_many_arguments)]
@@ -99,7 +100,7 @@ pub(crate) fn fold(
     acc: Option<&Tensor>,
     [dx, stats]: [&Tensor; 2],
     eps: f32,
-    design: &str,
+    norm: &Variant,
 ) -> Result<Option<Choice>> {
     let gpu = x.gpu();
     let Ok((rows, cols)) = rows_cols(OP, x.shape()) else {
@@ -115,8 +116,9 @@ pub(crate) fn fold(
             return None;
         }
         let partials = sum.partials(gpu, rows * cols);
+        let design = gpu.registry().like(OP, norm, &[]).ok()?;
         let outputs = [dy, dx, stats];
-        let planned = plan(&partials, x, gamma, acc, outputs, eps, Some(design)).ok()?;
+        let planned = plan(&partials, x, gamma, acc, outputs, eps, Some(&design.name)).ok()?;
         chosen = Some(planned.1);
         Some(planned.0)
     })?;

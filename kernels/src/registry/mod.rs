@@ -127,6 +127,30 @@ impl Registry {
             .ok_or_else(|| Error::UnknownKernel(format!("{family}/{name}")))
     }
 
+    /// The variant of `family` with the values `set` gives and `like`'s for every other variable
+    /// both have: a sibling of `like` in its own family (another epilogue), or its design in a
+    /// family that folds its launch into another's (a norm's threads and reduction).
+    pub fn like(
+        &self,
+        family: &str,
+        like: &Variant,
+        set: &[(&str, crate::contract::Param)],
+    ) -> Result<&Variant> {
+        self.variants(family)?
+            .iter()
+            .find(|v| {
+                v.values
+                    .iter()
+                    .all(|(name, value)| match set.iter().find(|(n, _)| n == name) {
+                        Some((_, wanted)) => value == wanted,
+                        None => like.get(name).is_none_or(|l| l == value),
+                    })
+            })
+            .ok_or_else(|| {
+                Error::UnknownKernel(format!("{family}: none like {}/{}", like.family, like.name))
+            })
+    }
+
     /// The variants of a family that `profile` can run.
     pub fn supported<'a>(
         &'a self,

@@ -70,6 +70,19 @@ pub fn scaled_input(seed: u64, shape: &[usize], gain: f32, dtype: DType) -> (Ten
     (t, Array::new(shape, data).unwrap())
 }
 
+/// A device of a test's own, for a test that counts its launches or folds the newest one
+/// (other tests' launches on the shared device would interleave).
+pub fn own_gpu() -> Gpu {
+    pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap()
+}
+
+/// Random f32 data of `shape` on `gpu` (a test's own device), its tensor and its CPU array.
+pub fn input_on(gpu: &Gpu, seed: u64, shape: &[usize]) -> (Tensor, Array) {
+    let data = random(seed, shape.iter().product());
+    let t = Tensor::from_slice(gpu, shape, &data, DType::F32).unwrap();
+    (t, Array::new(shape, data).unwrap())
+}
+
 /// [`scaled_input`] at gain 1.
 pub fn input(seed: u64, shape: &[usize], dtype: DType) -> (Tensor, Array) {
     scaled_input(seed, shape, 1.0, dtype)
