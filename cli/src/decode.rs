@@ -40,6 +40,9 @@ pub struct DecodeArgs {
     /// Also time every offered split variant for this shape (each checked first).
     #[arg(long)]
     sweep: bool,
+    /// Time this split variant instead of the selector's pick.
+    #[arg(long)]
+    variant: Option<String>,
     #[command(flatten)]
     run: crate::RunArgs,
 }
@@ -147,7 +150,9 @@ pub async fn bench_decode(options: &GpuOptions, args: DecodeArgs) -> Result<()> 
         causal: args.causal,
         scale,
     };
-    let (t, err, variants) = run.time(&gpu, None, &want, &args.run).await?;
+    let (t, err, variants) = run
+        .time(&gpu, args.variant.as_deref(), &want, &args.run)
+        .await?;
     let kv_bytes = (2 * args.b * args.hkv * args.n * args.d) as f64 * dtype.size() as f64;
     let cpu_ms = cpu_t.median_ms * args.b as f64;
     let mut sweep = Vec::new();
