@@ -20,7 +20,7 @@ fn kiln(args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn cli_bad_input_exits_non_zero_with_a_message() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["bench", "matmul", "--m", "0", "--n", "4", "--k", "4"],
             "is empty",
@@ -62,6 +62,23 @@ fn cli_bad_input_exits_non_zero_with_a_message() {
                 "nope",
             ],
             "unknown kernel matmul/nope",
+        ),
+        (
+            &[
+                "bench",
+                "decode",
+                "--hq",
+                "4",
+                "--hkv",
+                "2",
+                "--n",
+                "300",
+                "--d",
+                "64",
+                "--variant",
+                "nope",
+            ],
+            "unknown kernel flash_decode/nope",
         ),
         (
             &["kernels", "--render", "matmul", "nope"],
@@ -178,6 +195,34 @@ fn cli_lists_kernels_and_benchmarks_within_tolerance() {
                 && !r["variant"].as_str().unwrap().contains("_bias")),
         "{out}"
     );
+    // Flash-decoding with a named split variant: that variant is timed, after its check
+    // against the CPU reference (the command fails on a wrong one).
+    let (code, out, err) = kiln(&[
+        "bench",
+        "decode",
+        "--hq",
+        "4",
+        "--hkv",
+        "2",
+        "--n",
+        "300",
+        "--d",
+        "64",
+        "--dtype",
+        "f32",
+        "--variant",
+        "f32_d64_r4_c256",
+        "--repeats",
+        "2",
+        "--cpu-budget",
+        "0.1",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["variants"]["split"], "f32_d64_r4_c256", "{out}");
+    // Measured 3.9e-7 on lavapipe.
+    assert!(v["rel_l2_error"].as_f64().unwrap() < 3e-6, "{out}");
     let (code, _, err) = kiln(&[
         "bench", "matmul", "--m", "4", "--n", "4", "--k", "4", "--splits", "0",
     ]);

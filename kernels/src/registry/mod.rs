@@ -127,9 +127,10 @@ impl Registry {
             .ok_or_else(|| Error::UnknownKernel(format!("{family}/{name}")))
     }
 
-    /// The variant of `family` with the values `set` gives and `like`'s for every other variable
-    /// both have: a sibling of `like` in its own family (another epilogue), or its design in a
-    /// family that folds its launch into another's (a norm's threads and reduction).
+    /// The variant of `family` with the values `set` gives and `like`'s for every other one of
+    /// its variables (each must be one of the two: none is left to chance): a sibling of `like`
+    /// in its own family (another epilogue), or its design in a family that folds its launch
+    /// into another's (a norm's threads and reduction).
     pub fn like(
         &self,
         family: &str,
@@ -143,7 +144,7 @@ impl Registry {
                     .iter()
                     .all(|(name, value)| match set.iter().find(|(n, _)| n == name) {
                         Some((_, wanted)) => value == wanted,
-                        None => like.get(name).is_none_or(|l| l == value),
+                        None => like.get(name) == Some(value),
                     })
             })
             .ok_or_else(|| {
