@@ -39,6 +39,8 @@ pub struct Design {
     /// The next block's keys and this block's values loaded ahead of use (unrolled f16
     /// bodies).
     pub ahead: bool,
+    /// Threads per key on the lanes route; 0 on the keys route (a thread per key).
+    pub lanes: u32,
 }
 
 impl Design {
@@ -50,6 +52,11 @@ impl Design {
             chunk: v.count("chunk")?,
             unroll: v.flag("unroll")?,
             ahead: v.flag("ahead")?,
+            lanes: if v.one_of("route", &[("keys", false), ("lanes", true)])? {
+                v.count("lanes")?
+            } else {
+                0
+            },
         })
     }
 }
@@ -101,10 +108,12 @@ impl Call for DecodeCall {
         )
     }
 
-    /// The fewest rows per workgroup that hold a K/V head's rows (else the most); then the
-    /// largest chunk that still leaves enough workgroups to fill the device (256 on a GPU, 16 on
-    /// a software adapter), or the smallest chunk when none does; unrolled where offered; loads
-    /// ahead where the pick leaves at most that many workgroups.
+    /// The fewest rows per workgroup that hold a K/V head's rows (else the most); the lanes
+    /// route where offered; then the largest chunk that still leaves enough workgroups to fill
+    /// the device (256 on a GPU, 16 on a software adapter), or the smallest chunk when none
+    /// does; on the lanes route 8 lanes a key for long chunks over few workgroups, else the
+    /// most; on the keys route unrolled where offered, and loads ahead where the pick leaves at
+    /// most that many workgroups.
     fn request(&self, profile: &DeviceProfile) -> Request<'_> {
         let d = self.dims;
         let rows = self.rows() as i64;
@@ -130,6 +139,11 @@ impl Call for DecodeCall {
                         Ok(if r >= rows { 1000 - r } else { r })
                     },
                 ),
+                // H100, f16 and f32, B 1 and 8, Hq 32 / Hkv 8, D 128, N 1k to 128k: 1.06–1.48×
+                // the keys route's pick (kernels/PERF.md, 2026-12-05 evening).
+                prefer("the lanes route", |v| {
+                    Ok(i64::from(Design::parse(v)?.lanes > 0))
+                }),
                 prefer(
                     "a chunk that leaves ≥ 256 workgroups (16 on a software adapter)",
                     move |v| Ok(i64::from(workgroups(v)? >= enough)),
@@ -142,6 +156,21 @@ impl Call for DecodeCall {
                             chunk
                         } else {
                             -chunk
+                        })
+                    },
+                ),
+                // Long loops over few workgroups want more bytes in flight a thread (H100: B 1 at
+                // 32k and 128k, 1.5 % and 6 % faster with 8 lanes); otherwise the most lanes, the
+                // fewest registers (B 8 at 32k, and 8k: 10 % and 18 % faster with 16).
+                prefer(
+                    "8 lanes a key where the chunk is ≥ 1024 keys over at most 256 workgroups, else the most",
+                    move |v| {
+                        let design = Design::parse(v)?;
+                        let lanes = i64::from(design.lanes);
+                        Ok(if design.chunk >= 1024 && workgroups(v)? <= enough {
+                            -(lanes - 8).abs()
+                        } else {
+                            lanes
                         })
                     },
                 ),
