@@ -18,6 +18,11 @@ fn kiln(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A small grouped decoding shape (Hq 4 over Hkv 2, 300 cached keys, D 64).
+const DECODE: &[&str] = &[
+    "bench", "decode", "--hq", "4", "--hkv", "2", "--n", "300", "--d", "64",
+];
+
 #[test]
 fn cli_bad_input_exits_non_zero_with_a_message() {
     let cases: [(&[&str], &str); 7] = [
@@ -64,20 +69,7 @@ fn cli_bad_input_exits_non_zero_with_a_message() {
             "unknown kernel matmul/nope",
         ),
         (
-            &[
-                "bench",
-                "decode",
-                "--hq",
-                "4",
-                "--hkv",
-                "2",
-                "--n",
-                "300",
-                "--d",
-                "64",
-                "--variant",
-                "nope",
-            ],
+            &[DECODE, &["--variant", "nope"]].concat(),
             "unknown kernel flash_decode/nope",
         ),
         (
@@ -197,27 +189,22 @@ fn cli_lists_kernels_and_benchmarks_within_tolerance() {
     );
     // Flash-decoding with a named split variant: that variant is timed, after its check
     // against the CPU reference (the command fails on a wrong one).
-    let (code, out, err) = kiln(&[
-        "bench",
-        "decode",
-        "--hq",
-        "4",
-        "--hkv",
-        "2",
-        "--n",
-        "300",
-        "--d",
-        "64",
-        "--dtype",
-        "f32",
-        "--variant",
-        "f32_d64_r4_c256",
-        "--repeats",
-        "2",
-        "--cpu-budget",
-        "0.1",
-        "--json",
-    ]);
+    let named = [
+        DECODE,
+        &[
+            "--dtype",
+            "f32",
+            "--variant",
+            "f32_d64_r4_c256",
+            "--repeats",
+            "2",
+            "--cpu-budget",
+            "0.1",
+            "--json",
+        ],
+    ]
+    .concat();
+    let (code, out, err) = kiln(&named);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["variants"]["split"], "f32_d64_r4_c256", "{out}");
