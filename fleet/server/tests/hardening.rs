@@ -31,10 +31,18 @@ fn until_closed(stream: &mut TcpStream) -> Option<String> {
         match stream.read(&mut buf) {
             Ok(0) => return Some(String::from_utf8_lossy(&got).into_owned()),
             Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
-                return Some(String::from_utf8_lossy(&got).into_owned());
+            // The read timeout: still open.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return None;
             }
-            Err(_) => return None,
+            // Reset or aborted by the server's close (which of the two depends on the race with
+            // a client still writing, as the trickling body is): closed, with what was read.
+            Err(_) => return Some(String::from_utf8_lossy(&got).into_owned()),
         }
     }
 }
