@@ -919,3 +919,126 @@ fn a_split_sum_folds_into_the_norm_backward_that_reads_it() {
         );
     }
 }
+
+/// A training step's weight gradients, each a product cut along K (in 3 here: a software adapter
+/// never cuts K itself), then one AdamW step over the packed table: captured, the sums go into
+/// the optimiser's launch (`reduce_adamw_table`) and the step gives the bits of the launches it
+/// replaces, gradients included. A gradient something else reads between its sum and the step
+/// keeps its sum.
+#[test]
+fn weight_gradient_sums_fold_into_the_optimiser_step() {
+    use kiln::Backend;
+    let g = common::own_gpu();
+    let b = kiln::GpuBackend { gpu: g.clone() };
+    let k = 100;
+    let up = |seed: u64, shape: &[usize]| common::input_on(&g, seed, shape);
+    let (x0, x0_cpu) = up(91, &[k, 5]);
+    let (dy0, dy0_cpu) = up(92, &[k, 8]);
+    let (x2, _) = up(93, &[k, 6]);
+    let (dy2, _) = up(94, &[k, 3]);
+    // The first 40 elements: a copy reads it between its sum and the step.
+    let shapes: [&[usize]; 3] = [&[5, 8], &[4], &[6, 3]];
+    let packed = || Tensor::packed(&g, &shapes, DType::F32).unwrap();
+    let (mut p, grads, mut m, mut v) = (packed(), packed(), packed(), packed());
+    let start: Vec<[Vec<f32>; 4]> = (0..3)
+        .map(|i| {
+            let n = shapes[i].iter().product();
+            let data = |seed: u64| common::random(seed, n);
+            let v_start = data(100 + i as u64).iter().map(|x| x.abs()).collect();
+            [
+                data(95 + i as u64),
+                data(98 + i as u64),
+                data(110 + i as u64),
+                v_start,
+            ]
+        })
+        .collect();
+    // Handles of the same buffers, for the resets.
+    let (pr, mr, vr) = (p.clone(), m.clone(), v.clone());
+    let reset = || {
+        for (i, [p0, g0, m0, v0]) in start.iter().enumerate() {
+            pr[i].write(p0).unwrap();
+            mr[i].write(m0).unwrap();
+            vr[i].write(v0).unwrap();
+            // The middle gradient is not a product's: the step reads it as it is.
+            grads[i].write(g0).unwrap();
+        }
+    };
+    let base = kiln::optim::AdamW {
+        lr: 1e-2,
+        beta1: 0.9,
+        beta2: 0.999,
+        eps: 1e-8,
+        weight_decay: 0.01,
+        step: 3,
+    };
+    let h = [(1e-2, 0.01), (2e-2, 0.0), (5e-3, 0.1)].map(|(lr, weight_decay)| kiln::optim::AdamW {
+        lr,
+        weight_decay,
+        ..base
+    });
+    let corrections = kiln::families::adamw::bias_corrections(&g, &base).unwrap();
+    let seen = Tensor::uninit(&g, &[5, 8], DType::F32).unwrap();
+    let step = |p: &mut [Tensor], m: &mut [Tensor], v: &mut [Tensor], read_between: bool| {
+        let at = Layout {
+            a_trans: true,
+            b_trans: false,
+        };
+        for (i, x, dy) in [(0, &x0, &dy0), (2, &x2, &dy2)] {
+            let cut = ops::matmul::plan_split(x, dy, &grads[i], at, None, Some(3))?;
+            assert_eq!(cut.dispatches.len(), 2, "{:?}", cut.split);
+            g.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
+        }
+        if read_between {
+            let (copy, _) = kiln::families::copy::plan(&grads[0], &seen, None)?;
+            g.record(&[&copy])?;
+        }
+        b.adamw_together(p, &grads, m, v, &h, &corrections)
+    };
+    let all = |p: &[Tensor], m: &[Tensor], v: &[Tensor]| -> Vec<Vec<f32>> {
+        [p, &grads[..], m, v]
+            .iter()
+            .flat_map(|group| group.iter().map(read))
+            .collect()
+    };
+
+    // Recorded as it comes: two products, two sums, one step.
+    reset();
+    g.flush().unwrap();
+    let before = g.counters();
+    step(&mut p, &mut m, &mut v, false).unwrap();
+    let want = all(&p, &m, &v);
+    assert_eq!((g.counters() - before).dispatches, 5);
+    let dw0 = cpu::matmul(&cpu::transpose(&x0_cpu).unwrap(), &dy0_cpu).unwrap();
+    assert_close("the first weight gradient", &want[3], &dw0.data, 1e-6);
+
+    for read_between in [false, true] {
+        let (mut pc, mut mc, mut vc) = (p.clone(), m.clone(), v.clone());
+        let (plan, ()) = b
+            .capture(|| step(&mut pc, &mut mc, &mut vc, read_between))
+            .unwrap()
+            .unwrap();
+        let families: Vec<&str> = plan
+            .kernels()
+            .iter()
+            .map(|k| k.split('/').next().unwrap())
+            .collect();
+        let want_families: &[&str] = match read_between {
+            false => &["matmul", "matmul", "reduce_adamw_table"],
+            true => &[
+                "matmul",
+                "matmul_reduce",
+                "matmul",
+                "copy",
+                "reduce_adamw_table",
+            ],
+        };
+        assert_eq!(families, want_families, "read between: {read_between}");
+        reset();
+        plan.replay().unwrap();
+        assert_eq!(all(&p, &m, &v), want, "read between: {read_between}");
+        if read_between {
+            assert_eq!(read(&seen), want[3]);
+        }
+    }
+}

@@ -22,7 +22,7 @@ pub type Design = crate::launch::ElementDesign;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
+pub(crate) struct Params {
     span: u32,
     tensors: u32,
     beta1: f32,
@@ -121,6 +121,50 @@ pub fn plan(
     corrections: &Tensor,
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
+    let checked = check(p, g, m, v, h, corrections)?;
+    let table: Vec<u32> = checked.rows.iter().flat_map(|(_, r)| r.words()).collect();
+    let [sp, sg, sm, sv] = &checked.spans;
+    let table = Tensor::from_u32(sp.gpu(), &[checked.rows.len(), 4], &table)?;
+    plan_elementwise(
+        OP,
+        sp,
+        None,
+        sp.numel(),
+        named,
+        &[sp, sg, sm, sv, corrections, &table],
+        &checked.params,
+    )
+}
+
+/// A checked table step: each group's spanning tensor (p, g, m, v), the rows sorted by start
+/// with the index of the tensor each is, and the launch's parameter block.
+pub(crate) struct Checked {
+    pub spans: [Tensor; 4],
+    pub rows: Vec<(usize, Row)>,
+    pub params: Params,
+}
+
+impl Row {
+    /// The row's four table words: start, end, bits of lr, bits of weight decay.
+    pub(crate) fn words(&self) -> [u32; 4] {
+        [
+            self.start as u32,
+            (self.start + self.len) as u32,
+            self.h.lr.to_bits(),
+            self.h.weight_decay.to_bits(),
+        ]
+    }
+}
+
+/// Every check of a table step (shared with `reduce_adamw_table`), before anything is made.
+pub(crate) fn check(
+    p: &[Tensor],
+    g: &[Tensor],
+    m: &[Tensor],
+    v: &[Tensor],
+    h: &[AdamW],
+    corrections: &Tensor,
+) -> Result<Checked> {
     let groups = Groups { p, g, m, v };
     let ([sp, sg, sm, sv], at) = groups.spans()?;
     if h.len() != p.len() {
@@ -147,27 +191,19 @@ pub fn plan(
     let span = sp.numel();
     let words = u32::try_from(span)
         .map_err(|_| Error::shape(OP, format!("{span} elements: more than a u32 counts")))?;
-    let mut rows: Vec<Row> = (0..p.len())
-        .map(|i| Row {
-            start: at[i],
-            len: p[i].numel(),
-            h: h[i],
+    let mut rows: Vec<(usize, Row)> = (0..p.len())
+        .map(|i| {
+            let row = Row {
+                start: at[i],
+                len: p[i].numel(),
+                h: h[i],
+            };
+            (i, row)
         })
         .collect();
-    rows.sort_by_key(|r| r.start);
-    check_table(&rows, span)?;
-    let table: Vec<u32> = rows
-        .iter()
-        .flat_map(|r| {
-            [
-                r.start as u32,
-                (r.start + r.len) as u32,
-                r.h.lr.to_bits(),
-                r.h.weight_decay.to_bits(),
-            ]
-        })
-        .collect();
-    let table = Tensor::from_u32(sp.gpu(), &[rows.len(), 4], &table)?;
+    rows.sort_by_key(|(_, r)| r.start);
+    let sorted: Vec<Row> = rows.iter().map(|(_, r)| *r).collect();
+    check_table(&sorted, span)?;
     let params = Params {
         span: words,
         tensors: rows.len() as u32,
@@ -176,15 +212,11 @@ pub fn plan(
         eps: h[0].eps,
         _pad: [0; 3],
     };
-    plan_elementwise(
-        OP,
-        &sp,
-        None,
-        span,
-        named,
-        &[&sp, &sg, &sm, &sv, corrections, &table],
-        &params,
-    )
+    Ok(Checked {
+        spans: [sp, sg, sm, sv],
+        rows,
+        params,
+    })
 }
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).

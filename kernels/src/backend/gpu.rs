@@ -6,7 +6,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::Plan;
 use crate::ops;
-use crate::ops::fuse::{Noted, note};
+use crate::ops::fuse::{Noted, Stepped, note};
 use crate::optim::AdamW;
 use crate::tensor::Tensor;
 
@@ -271,7 +271,20 @@ impl Backend for GpuBackend {
         corrections: &Tensor,
     ) -> Result<()> {
         if p.len() > 1 && ops::packed_alike(p, g, m, v) {
-            return ops::adamw_table(p, g, m, v, h, corrections).map(|_| ());
+            let from = self.gpu.capture_len();
+            ops::adamw_table(p, g, m, v, h, corrections)?;
+            // Noted for `ops::fuse`, which may fold the weight gradients' sums into the step.
+            note(&self.gpu, from, || {
+                Noted::Optimizer(Box::new(Stepped {
+                    p: p.to_vec(),
+                    g: g.to_vec(),
+                    m: m.to_vec(),
+                    v: v.to_vec(),
+                    h: h.to_vec(),
+                    corrections: corrections.clone(),
+                }))
+            });
+            return Ok(());
         }
         check_together(self, p, g, m, v, h)?;
         // Every launch planned (and checked) before any is recorded.
@@ -367,7 +380,7 @@ impl Backend for GpuBackend {
         self.gpu.idle().await
     }
     fn capture<R>(&self, build: impl FnOnce() -> Result<R>) -> Result<Option<(Plan, R)>> {
-        Ok(Some(self.gpu.capture(build)?))
+        Ok(Some(crate::ops::fuse::capture(&self.gpu, build)?))
     }
     fn replay(&self, pass: &Plan) -> Result<()> {
         pass.replay()

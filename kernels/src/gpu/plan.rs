@@ -267,6 +267,50 @@ impl Captured {
         })
     }
 
+    /// Whether step `i` binds any byte of `s`.
+    pub fn binds(&self, i: usize, s: &Slice) -> bool {
+        match self.steps.get(i) {
+            Some(Step::Launch { buffers, .. }) => buffers.iter().any(|b| b.overlaps(s)),
+            Some(Step::Copy(Command::Copy { _hold, .. })) => _hold.iter().any(|b| b.overlaps(s)),
+            Some(Step::Copy(_)) => true,
+            None => false,
+        }
+    }
+
+    /// Step `i`'s label (`family/variant`) and bound slices, when it is a launch.
+    pub fn launch(&self, i: usize) -> Option<(&str, &[Slice])> {
+        match self.steps.get(i) {
+            Some(Step::Launch {
+                kernel, buffers, ..
+            }) => Some((&kernel.label, buffers)),
+            _ => None,
+        }
+    }
+
+    /// In launch `i`, binds `to` wherever exactly `from`'s bytes were bound (`to` as large): the
+    /// launch then writes or reads there instead.
+    pub fn rebind(&mut self, i: usize, from: &Slice, to: &Slice) {
+        if let Some(Step::Launch { buffers, .. }) = self.steps.get_mut(i) {
+            for b in buffers.iter_mut().filter(|b| b.key() == from.key()) {
+                *b = to.clone();
+            }
+        }
+    }
+
+    /// Removes step `i`; the notes on it go, later notes move up.
+    pub fn remove(&mut self, i: usize) {
+        if i >= self.steps.len() {
+            return;
+        }
+        self.steps.remove(i);
+        self.notes.retain(|n| !n.steps.contains(&i));
+        for n in &mut self.notes {
+            if n.steps.start > i {
+                n.steps = n.steps.start - 1..n.steps.end - 1;
+            }
+        }
+    }
+
     /// Replaces the steps `range` (at least one) with the launch `with`; the notes on them go,
     /// later notes move up.
     pub fn replace(&mut self, range: Range<usize>, with: Dispatch) {
