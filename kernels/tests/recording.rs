@@ -333,3 +333,51 @@ fn a_plan_that_reads_only_the_result_runs_attention_as_one_flash_launch() {
     assert_close("attention", &read(&out), &want.data, 5e-7);
     assert_close("weights", &read(&p), &want_p.data, 1e-6);
 }
+
+/// The chain followed by the heads merged into rows (`merge_heads`, a swap of axes), as a
+/// transformer's attention before its output projection: the flash launch writes the merged
+/// rows itself, one launch for four. Where O is read too, the swap stays.
+#[test]
+fn a_fused_attention_chain_writes_the_merged_heads_itself() {
+    let gpu = &fresh();
+    let (h, n, d) = (3, 13, 32);
+    let (q, qa) = input(gpu, 51, &[h, n, d]);
+    let (k, ka) = input(gpu, 52, &[h, n, d]);
+    let (v, va) = input(gpu, 53, &[h, n, d]);
+    fn merged<B: kiln::Backend>(b: &B, [q, k, v]: [&B::T; 3]) -> kiln::Result<(B::T, B::T)> {
+        let s = b.matmul_bt(q, k)?;
+        let p = b.softmax(&s, false, 0.3)?;
+        let o = b.matmul(&p, v)?;
+        Ok((b.merge_heads(&o)?, o))
+    }
+    let (want, want_o) = merged(&kiln::CpuBackend::plain(), [&qa, &ka, &va]).unwrap();
+    let path = kiln::GpuBackend { gpu: gpu.clone() };
+    let families = |plan: &kiln::Plan| -> Vec<String> {
+        let of = |k: &String| k.split('/').next().unwrap().to_string();
+        plan.kernels().iter().map(of).collect()
+    };
+    for read_o in [false, true] {
+        let (plan, (rows, o), fused) = ops::capture_reading(
+            gpu,
+            || merged(&path, [&q, &k, &v]),
+            |(rows, o)| match read_o {
+                false => vec![rows.clone()],
+                true => vec![rows.clone(), o.clone()],
+            },
+        )
+        .unwrap();
+        assert_eq!(fused, 1);
+        let want_families: &[&str] = match read_o {
+            false => &["flash_fwd"],
+            true => &["flash_fwd", "swap_axes"],
+        };
+        assert_eq!(families(&plan), want_families, "O read: {read_o}");
+        // Poisoned first: the merged rows must come from this replay.
+        rows.write(&vec![f32::NAN; rows.numel()]).unwrap();
+        plan.replay().unwrap();
+        assert_close("merged heads", &read(&rows), &want.data, 5e-7);
+        if read_o {
+            assert_close("O", &read(&o), &want_o.data, 5e-7);
+        }
+    }
+}

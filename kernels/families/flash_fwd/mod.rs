@@ -7,7 +7,7 @@ pub(crate) mod cases;
 pub mod cpu;
 
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::Dispatch;
 use crate::launch::flash::{
     FlashDesign, check_lse, choose_flash, grouped_flash_dims, lse_shape, params,
@@ -65,9 +65,54 @@ pub fn plan_forward(
     scale: f32,
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
+    check_out_shape(OP, o, q.shape())?;
+    launch(q, k, v, o, lse, causal, scale, named, 1)
+}
+
+/// [`plan_forward`] with O written with its heads merged into rows: for Q [B, H, Nq, D] (any
+/// B · H matrices seen as `heads` heads of B′ = B · H / heads batches), `y` is [B′, Nq, heads,
+/// D], what swapping O's middle axes would make (a transformer's attention output before its
+/// projection), written by the same launch.
+#[allow(clippy::too_many_arguments)]
+pub fn plan_forward_merged(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    y: &Tensor,
+    lse: &Tensor,
+    heads: usize,
+    causal: bool,
+    scale: f32,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
+    let d = grouped_flash_dims(q, k, v, scale)?;
+    if heads == 0 || d.batch_heads % heads != 0 {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "{} query matrices do not make whole batches of {heads} heads",
+                d.batch_heads
+            ),
+        ));
+    }
+    check_out_shape(OP, y, &[d.batch_heads / heads, d.q_len, heads, d.head_dim])?;
+    launch(q, k, v, y, lse, causal, scale, named, heads)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    causal: bool,
+    scale: f32,
+    named: Option<&str>,
+    o_heads: usize,
+) -> Result<(Dispatch, Choice)> {
     let d = grouped_flash_dims(q, k, v, scale)?;
     check_operands(OP, &[q, o])?;
-    check_out_shape(OP, o, q.shape())?;
     check_lse(lse, q)?;
     check_no_alias(OP, o, &[q, k, v, lse])?;
     check_no_alias(OP, lse, &[q, k, v])?;
@@ -79,7 +124,7 @@ pub fn plan_forward(
         gpu,
         &choice.variant,
         &[q, k, v, o, lse],
-        &params(&d, scale),
+        &params(&d, scale).merging(o_heads),
         groups,
     )?;
     Ok((dispatch, choice))

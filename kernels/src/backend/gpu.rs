@@ -142,7 +142,7 @@ impl Backend for GpuBackend {
         ops::transpose(x)
     }
     fn swap12(&self, x: &Tensor) -> Result<Tensor> {
-        swapped12(x)
+        self.noted(|| swapped12(x), |y| Noted::Swapped { x: x.clone(), y })
     }
     fn split_qkv(&self, qkv: &Tensor, [b, t, h, hkv, d]: [usize; 5]) -> Result<[Tensor; 3]> {
         if hkv == h {

@@ -30,6 +30,9 @@ pub(crate) struct Params {
     scale_log2: f32,
     inf_bits: u32,
     group: u32,
+    /// The forward's O in heads (1) or with its H heads merged into rows (H).
+    o_heads: u32,
+    _pad: [u32; 3],
 }
 
 /// The gradients of Q, K and V.
@@ -132,6 +135,18 @@ pub(crate) fn params(d: &AttentionDims, scale: f32) -> Params {
         scale_log2: scale * std::f32::consts::LOG2_E,
         inf_bits: f32::INFINITY.to_bits(),
         group: d.group.max(1) as u32,
+        o_heads: 1,
+        _pad: [0; 3],
+    }
+}
+
+impl Params {
+    /// The forward writing O with `heads` heads merged into rows ([B, Nq, H, D]).
+    pub(crate) fn merging(self, heads: usize) -> Params {
+        Params {
+            o_heads: heads.max(1) as u32,
+            ..self
+        }
     }
 }
 

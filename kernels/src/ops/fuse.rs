@@ -30,6 +30,8 @@ pub(crate) enum Noted {
     },
     /// O = P · V (batched, no epilogue).
     Weighted { p: Tensor, v: Tensor, o: Tensor },
+    /// Y = X with its middle axes swapped (`ops::swap_axes12`), X [B, H, N, d].
+    Swapped { x: Tensor, y: Tensor },
     /// One AdamW step over a table of packed tensors (`ops::adamw_table`).
     Optimizer(Box<Stepped>),
 }
@@ -280,10 +282,46 @@ fn fusable(
     };
     let (q4, k4, v4, o4) = (four(q)?, four(k)?, four(v)?, four(o)?);
     let lse = Tensor::uninit(q.gpu(), &lse_shape(&q4), DType::F32).ok()?;
+    // The heads merged into rows right after (a transformer's attention before its output
+    // projection), O read by nothing else: the flash launch writes the merged rows itself.
+    if let Some((merged, y, heads)) = merging(c, i + 3, o, range.clone(), read) {
+        let (dispatch, _) = crate::families::flash_fwd::plan_forward_merged(
+            &q4, &k4, &v4, y, &lse, heads, *causal, *scale, None,
+        )
+        .ok()?;
+        return Some((range.start..merged.end, dispatch));
+    }
     let (dispatch, _) =
         crate::families::flash_fwd::plan_forward(&q4, &k4, &v4, &o4, &lse, *causal, *scale, None)
             .ok()?;
     Some((range, dispatch))
+}
+
+/// Note `j`, when it is one launch right after the chain's steps `chain` that swaps `o`'s
+/// middle axes ([B, H, N, d] → [B, N, H, d]) and nothing else binds `o` (nor does the caller
+/// read it): the swap's steps, its output and H.
+fn merging<'c>(
+    c: &'c Captured,
+    j: usize,
+    o: &Tensor,
+    chain: std::ops::Range<usize>,
+    read: &[Tensor],
+) -> Option<(std::ops::Range<usize>, &'c Tensor, usize)> {
+    let note = c.notes.get(j)?;
+    let Some(Noted::Swapped { x, y }) = note.what.as_any().downcast_ref::<Noted>() else {
+        return None;
+    };
+    let &[_, heads, _, _] = x.shape() else {
+        return None;
+    };
+    let steps = note.steps.clone();
+    let one = steps.start == chain.end && steps.len() == 1;
+    if !one || x.slice().key() != o.slice().key() {
+        return None;
+    }
+    let dead = !c.bound_outside(o.slice(), chain.start..steps.end)
+        && !read.iter().any(|r| r.slice().overlaps(o.slice()));
+    dead.then_some((steps, y, heads))
 }
 
 #[cfg(test)]
