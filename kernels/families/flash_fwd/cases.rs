@@ -52,7 +52,8 @@ fn merged(gpu: &Gpu, z: &Sizes, p: &Attention) -> Result<Case> {
     Ok(Case {
         family: "flash_fwd",
         fixed: p.fixed(),
-        name: format!("flash_fwd {}, heads merged", p.suffix),
+        // The dtype last, as every case name ends (the fleet reads it there).
+        name: format!("flash_fwd heads merged {}", p.suffix),
         tolerance: tolerance(z, p.dtype, CAMPAIGN_TOLERANCE, 2e-6),
         flops: p.flops,
         bytes: 4.0 * p.tensor_bytes,

@@ -103,7 +103,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     Ok(vec![Case {
         family: "reduce_adamw_table",
         fixed: vec![dtype_is(DType::F32)],
-        name: format!("reduce_adamw_table 3 tensors over {span} f32, 2 cut in 3 and 5"),
+        name: format!("reduce_adamw_table 3 tensors over {span}, 2 cut in 3 and 5, f32"),
         tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 1e-6),
         flops: 16.0 * span as f64 + summed as f64,
         bytes: (8.0 * span as f64 + summed as f64) * 4.0,
