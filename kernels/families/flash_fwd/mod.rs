@@ -124,7 +124,7 @@ fn launch(
         gpu,
         &choice.variant,
         &[q, k, v, o, lse],
-        &params(&d, scale).merging(o_heads),
+        &params(&d, scale).with_o_heads(o_heads),
         groups,
     )?;
     Ok((dispatch, choice))

@@ -171,13 +171,14 @@ impl Gpu {
             .map(|c| c.steps.len())
     }
 
-    /// Notes `what` of the steps recorded since step `from` of the capture under way.
-    pub(crate) fn annotate(&self, from: usize, what: Arc<dyn Noting>) {
+    /// Notes `what` of the steps recorded since step `from` of the capture under way (`links`:
+    /// whether the call is a link of a chain a rewrite takes whole, [`Note::links`]).
+    pub(crate) fn annotate(&self, from: usize, what: Arc<dyn Noting>, links: bool) {
         if let Some(c) = lock(&self.inner.recorder).capture.as_mut()
             && from <= c.steps.len()
         {
             let steps = from..c.steps.len();
-            c.notes.push(Note { steps, what });
+            c.notes.push(Note { steps, what, links });
         }
     }
 

@@ -83,6 +83,10 @@ pub(super) struct Capture {
 pub(crate) struct Note {
     pub steps: std::ops::Range<usize>,
     pub what: Arc<dyn crate::platform::Noting>,
+    /// Whether the call is a link of a chain the capture's rewrite takes as a whole (attention's
+    /// scores, softmax and weighted values): a fold must not take a link's launch when the
+    /// link before it ends right where it starts.
+    pub links: bool,
 }
 
 /// One captured step: a launch, whose bind group is made when the plan is frozen, or a copy.

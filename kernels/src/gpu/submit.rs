@@ -111,8 +111,14 @@ impl Gpu {
                 return Ok(false);
             };
             let last = capture.steps.len() - 1;
+            // Only links count: a swap or an optimiser step noted before a product does not
+            // make the product's sum the end of a chain.
             let chained = capture.notes.windows(2).any(|pair| {
-                pair[1].steps.contains(&last) && pair[0].steps.end == pair[1].steps.start
+                pair[0].links
+                    && pair[1].links
+                    && !pair[0].steps.is_empty()
+                    && pair[1].steps.contains(&last)
+                    && pair[0].steps.end == pair[1].steps.start
             });
             if chained {
                 return Ok(false);

@@ -142,7 +142,7 @@ pub(crate) fn params(d: &AttentionDims, scale: f32) -> Params {
 
 impl Params {
     /// The forward writing O with `heads` heads merged into rows ([B, Nq, H, D]).
-    pub(crate) fn merging(self, heads: usize) -> Params {
+    pub(crate) fn with_o_heads(self, heads: usize) -> Params {
         Params {
             o_heads: heads.max(1) as u32,
             ..self

@@ -52,8 +52,12 @@ pub(crate) fn note(gpu: &Gpu, from: Option<usize>, what: impl FnOnce() -> Noted)
     if let Some(from) = from {
         // Shared between threads natively, as the device is; the browser has one thread.
         #[allow(clippy::arc_with_non_send_sync)]
-        let what = Arc::new(what());
-        gpu.annotate(from, what);
+        let what = what();
+        let links = matches!(
+            what,
+            Noted::Scores { .. } | Noted::Softmax { .. } | Noted::Weighted { .. }
+        );
+        gpu.annotate(from, Arc::new(what), links);
     }
 }
 
@@ -127,7 +131,7 @@ fn fold_gradient_sums(gpu: &Gpu, c: &mut Captured) -> usize {
             continue;
         };
         let slices = recorded.partials.clone();
-        let count = g.numel();
+        let count = g.numel().max(1);
         let whole = slices.size % (count as u64 * 4) == 0;
         let writes_slices = c.launch(product).is_some_and(|(label, bound)| {
             label.starts_with("matmul/") && bound.iter().any(|b| b.key() == slices.key())
@@ -284,11 +288,12 @@ fn fusable(
     let lse = Tensor::uninit(q.gpu(), &lse_shape(&q4), DType::F32).ok()?;
     // The heads merged into rows right after (a transformer's attention before its output
     // projection), O read by nothing else: the flash launch writes the merged rows itself.
-    if let Some((merged, y, heads)) = merging(c, i + 3, o, range.clone(), read) {
-        let (dispatch, _) = crate::families::flash_fwd::plan_forward_merged(
+    // (Where the merged form is refused, the chain is fused as before and the swap stays.)
+    if let Some((merged, y, heads)) = merging(c, i + 3, o, range.clone(), read)
+        && let Ok((dispatch, _)) = crate::families::flash_fwd::plan_forward_merged(
             &q4, &k4, &v4, y, &lse, heads, *causal, *scale, None,
         )
-        .ok()?;
+    {
         return Some((range.start..merged.end, dispatch));
     }
     let (dispatch, _) =
@@ -375,6 +380,45 @@ mod tests {
             };
             assert_eq!(families, want, "chained: {chained}");
         }
+        Ok(())
+    }
+
+    /// A swap noted right before a split product (a flash layer's merged heads, then its output
+    /// projection) is no link of a chain: the product's sum still folds into the norm after it.
+    #[test]
+    fn a_noted_swap_does_not_hold_back_the_next_products_fold() -> Result<()> {
+        let gpu = &pollster::block_on(Gpu::new(&GpuOptions::default()))?;
+        // K = h · d = 64: two slices of 32.
+        let (h, n, d) = (2, 9, 32);
+        let ones = |shape: &[usize]| Tensor::full(gpu, shape, 0.5, DType::F32);
+        let (o, w, r) = (ones(&[1, h, n, d])?, ones(&[h * d, 24])?, ones(&[n, 24])?);
+        let (gamma, beta) = (ones(&[24])?, ones(&[24])?);
+        let (captured, _) = gpu.capture_steps(|| {
+            let from = gpu.capture_len();
+            let rows = ops::swap_axes12(&o)?;
+            note(gpu, from, || Noted::Swapped {
+                x: o.clone(),
+                y: rows.clone(),
+            });
+            let rows = rows.reshape(&[n, h * d])?;
+            let from = gpu.capture_len();
+            let c = Tensor::uninit(gpu, &[n, 24], DType::F32)?;
+            let cut = plan_split(&rows, &w, &c, Layout::default(), None, Some(2))?;
+            gpu.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
+            note(gpu, from, || Noted::Weighted {
+                p: rows.clone(),
+                v: w.clone(),
+                o: c.clone(),
+            });
+            ops::add_layernorm(&c, &r, &gamma, &beta, 1e-5)
+        })?;
+        let plan = gpu.plan_of(captured)?;
+        let families: Vec<&str> = plan
+            .kernels()
+            .iter()
+            .map(|k| k.split('/').next().unwrap_or(""))
+            .collect();
+        assert_eq!(families, ["swap_axes", "matmul", "reduce_layernorm"]);
         Ok(())
     }
 }
