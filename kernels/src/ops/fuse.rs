@@ -50,14 +50,15 @@ pub(crate) struct Stepped {
 /// Notes what the op call that recorded since step `from` made (nothing outside a capture).
 pub(crate) fn note(gpu: &Gpu, from: Option<usize>, what: impl FnOnce() -> Noted) {
     if let Some(from) = from {
-        // Shared between threads natively, as the device is; the browser has one thread.
-        #[allow(clippy::arc_with_non_send_sync)]
         let what = what();
         let links = matches!(
             what,
             Noted::Scores { .. } | Noted::Softmax { .. } | Noted::Weighted { .. }
         );
-        gpu.annotate(from, Arc::new(what), links);
+        // Shared between threads natively, as the device is; the browser has one thread.
+        #[allow(clippy::arc_with_non_send_sync)]
+        let what = Arc::new(what);
+        gpu.annotate(from, what, links);
     }
 }
 
