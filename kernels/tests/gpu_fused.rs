@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{assert_close, gpu, input, poisoned, read, tolerance, variants};
+use common::{assert_close, families, gpu, input, poisoned, read, tolerance, variants};
 use kiln::cpu::{self, Array};
 use kiln::ops::matmul::{Epilogue, Layout, fits};
 use kiln::shape::MatmulDims;
@@ -493,12 +493,7 @@ fn residual_norm_fold(n: usize) {
             ops::add_layernorm(&c, &r, &gamma, &beta, eps)
         })
         .unwrap();
-    let families: Vec<&str> = plan
-        .kernels()
-        .iter()
-        .map(|k| k.split('/').next().unwrap())
-        .collect();
-    assert_eq!(families, ["matmul", "reduce_layernorm"]);
+    assert_eq!(families(&plan), ["matmul", "reduce_layernorm"]);
     plan.replay().unwrap();
     assert_eq!([read(&c), read(&s), read(&y)], folded);
 }
@@ -1018,11 +1013,6 @@ fn weight_gradient_sums_fold_into_the_optimiser_step() {
             .capture(|| step(&mut pc, &mut mc, &mut vc, read_between))
             .unwrap()
             .unwrap();
-        let families: Vec<&str> = plan
-            .kernels()
-            .iter()
-            .map(|k| k.split('/').next().unwrap())
-            .collect();
         let want_families: &[&str] = match read_between {
             false => &["matmul", "matmul", "reduce_adamw_table"],
             true => &[
@@ -1033,7 +1023,11 @@ fn weight_gradient_sums_fold_into_the_optimiser_step() {
                 "reduce_adamw_table",
             ],
         };
-        assert_eq!(families, want_families, "read between: {read_between}");
+        assert_eq!(
+            families(&plan),
+            want_families,
+            "read between: {read_between}"
+        );
         reset();
         plan.replay().unwrap();
         assert_eq!(all(&p, &m, &v), want, "read between: {read_between}");

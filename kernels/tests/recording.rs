@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_close, random, read};
+use common::{assert_close, families, random, read};
 use kiln::cpu::{self, Array};
 use kiln::gpu::PassTiming;
 use kiln::{DType, Gpu, GpuOptions, Tensor, ops};
@@ -303,11 +303,6 @@ fn a_plan_that_reads_only_the_result_runs_attention_as_one_flash_launch() {
     let (r, ra) = input(gpu, 44, &[h, n, d]);
     let (want, want_p) = attend(&kiln::CpuBackend::plain(), [&qa, &ka, &va, &ra]).unwrap();
     let path = kiln::GpuBackend { gpu: gpu.clone() };
-    let families = |plan: &kiln::Plan| -> Vec<String> {
-        let of = |k: &String| k.split('/').next().unwrap().to_string();
-        plan.kernels().iter().map(of).collect()
-    };
-
     // Only the sum is read: scores, softmax and weighted values are one flash launch.
     let (plan, (out, _), fused) = ops::capture_reading(
         gpu,
@@ -352,10 +347,6 @@ fn a_fused_attention_chain_writes_the_merged_heads_itself() {
     }
     let (want, want_o) = merged(&kiln::CpuBackend::plain(), [&qa, &ka, &va]).unwrap();
     let path = kiln::GpuBackend { gpu: gpu.clone() };
-    let families = |plan: &kiln::Plan| -> Vec<String> {
-        let of = |k: &String| k.split('/').next().unwrap().to_string();
-        plan.kernels().iter().map(of).collect()
-    };
     for read_o in [false, true] {
         let (plan, (rows, o), fused) = ops::capture_reading(
             gpu,

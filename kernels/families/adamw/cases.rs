@@ -6,6 +6,16 @@ use crate::cases::prelude::*;
 /// by `kiln::cases::campaign_tolerance`.
 pub(crate) const CAMPAIGN_TOLERANCE: f64 = 1e-5;
 
+/// The settings of the AdamW cases (the table families' too): a step well past the first.
+pub(crate) const SETTINGS: crate::optim::AdamW = crate::optim::AdamW {
+    lr: 1e-3,
+    beta1: 0.9,
+    beta2: 0.999,
+    eps: 1e-8,
+    weight_decay: 0.01,
+    step: 10,
+};
+
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     use crate::families::copy::plan as plan_copy;
     let mut inputs = Inputs::for_family("adamw");
@@ -17,14 +27,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let v_start: Vec<f32> = inputs.data(n, DType::F32).iter().map(|x| x.abs()).collect();
     let v0 = Tensor::from_slice(gpu, &[n], &v_start, DType::F32)?;
     let mut va = Array::new(&[n], v_start)?;
-    let h = crate::optim::AdamW {
-        lr: 1e-3,
-        beta1: 0.9,
-        beta2: 0.999,
-        eps: 1e-8,
-        weight_decay: 0.01,
-        step: 10,
-    };
+    let h = SETTINGS;
     cpu::adamw(&mut pa, &ga, &mut ma, &mut va, &h)?;
     let corrections = super::bias_corrections(gpu, &h)?;
     let (o_p, p) = out(gpu, &[n], DType::F32, pa.data)?;

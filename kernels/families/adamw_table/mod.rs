@@ -122,7 +122,7 @@ pub fn plan(
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
     let checked = check(p, g, m, v, h, corrections)?;
-    let table: Vec<u32> = checked.rows.iter().flat_map(|(_, r)| r.words()).collect();
+    let table: Vec<u32> = checked.rows.iter().flat_map(Row::words).collect();
     let [sp, sg, sm, sv] = &checked.spans;
     let table = Tensor::from_u32(sp.gpu(), &[checked.rows.len(), 4], &table)?;
     plan_elementwise(
@@ -136,11 +136,12 @@ pub fn plan(
     )
 }
 
-/// A checked table step: each group's spanning tensor (p, g, m, v), the rows sorted by start
-/// with the index of the tensor each is, and the launch's parameter block.
+/// A checked table step: each group's spanning tensor (p, g, m, v), the rows sorted by start,
+/// the index (in the order given) of each row's tensor, and the launch's parameter block.
 pub(crate) struct Checked {
     pub spans: [Tensor; 4],
-    pub rows: Vec<(usize, Row)>,
+    pub rows: Vec<Row>,
+    pub order: Vec<usize>,
     pub params: Params,
 }
 
@@ -191,19 +192,17 @@ pub(crate) fn check(
     let span = sp.numel();
     let words = u32::try_from(span)
         .map_err(|_| Error::shape(OP, format!("{span} elements: more than a u32 counts")))?;
-    let mut rows: Vec<(usize, Row)> = (0..p.len())
-        .map(|i| {
-            let row = Row {
-                start: at[i],
-                len: p[i].numel(),
-                h: h[i],
-            };
-            (i, row)
+    let mut order: Vec<usize> = (0..p.len()).collect();
+    order.sort_by_key(|&i| at[i]);
+    let rows: Vec<Row> = order
+        .iter()
+        .map(|&i| Row {
+            start: at[i],
+            len: p[i].numel(),
+            h: h[i],
         })
         .collect();
-    rows.sort_by_key(|(_, r)| r.start);
-    let sorted: Vec<Row> = rows.iter().map(|(_, r)| *r).collect();
-    check_table(&sorted, span)?;
+    check_table(&rows, span)?;
     let params = Params {
         span: words,
         tensors: rows.len() as u32,
@@ -215,6 +214,7 @@ pub(crate) fn check(
     Ok(Checked {
         spans: [sp, sg, sm, sv],
         rows,
+        order,
         params,
     })
 }

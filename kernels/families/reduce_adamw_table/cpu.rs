@@ -15,19 +15,21 @@ pub struct Cut {
     pub first: usize,
 }
 
+/// Checks that there is a cut (or none) per tensor.
+pub fn check_count(cuts: usize, tensors: usize) -> Result<()> {
+    if cuts == tensors {
+        return Ok(());
+    }
+    Err(Error::shape(
+        OP,
+        format!("{cuts} cuts for {tensors} tensors: give one (or none) per tensor"),
+    ))
+}
+
 /// Checks `cuts` (one per row, `None` for a gradient taken as it is) against rows over an arena
 /// of slices `partials` elements long.
 pub fn check_cuts(rows: &[Row], cuts: &[Option<Cut>], partials: usize) -> Result<()> {
-    if cuts.len() != rows.len() {
-        return Err(Error::shape(
-            OP,
-            format!(
-                "{} cuts for {} tensors: give one (or none) per tensor",
-                cuts.len(),
-                rows.len()
-            ),
-        ));
-    }
+    check_count(cuts.len(), rows.len())?;
     for (i, (r, c)) in rows.iter().zip(cuts).enumerate() {
         let Some(c) = c else { continue };
         let end = c

@@ -17,7 +17,7 @@ use crate::launch::{check_no_alias, check_operands, plan_elementwise};
 use crate::optim::AdamW;
 use crate::select::Choice;
 use crate::tensor::Tensor;
-use cpu::{Cut, check_cuts};
+use cpu::{Cut, check_count, check_cuts};
 
 const OP: &str = "reduce_adamw_table";
 
@@ -42,6 +42,7 @@ pub fn plan(
     let Checked {
         spans: [sp, sg, sm, sv],
         rows,
+        order,
         params,
     } = adamw_table::check(p, g, m, v, h, corrections)?;
     check_operands(OP, &[&sp, partials])?;
@@ -51,26 +52,16 @@ pub fn plan(
             format!("the slices are {:?}: a flat f32 arena", partials.shape()),
         ));
     }
-    if cuts.len() != p.len() {
-        return Err(Error::shape(
-            OP,
-            format!(
-                "{} cuts for {} tensors: give one (or none) per tensor",
-                cuts.len(),
-                p.len()
-            ),
-        ));
-    }
+    check_count(cuts.len(), p.len())?;
     // The table's order: by start, as the rows are.
-    let sorted: Vec<_> = rows.iter().map(|(_, r)| *r).collect();
-    let sorted_cuts: Vec<Option<Cut>> = rows.iter().map(|(i, _)| cuts[*i]).collect();
-    check_cuts(&sorted, &sorted_cuts, partials.numel())?;
+    let sorted_cuts: Vec<Option<Cut>> = order.iter().map(|&i| cuts[i]).collect();
+    check_cuts(&rows, &sorted_cuts, partials.numel())?;
     // The gradients are written here too: no buffer the launch reads or writes may share them.
     check_no_alias(OP, &sg, &[partials, corrections])?;
     for written in [&sp, &sm, &sv] {
         check_no_alias(OP, written, &[partials])?;
     }
-    let table: Vec<u32> = sorted
+    let table: Vec<u32> = rows
         .iter()
         .zip(&sorted_cuts)
         .flat_map(|(r, c)| {

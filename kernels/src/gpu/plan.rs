@@ -258,14 +258,7 @@ pub(crate) struct Captured {
 impl Captured {
     /// Whether a step outside `except` binds any byte of `s`.
     pub fn bound_outside(&self, s: &Slice, except: Range<usize>) -> bool {
-        self.steps.iter().enumerate().any(|(i, step)| {
-            !except.contains(&i)
-                && match step {
-                    Step::Launch { buffers, .. } => buffers.iter().any(|b| b.overlaps(s)),
-                    Step::Copy(Command::Copy { _hold, .. }) => _hold.iter().any(|b| b.overlaps(s)),
-                    Step::Copy(_) => true,
-                }
-        })
+        (0..self.steps.len()).any(|i| !except.contains(&i) && self.binds(i, s))
     }
 
     /// Whether step `i` binds any byte of `s`.

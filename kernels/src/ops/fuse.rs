@@ -95,7 +95,8 @@ struct Folded {
     product: usize,
     sum: usize,
     slices: Slice,
-    count: usize,
+    /// How many slices of the gradient's size `slices` holds.
+    parts: usize,
 }
 
 /// Where the newest optimiser step of the capture (`ops::adamw_table`, noted) steps on
@@ -132,8 +133,8 @@ fn fold_gradient_sums(gpu: &Gpu, c: &mut Captured) -> usize {
             continue;
         };
         let slices = recorded.partials.clone();
-        let count = g.numel().max(1);
-        let whole = slices.size % (count as u64 * 4) == 0;
+        let bytes = g.numel().max(1) as u64 * 4;
+        let whole = slices.size % bytes == 0;
         let writes_slices = c.launch(product).is_some_and(|(label, bound)| {
             label.starts_with("matmul/") && bound.iter().any(|b| b.key() == slices.key())
         });
@@ -147,12 +148,13 @@ fn fold_gradient_sums(gpu: &Gpu, c: &mut Captured) -> usize {
         {
             continue;
         }
+        let parts = (slices.size / bytes) as usize;
         folds.push(Folded {
             tensor,
             product,
             sum,
             slices,
-            count,
+            parts,
         });
     }
     // The arena: each gradient's slices at an offset the device binds, all within one binding.
@@ -171,7 +173,7 @@ fn fold_gradient_sums(gpu: &Gpu, c: &mut Captured) -> usize {
             return false;
         }
         cuts[f.tensor] = Some(Cut {
-            slices: (f.slices.size / 4) as usize / f.count,
+            slices: f.parts,
             first,
         });
         end = next;
@@ -336,6 +338,14 @@ mod tests {
     use crate::families::matmul::{Layout, plan_split};
     use crate::{GpuOptions, ops};
 
+    /// The family of each of the plan's launches.
+    fn families(plan: &Plan) -> Vec<&str> {
+        plan.kernels()
+            .iter()
+            .map(|k| k.split('/').next().unwrap_or(""))
+            .collect()
+    }
+
     /// A split product's sum that ends a chain of noted calls (the weighted values after the
     /// softmax) is left for the chain's rewrite: the swap after it does not take it. Without
     /// the softmax noted before it, the same sum is folded into the swap.
@@ -370,16 +380,11 @@ mod tests {
                 ops::swap_axes12(&o.reshape(&[1, h, n, d])?)
             })?;
             let plan = gpu.plan_of(captured)?;
-            let families: Vec<&str> = plan
-                .kernels()
-                .iter()
-                .map(|k| k.split('/').next().unwrap_or(""))
-                .collect();
             let want: &[&str] = match chained {
                 true => &["softmax", "matmul", "matmul_reduce", "swap_axes"],
                 false => &["softmax", "matmul", "reduce_permute"],
             };
-            assert_eq!(families, want, "chained: {chained}");
+            assert_eq!(families(&plan), want, "chained: {chained}");
         }
         Ok(())
     }
@@ -414,12 +419,7 @@ mod tests {
             ops::add_layernorm(&c, &r, &gamma, &beta, 1e-5)
         })?;
         let plan = gpu.plan_of(captured)?;
-        let families: Vec<&str> = plan
-            .kernels()
-            .iter()
-            .map(|k| k.split('/').next().unwrap_or(""))
-            .collect();
-        assert_eq!(families, ["swap_axes", "matmul", "reduce_layernorm"]);
+        assert_eq!(families(&plan), ["swap_axes", "matmul", "reduce_layernorm"]);
         Ok(())
     }
 }

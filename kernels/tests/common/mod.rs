@@ -52,6 +52,12 @@ pub fn assert_close(case: &str, got: &[f32], want: &[f32], tol: f64) {
     );
 }
 
+/// The family of each of a plan's launches, in order.
+pub fn families(plan: &kiln::Plan) -> Vec<String> {
+    let of = |k: &String| k.split('/').next().unwrap().to_string();
+    plan.kernels().iter().map(of).collect()
+}
+
 pub fn read(t: &kiln::Tensor) -> Vec<f32> {
     pollster::block_on(t.read()).unwrap()
 }
