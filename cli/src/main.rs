@@ -20,6 +20,7 @@ macro_rules! out_part {
 mod attention;
 mod decode;
 mod matmul;
+mod mlp;
 
 use std::process::ExitCode;
 
@@ -108,6 +109,8 @@ enum BenchOp {
     Attention(attention::AttentionArgs),
     /// Decoding attention: Q [b, hq, nq, d] against a key/value cache [b, hkv, n, d].
     Decode(decode::DecodeArgs),
+    /// A feed-forward block, gelu(x · W1 + b1) · W2 + b2: the two products, and `mlp`'s slices.
+    Mlp(mlp::MlpArgs),
 }
 
 /// How a benchmark runs and reports, shared by every `kiln bench` op.
@@ -190,6 +193,9 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Bench {
             op: BenchOp::Decode(args),
         } => decode::bench_decode(&options, args).await,
+        Command::Bench {
+            op: BenchOp::Mlp(args),
+        } => mlp::bench_mlp(&options, args).await,
     }
 }
 

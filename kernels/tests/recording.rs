@@ -310,7 +310,7 @@ fn a_plan_that_reads_only_the_result_runs_attention_as_one_flash_launch() {
         |(out, _)| vec![out.clone()],
     )
     .unwrap();
-    assert_eq!(fused, 1);
+    assert_eq!(fused.attention, 1);
     assert_eq!(families(&plan), ["flash_fwd", "add"]);
     plan.replay().unwrap();
     assert_close("fused attention", &read(&out), &want.data, 5e-7);
@@ -322,7 +322,7 @@ fn a_plan_that_reads_only_the_result_runs_attention_as_one_flash_launch() {
         |(out, p)| vec![out.clone(), p.clone()],
     )
     .unwrap();
-    assert_eq!(fused, 0);
+    assert_eq!(fused.attention, 0);
     assert_eq!(families(&plan), ["matmul", "softmax", "matmul", "add"]);
     plan.replay().unwrap();
     assert_close("attention", &read(&out), &want.data, 5e-7);
@@ -357,7 +357,7 @@ fn a_fused_attention_chain_writes_the_merged_heads_itself() {
             },
         )
         .unwrap();
-        assert_eq!(fused, 1);
+        assert_eq!(fused.attention, 1);
         let want_families: &[&str] = match read_o {
             false => &["flash_fwd"],
             true => &["flash_fwd", "swap_axes"],
@@ -371,4 +371,90 @@ fn a_fused_attention_chain_writes_the_merged_heads_itself() {
             assert_close("O", &read(&o), &want_o.data, 5e-7);
         }
     }
+}
+
+/// A transformer's feed-forward block and the residual norm after it, as a layer calls them.
+fn feed_forward<B: kiln::Backend>(
+    b: &B,
+    [x, w1, b1, w2, b2, g, beta]: [&B::T; 7],
+) -> kiln::Result<(B::T, B::T)> {
+    let h = b.linear_gelu(x, w1, b1)?;
+    let ff = b.linear(&h, w2, b2)?;
+    let (_, out) = b.add_layernorm(&ff, x, g, beta, 1e-5)?;
+    Ok((out, h))
+}
+
+/// A plan that reads only the block's normed output runs the block as two launches: the
+/// slices with the hidden layer kept in workgroup memory (`mlp`), and their sum folded into the
+/// norm. Where the hidden layer is read too, the calls stay as they were.
+#[test]
+fn a_plan_that_reads_only_the_norm_runs_the_feed_forward_block_as_two_launches() {
+    let gpu = &fresh();
+    // 13 rows of 40, 150 hidden units: no tile, chunk or workgroup multiple.
+    let (rows, d, hidden) = (13, 40, 150);
+    let shapes: [&[usize]; 7] = [
+        &[rows, d],
+        &[d, hidden],
+        &[hidden],
+        &[hidden, d],
+        &[d],
+        &[d],
+        &[d],
+    ];
+    let (mut gpu_in, mut cpu_in) = (Vec::new(), Vec::new());
+    for (i, shape) in shapes.into_iter().enumerate() {
+        let (t, a) = input(gpu, 61 + i as u64, shape);
+        gpu_in.push(t);
+        cpu_in.push(a);
+    }
+    let args = |v: &[Tensor]| -> [Tensor; 7] { std::array::from_fn(|i| v[i].clone()) };
+    let c = &cpu_in;
+    let (want, want_h) = feed_forward(
+        &kiln::CpuBackend::plain(),
+        [&c[0], &c[1], &c[2], &c[3], &c[4], &c[5], &c[6]],
+    )
+    .unwrap();
+    let path = kiln::GpuBackend { gpu: gpu.clone() };
+    for read_h in [false, true] {
+        let t = args(&gpu_in);
+        let (plan, (out, h), fused) = ops::capture_reading(
+            gpu,
+            || feed_forward(&path, [&t[0], &t[1], &t[2], &t[3], &t[4], &t[5], &t[6]]),
+            |(out, h)| match read_h {
+                false => vec![out.clone()],
+                true => vec![out.clone(), h.clone()],
+            },
+        )
+        .unwrap();
+        let two = families(&plan) == ["mlp", "reduce_layernorm"];
+        assert_eq!(
+            two,
+            !read_h,
+            "{:?}, hidden layer read: {read_h}",
+            families(&plan)
+        );
+        assert_eq!(fused.feed_forward, usize::from(!read_h));
+        out.write(&vec![f32::NAN; out.numel()]).unwrap();
+        plan.replay().unwrap();
+        assert_close("the block's norm", &read(&out), &want.data, 1e-6);
+        if read_h {
+            assert_close("the hidden layer", &read(&h), &want_h.data, 1e-6);
+        }
+    }
+}
+
+/// `ops::mlp`, the block as an op: the slices and their sum with the bias, against the CPU path,
+/// rows in a batch.
+#[test]
+fn the_feed_forward_op_matches_the_cpu_path() {
+    let gpu = &fresh();
+    let (x, xa) = input(gpu, 71, &[2, 9, 33]);
+    let (w1, w1a) = input(gpu, 72, &[33, 200]);
+    let (b1, b1a) = input(gpu, 73, &[200]);
+    let (w2, w2a) = input(gpu, 74, &[200, 70]);
+    let (b2, b2a) = input(gpu, 75, &[70]);
+    let want = cpu::mlp(&xa, &w1a, &b1a, &w2a, &b2a).unwrap();
+    let y = ops::mlp(&x, &w1, &b1, &w2, &b2).unwrap();
+    assert_eq!(y.shape(), [2, 9, 70]);
+    assert_close("mlp", &read(&y), &want.data, 1e-6);
 }

@@ -94,7 +94,7 @@ pub struct Forward<T> {
     pub acts: Vec<Acts<T>>,
 }
 
-/// Embeddings (word + position + type, layernorm), then every layer.
+/// Embeddings (word + type + position, layernorm), then every layer.
 pub fn forward<B: Backend>(
     b: &B,
     rows: &[B::T; 3],
@@ -104,8 +104,10 @@ pub fn forward<B: Backend>(
 ) -> Result<Forward<B::T>> {
     let [word, position, token_type] = rows;
     // talk:begin embeddings
-    let embedded = b.add(&b.add(word, position)?, token_type)?;
-    let mut x = b.layernorm(&embedded, &w.emb_ln_g, &w.emb_ln_b, eps)?;
+    // The type row [D] goes to every word row first (as transformers adds them), then the
+    // position rows, in the layernorm's launch.
+    let (g, beta) = (&w.emb_ln_g, &w.emb_ln_b);
+    let (embedded, mut x) = b.add_layernorm(&b.add(word, token_type)?, position, g, beta, eps)?;
     // talk:end embeddings
     let mut out = Forward {
         embedded,

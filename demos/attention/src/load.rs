@@ -32,7 +32,8 @@ pub struct Loaded {
 
 /// A forward pass captured for one token count as an embedding call runs it: only the last
 /// hidden state is read, so what lies between may be fused (`kiln::ops::capture_reading`: each
-/// layer's scores, softmax and weighted values one flash launch).
+/// layer's scores, softmax and weighted values one flash launch, its feed-forward block the
+/// hidden layer kept in workgroup memory).
 #[derive(Debug)]
 pub struct Embedding {
     pub plan: Plan,
@@ -40,8 +41,8 @@ pub struct Embedding {
     word: Tensor,
     /// The last hidden state of the newest replay (read after replaying).
     pub last: Tensor,
-    /// Attention chains run as one launch each.
-    pub fused: usize,
+    /// What the capture fused.
+    pub fused: kiln::ops::Fused,
 }
 
 /// A forward pass captured for one token count: the word rows it reads, rewritten before each

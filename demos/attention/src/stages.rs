@@ -15,13 +15,13 @@ use crate::walkthrough::{self};
 /// call folded into the launch before it, that launch.
 const ROLES: [(&str, &str, usize); 10] = [
     ("embeddings", "add", 0),
-    ("layernorm", "layernorm", 0),
+    ("layernorm", "add_layernorm", 0),
     ("projection", "linear", 0),
     ("split heads", "split_qkv", 0),
     ("scores", "matmul_bt", 0),
     ("softmax", "softmax", 0),
     ("values", "matmul", 0),
-    ("residual", "add_layernorm", 0),
+    ("residual", "add_layernorm", 1),
     ("expand", "linear_gelu", 0),
     ("project back", "linear", 2),
 ];

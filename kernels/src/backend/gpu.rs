@@ -6,7 +6,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::Plan;
 use crate::ops;
-use crate::ops::fuse::{Noted, Stepped, note};
+use crate::ops::fuse::{Normed, Noted, Stepped, note};
 use crate::optim::AdamW;
 use crate::tensor::Tensor;
 
@@ -66,7 +66,8 @@ impl Backend for GpuBackend {
     fn reshape(&self, t: &Tensor, shape: &[usize]) -> Result<Tensor> {
         t.reshape(shape)
     }
-    // The products and the softmax note what they made in a capture, for `ops::fuse`.
+    // The products, the softmax and the residual norm note what they made in a capture, for
+    // `ops::fuse`.
     fn matmul(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         self.noted(
             || ops::matmul(a, b),
@@ -91,10 +92,26 @@ impl Backend for GpuBackend {
         ops::matmul_at(a, b)
     }
     fn linear(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-        ops::linear(x, w, b)
+        self.noted(
+            || ops::linear(x, w, b),
+            |y| Noted::Projected {
+                x: x.clone(),
+                w: w.clone(),
+                b: b.clone(),
+                y,
+            },
+        )
     }
     fn linear_gelu(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-        ops::linear_gelu(x, w, b)
+        self.noted(
+            || ops::linear_gelu(x, w, b),
+            |h| Noted::Expanded {
+                x: x.clone(),
+                w: w.clone(),
+                b: b.clone(),
+                h,
+            },
+        )
     }
     fn add(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         ops::add(a, b)
@@ -121,7 +138,20 @@ impl Backend for GpuBackend {
         b: &Tensor,
         eps: f32,
     ) -> Result<(Tensor, Tensor)> {
-        ops::add_layernorm(x, r, g, b, eps)
+        let from = self.gpu.capture_len();
+        let (sum, y) = ops::add_layernorm(x, r, g, b, eps)?;
+        note(&self.gpu, from, || {
+            Noted::Normed(Box::new(Normed {
+                x: x.clone(),
+                r: r.clone(),
+                gamma: g.clone(),
+                beta: b.clone(),
+                sum: sum.clone(),
+                y: y.clone(),
+                eps,
+            }))
+        });
+        Ok((sum, y))
     }
     fn layernorm_backward(
         &self,

@@ -256,6 +256,11 @@ pub(crate) struct Captured {
 }
 
 impl Captured {
+    /// How many steps (launches and copies) it holds.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
     /// Whether a step outside `except` binds any byte of `s`.
     pub fn bound_outside(&self, s: &Slice, except: Range<usize>) -> bool {
         (0..self.steps.len()).any(|i| !except.contains(&i) && self.binds(i, s))
@@ -308,20 +313,27 @@ impl Captured {
     /// Replaces the steps `range` (at least one) with the launch `with`; the notes on them go,
     /// later notes move up.
     pub fn replace(&mut self, range: Range<usize>, with: Dispatch) {
+        self.replace_with(range, vec![with]);
+    }
+
+    /// Replaces the steps `range` (at least one) with the launches `with`, in order; the notes
+    /// on them go, later notes move by the difference.
+    pub fn replace_with(&mut self, range: Range<usize>, with: Vec<Dispatch>) {
         let (start, end) = (range.start, range.end);
-        let launch = Step::Launch {
-            kernel: with.kernel,
-            buffers: with.buffers,
-            params: with.params,
-            groups: with.groups,
-        };
-        self.steps.splice(range, [launch]);
+        let added = with.len();
+        let launches = with.into_iter().map(|d| Step::Launch {
+            kernel: d.kernel,
+            buffers: d.buffers,
+            params: d.params,
+            groups: d.groups,
+        });
+        self.steps.splice(range, launches);
         self.notes
             .retain(|n| n.steps.end <= start || n.steps.start >= end);
-        let gone = end - start - 1;
+        let moved = |i: usize| i + added - (end - start);
         for n in &mut self.notes {
             if n.steps.start >= end {
-                n.steps = n.steps.start - gone..n.steps.end - gone;
+                n.steps = moved(n.steps.start)..moved(n.steps.end);
             }
         }
     }

@@ -34,6 +34,34 @@ pub(crate) enum Noted {
     Swapped { x: Tensor, y: Tensor },
     /// One AdamW step over a table of packed tensors (`ops::adamw_table`).
     Optimizer(Box<Stepped>),
+    /// H = gelu(X · W + b) over the last axis (`ops::linear_gelu`).
+    Expanded {
+        x: Tensor,
+        w: Tensor,
+        b: Tensor,
+        h: Tensor,
+    },
+    /// Y = X · W + b over the last axis (`ops::linear`).
+    Projected {
+        x: Tensor,
+        w: Tensor,
+        b: Tensor,
+        y: Tensor,
+    },
+    /// S = X + R and Y = layernorm(S) (`ops::add_layernorm`).
+    Normed(Box<Normed>),
+}
+
+/// The tensors and settings of a noted residual layer norm.
+#[derive(Debug)]
+pub(crate) struct Normed {
+    pub x: Tensor,
+    pub r: Tensor,
+    pub gamma: Tensor,
+    pub beta: Tensor,
+    pub sum: Tensor,
+    pub y: Tensor,
+    pub eps: f32,
 }
 
 /// The tensors and settings of a noted optimiser step.
@@ -72,19 +100,40 @@ pub fn capture<R>(gpu: &Gpu, build: impl FnOnce() -> Result<R>) -> Result<(Plan,
 }
 
 /// Captures `build` into a plan in which only the tensors `reads` names are read after a
-/// replay: what lies between may be fused away. The other tensors `build` returns hold
-/// nothing meaningful after a replay. Returns the plan, what `build` returned and how many
-/// attention chains were fused.
+/// replay: what lies between may be fused away (attention chains into flash launches,
+/// feed-forward blocks into `mlp` launches). The other tensors `build` returns hold nothing
+/// meaningful after a replay. Returns the plan, what `build` returned and what was fused.
 pub fn capture_reading<R>(
     gpu: &Gpu,
     build: impl FnOnce() -> Result<R>,
     reads: impl FnOnce(&R) -> Vec<Tensor>,
-) -> Result<(Plan, R, usize)> {
+) -> Result<(Plan, R, Fused)> {
     let (mut captured, out) = gpu.capture_steps(build)?;
     let read = reads(&out);
-    let fused = fuse_attention(&mut captured, &read);
+    let before = captured.len();
+    let attention = fuse_attention(&mut captured, &read);
+    let feed_forward = fuse_feed_forward(gpu, &mut captured, &read);
+    let launches_saved = before - captured.len();
     fold_gradient_sums(gpu, &mut captured);
+    let fused = Fused {
+        attention,
+        feed_forward,
+        launches_saved,
+    };
     Ok((gpu.plan_of(captured)?, out, fused))
+}
+
+/// What [`capture_reading`] fused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fused {
+    /// Attention chains run as one flash launch each (the heads merged by it where a swap
+    /// followed).
+    pub attention: usize,
+    /// Feed-forward blocks run as `mlp`'s slices and the residual norm that sums them.
+    pub feed_forward: usize,
+    /// Launches the two took off the pass (three or four a chain, one to three a block: as
+    /// many as their products were cut along K).
+    pub launches_saved: usize,
 }
 
 /// One weight gradient whose split product's sum the optimiser step takes over.
@@ -303,6 +352,96 @@ fn fusable(
         crate::families::flash_fwd::plan_forward(&q4, &k4, &v4, &o4, &lse, *causal, *scale, None)
             .ok()?;
     Some((range, dispatch))
+}
+
+/// A feed-forward block recorded as three calls — `linear_gelu`, `linear` of its output, and
+/// `add_layernorm` of that — whose hidden layer and product nothing else binds and the caller
+/// does not read, becomes two launches: `mlp`'s slices (the hidden layer kept in workgroup
+/// memory) and `reduce_layernorm`, which adds them with the bias and the residual and norms the
+/// rows (in the design of the norm the call would have taken). A block the `mlp` kernels do not
+/// take (not f32) stays as it was. Returns how many were fused.
+fn fuse_feed_forward(gpu: &Gpu, c: &mut Captured, read: &[Tensor]) -> usize {
+    let mut fused = 0;
+    let mut i = 0;
+    while i + 3 <= c.notes.len() {
+        match feed_forward(gpu, c, i, read) {
+            Some((range, launches)) => {
+                c.replace_with(range, launches);
+                fused += 1;
+            }
+            None => i += 1,
+        }
+    }
+    fused
+}
+
+/// The two launches that replace the block whose first call is note `i`, and its steps.
+fn feed_forward(
+    gpu: &Gpu,
+    c: &Captured,
+    i: usize,
+    read: &[Tensor],
+) -> Option<(std::ops::Range<usize>, Vec<crate::gpu::Dispatch>)> {
+    let at = |j: usize| c.notes[j].what.as_any().downcast_ref::<Noted>();
+    let (
+        Some(Noted::Expanded { x, w: w1, b: b1, h }),
+        Some(Noted::Projected {
+            x: h_in,
+            w: w2,
+            b: b2,
+            y: product,
+        }),
+        Some(Noted::Normed(norm)),
+    ) = (at(i), at(i + 1), at(i + 2))
+    else {
+        return None;
+    };
+    let same = |a: &Tensor, b: &Tensor| a.slice().key() == b.slice().key();
+    let steps = [
+        &c.notes[i].steps,
+        &c.notes[i + 1].steps,
+        &c.notes[i + 2].steps,
+    ];
+    // The norm's own steps are none where it took the product's split sum into its launch.
+    let adjacent = steps[0].end == steps[1].start && steps[1].end == steps[2].start;
+    let residual = if same(&norm.x, product) {
+        &norm.r
+    } else if same(&norm.r, product) {
+        &norm.x
+    } else {
+        return None;
+    };
+    if !adjacent || !same(h, h_in) || x.dtype() != DType::F32 {
+        return None;
+    }
+    let range = steps[0].start..steps[2].end;
+    let dead = |t: &Tensor| {
+        !c.bound_outside(t.slice(), range.clone())
+            && !read.iter().any(|r| r.slice().overlaps(t.slice()))
+    };
+    if !dead(h) || !dead(product) {
+        return None;
+    }
+    let (rows, d) = crate::shape::rows_cols("mlp", x.shape()).ok()?;
+    let x = x.reshape(&[rows, d]).ok()?;
+    let partials = crate::families::mlp::workspace(&x, w1, b1, w2, None).ok()?;
+    let (slices, _) = crate::families::mlp::plan(&x, w1, b1, w2, &partials, None).ok()?;
+    let cols = *product.shape().last()?;
+    let call = crate::families::layernorm::call(DType::F32, cols, true);
+    let like = gpu.selector().choose(&call, None).ok()?;
+    let named = crate::families::reduce_layernorm::design_of(gpu.registry(), &like.variant, true)?;
+    let (sum, _) = crate::families::reduce_layernorm::plan(
+        &partials,
+        Some(b2),
+        residual,
+        &norm.gamma,
+        &norm.beta,
+        [product, &norm.sum, &norm.y],
+        norm.eps,
+        Some(&named),
+    )
+    .ok()?;
+    Some((range, vec![slices, sum]))
 }
 
 /// Note `j`, when it is one launch right after the chain's steps `chain` that swaps `o`'s
