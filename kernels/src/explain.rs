@@ -135,6 +135,20 @@ pub fn sample_picks(sel: &Selector<'_>) -> Vec<Pick> {
                 out.push(pick(sel, "layernorm", text, &c));
             }
         }
+        // The feed-forward block is f32 alone: MiniLM's at 17 and 212 tokens, and a small one.
+        if dtype == DType::F32 {
+            for (m, d, hidden) in [(17, 384, 1536), (212, 384, 1536), (37, 64, 300)] {
+                let c = ops::mlp::Call {
+                    m,
+                    d,
+                    n: d,
+                    hidden,
+                    slices: None,
+                };
+                let text = format!("{t} {m}x{d} -> {hidden} -> {d}");
+                out.push(pick(sel, "mlp", text, &c));
+            }
+        }
         for family in ["flash_fwd", "flash_bwd_dq", "flash_bwd_dkdv"] {
             for (bh, n, d) in [
                 (8, 17, 64),

@@ -57,12 +57,13 @@ struct Params {
     _pad: [u32; 3],
 }
 
-/// The selector's call: M rows into N output columns through H hidden units, into a given
+/// The selector's call: M rows of D into N output columns through H hidden units, into a given
 /// number of slices (the variants whose chunks cut H into that many) or as many as the pick's
 /// design makes ([`slices_for`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Call {
     pub m: usize,
+    pub d: usize,
     pub n: usize,
     pub hidden: usize,
     pub slices: Option<usize>,
@@ -70,20 +71,37 @@ pub struct Call {
 
 impl select::Call for Call {
     fn key(&self) -> Key {
-        let dims = [self.m, self.n, self.hidden, self.slices.unwrap_or(0)];
+        let dims = [
+            self.m,
+            self.d,
+            self.n,
+            self.hidden,
+            self.slices.unwrap_or(0),
+        ];
         Key::new(OP, DType::F32, &dims, 0, Bucket::NONE)
     }
 
-    /// The output columns in as few tiles as may be, the narrowest tile that does it; 16 rows
-    /// a workgroup for 16 rows or fewer, else 32; the widest hidden chunk (X is staged once a
-    /// chunk).
-    fn request(&self, _: &DeviceProfile) -> Request<'_> {
+    /// The least modelled time: rounds of as many workgroups as fill the device (128 on a GPU,
+    /// 8 on a software adapter) times each workgroup's multiply-adds. Then the output columns
+    /// in as few tiles as may be, the narrowest tile that does it; 16 rows a workgroup for 16
+    /// rows or fewer, else 32; the widest hidden chunk (X is staged once a chunk).
+    fn request(&self, profile: &DeviceProfile) -> Request<'_> {
         let Call {
             m,
+            d,
             n,
             hidden,
             slices,
         } = *self;
+        let enough = enough(profile);
+        let cost = move |v: &Variant| -> Result<i64> {
+            let design = Design::parse(v)?;
+            let count = slices.unwrap_or_else(|| slices_filling(enough, design, m, n, hidden));
+            let per = per_slice(design, hidden, count).unwrap_or(hidden);
+            let rounds = (design.tiles(m, n) * count).div_ceil(enough);
+            let work = design.rows as usize * per * (d + design.cols as usize);
+            Ok(-((rounds * work) as i64))
+        };
         let rows = if m <= 16 { 16 } else { 32 };
         let cuts = move |v: &Variant| -> Result<bool> {
             let design = Design::parse(v)?;
@@ -94,6 +112,10 @@ impl select::Call for Call {
             fixed: vec![dtype_value(DType::F32)],
             filters: vec![filter("chunks that cut H into the slices asked for", cuts)],
             order: vec![
+                prefer(
+                    "the least modelled time: rounds of 128 workgroups (8 on a software adapter) times a workgroup's multiply-adds",
+                    cost,
+                ),
                 prefer("the fewest column tiles", move |v| {
                     Ok(-(n.div_ceil(Design::parse(v)?.cols as usize) as i64))
                 }),
@@ -116,10 +138,19 @@ impl select::Call for Call {
 /// workgroups to fill the device (128 on a GPU, 8 on a software adapter), each slice whole
 /// chunks of the hidden layer.
 pub fn slices_for(profile: &DeviceProfile, design: Design, m: usize, n: usize, h: usize) -> usize {
-    let enough: usize = if software(profile) { 8 } else { 128 };
+    slices_filling(enough(profile), design, m, n, h)
+}
+
+/// As many slices as make `enough` workgroups, each slice whole chunks.
+fn slices_filling(enough: usize, design: Design, m: usize, n: usize, h: usize) -> usize {
     let chunks = h.div_ceil(design.hidden.max(1) as usize).max(1);
     let wanted = enough.div_ceil(design.tiles(m, n).max(1)).clamp(1, chunks);
     chunks.div_ceil(chunks.div_ceil(wanted))
+}
+
+/// Workgroups that fill the device, for the rule: 128 on a GPU, 8 on a software adapter.
+fn enough(profile: &DeviceProfile) -> usize {
+    if software(profile) { 8 } else { 128 }
 }
 
 /// Hidden units a slice takes when `slices` slices cover H in chunks of `design.hidden` (at most
@@ -179,10 +210,11 @@ pub fn workspace(
     w2: &Tensor,
     named: Option<&str>,
 ) -> Result<Tensor> {
-    let [m, _, h, n] = dims(x, w1, b1, w2)?;
+    let [m, d, h, n] = dims(x, w1, b1, w2)?;
     let gpu = x.gpu();
     let call = Call {
         m,
+        d,
         n,
         hidden: h,
         slices: None,
@@ -209,6 +241,7 @@ pub fn plan(
     let slices = partials.shape().first().copied();
     let call = Call {
         m,
+        d,
         n,
         hidden: h,
         slices,
