@@ -4,13 +4,14 @@
 //! nothing else. The model code still calls the three ops (the GPU path notes each call in the
 //! capture, [`note`]); the rewrite happens between the capture and the plan's freezing.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::error::Result;
 use crate::families::matmul_reduce;
 use crate::families::reduce_adamw_table::{self, cpu::Cut};
 use crate::gpu::memory::Slice;
-use crate::gpu::{Bindable, Captured, Plan};
+use crate::gpu::{Bindable, Captured, Dispatch, Plan};
 use crate::launch::flash::lse_shape;
 use crate::optim::AdamW;
 use crate::tensor::Tensor;
@@ -273,26 +274,39 @@ fn fold_gradient_sums(gpu: &Gpu, c: &mut Captured) -> usize {
 /// no other step binds and the caller does not read, become one flash forward launch. A chain
 /// the flash kernels do not take (a head size they are not rendered for) stays as it was.
 fn fuse_attention(c: &mut Captured, read: &[Tensor]) -> usize {
-    let mut fused = 0;
+    rewrite_chains(c, |c, i| {
+        fusable(c, i, read).map(|(range, d)| (range, vec![d]))
+    })
+}
+
+/// Replaces each chain of notes that `rewrite` takes (from its first note `i`: the steps it
+/// replaces and the launches in their place), from the first note on. Returns how many.
+fn rewrite_chains(
+    c: &mut Captured,
+    mut rewrite: impl FnMut(&Captured, usize) -> Option<(Range<usize>, Vec<Dispatch>)>,
+) -> usize {
+    let mut done = 0;
     let mut i = 0;
     while i + 3 <= c.notes.len() {
-        match fusable(c, i, read) {
-            Some((range, dispatch)) => {
-                c.replace(range, dispatch);
-                fused += 1;
+        match rewrite(c, i) {
+            Some((range, launches)) => {
+                c.replace_with(range, launches);
+                done += 1;
             }
             None => i += 1,
         }
     }
-    fused
+    done
+}
+
+/// Whether no step outside `range` binds `t` and the caller does not read it.
+fn dead(c: &Captured, t: &Tensor, range: &Range<usize>, read: &[Tensor]) -> bool {
+    !c.bound_outside(t.slice(), range.clone())
+        && !read.iter().any(|r| r.slice().overlaps(t.slice()))
 }
 
 /// The flash launch that replaces the chain starting at note `i`, and the steps it replaces.
-fn fusable(
-    c: &Captured,
-    i: usize,
-    read: &[Tensor],
-) -> Option<(std::ops::Range<usize>, crate::gpu::Dispatch)> {
+fn fusable(c: &Captured, i: usize, read: &[Tensor]) -> Option<(Range<usize>, Dispatch)> {
     let at = |j: usize| c.notes[j].what.as_any().downcast_ref::<Noted>();
     let (
         Some(Noted::Scores { q, k, s }),
@@ -323,11 +337,7 @@ fn fusable(
         return None;
     }
     let range = ranges[0].start..ranges[2].end;
-    let dead = |t: &Tensor| {
-        !c.bound_outside(t.slice(), range.clone())
-            && !read.iter().any(|r| r.slice().overlaps(t.slice()))
-    };
-    if !dead(s) || !dead(p) {
+    if !dead(c, s, &range, read) || !dead(c, p, &range, read) {
         return None;
     }
     // [.., N, d] batched products as flash's [B, H, N, d]: views of the same bytes.
@@ -361,18 +371,7 @@ fn fusable(
 /// rows (in the design of the norm the call would have taken). A block the `mlp` kernels do not
 /// take (not f32) stays as it was. Returns how many were fused.
 fn fuse_feed_forward(gpu: &Gpu, c: &mut Captured, read: &[Tensor]) -> usize {
-    let mut fused = 0;
-    let mut i = 0;
-    while i + 3 <= c.notes.len() {
-        match feed_forward(gpu, c, i, read) {
-            Some((range, launches)) => {
-                c.replace_with(range, launches);
-                fused += 1;
-            }
-            None => i += 1,
-        }
-    }
-    fused
+    rewrite_chains(c, |c, i| feed_forward(gpu, c, i, read))
 }
 
 /// The two launches that replace the block whose first call is note `i`, and its steps.
@@ -381,7 +380,7 @@ fn feed_forward(
     c: &Captured,
     i: usize,
     read: &[Tensor],
-) -> Option<(std::ops::Range<usize>, Vec<crate::gpu::Dispatch>)> {
+) -> Option<(Range<usize>, Vec<Dispatch>)> {
     let at = |j: usize| c.notes[j].what.as_any().downcast_ref::<Noted>();
     let (
         Some(Noted::Expanded { x, w: w1, b: b1, h }),
@@ -415,11 +414,7 @@ fn feed_forward(
         return None;
     }
     let range = steps[0].start..steps[2].end;
-    let dead = |t: &Tensor| {
-        !c.bound_outside(t.slice(), range.clone())
-            && !read.iter().any(|r| r.slice().overlaps(t.slice()))
-    };
-    if !dead(h) || !dead(product) {
+    if !dead(c, h, &range, read) || !dead(c, product, &range, read) {
         return None;
     }
     let (rows, d) = crate::shape::rows_cols("mlp", x.shape()).ok()?;
@@ -451,9 +446,9 @@ fn merging<'c>(
     c: &'c Captured,
     j: usize,
     o: &Tensor,
-    chain: std::ops::Range<usize>,
+    chain: Range<usize>,
     read: &[Tensor],
-) -> Option<(std::ops::Range<usize>, &'c Tensor, usize)> {
+) -> Option<(Range<usize>, &'c Tensor, usize)> {
     let note = c.notes.get(j)?;
     let Some(Noted::Swapped { x, y }) = note.what.as_any().downcast_ref::<Noted>() else {
         return None;
@@ -466,9 +461,7 @@ fn merging<'c>(
     if !one || x.slice().key() != o.slice().key() {
         return None;
     }
-    let dead = !c.bound_outside(o.slice(), chain.start..steps.end)
-        && !read.iter().any(|r| r.slice().overlaps(o.slice()));
-    dead.then_some((steps, y, heads))
+    dead(c, o, &(chain.start..steps.end), read).then_some((steps, y, heads))
 }
 
 #[cfg(test)]
