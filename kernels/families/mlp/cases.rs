@@ -20,25 +20,31 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         let (w1, w1a) = inputs.pair(gpu, &[d, h], f)?;
         let (b1, b1a) = inputs.pair(gpu, &[h], f)?;
         let (w2, w2a) = inputs.pair(gpu, &[h, n], f)?;
-        let mut counts = vec![h.div_ceil(64), h.div_ceil(128), 1];
-        counts.dedup();
-        for parts in counts {
-            // The cut of a 64-unit chunk; a variant whose chunk cuts otherwise refuses the case.
-            let chunk64 = Design {
+        // Each chunk's cuts: a slice a chunk, two, one; a variant whose chunk cuts otherwise
+        // refuses the case.
+        let mut cuts = Vec::new();
+        for hidden in [64, 128] {
+            let design = Design {
                 rows: 16,
                 cols: 128,
-                hidden: 64,
+                hidden,
             };
-            let Some(per) = per_slice(chunk64, h, parts) else {
-                continue;
-            };
+            for parts in [h.div_ceil(hidden as usize), 2, 1] {
+                if let Some(per) = per_slice(design, h, parts)
+                    && !cuts.contains(&(parts, per))
+                {
+                    cuts.push((parts, per));
+                }
+            }
+        }
+        for (parts, per) in cuts {
             let want = cpu::mlp_slices(&xa, &w1a, &b1a, &w2a, per)?.data;
             let (o, partials) = out(gpu, &[parts, m * n], f, want)?;
             let (x, w1, b1, w2) = (x.clone(), w1.clone(), b1.clone(), w2.clone());
             cases.push(Case {
                 family: "mlp",
                 fixed: vec![dtype_is(f)],
-                name: format!("mlp {m}x{d}x{h}x{n} in {parts} slices f32"),
+                name: format!("mlp {m}x{d}x{h}x{n} in {parts} slices of {per} f32"),
                 tolerance: tolerance(z, f, CAMPAIGN_TOLERANCE, 1e-6),
                 flops: 2.0 * (m * h * (d + n)) as f64,
                 bytes: ((m * d + d * h + h * n) + parts * m * n) as f64 * 4.0,

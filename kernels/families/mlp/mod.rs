@@ -202,14 +202,15 @@ fn dims(x: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor) -> Result<[usize; 4]>
 }
 
 /// The variant for the block (the named one or the selector's) and a workspace of as many
-/// slices as [`slices_for`] says, [S, M · N] f32, for [`plan`] to write.
+/// slices as [`slices_for`] says, [S, M · N] f32, for [`plan`] to write with that variant (named:
+/// asked again with the slice count, the selector's rule may rank another first).
 pub fn workspace(
     x: &Tensor,
     w1: &Tensor,
     b1: &Tensor,
     w2: &Tensor,
     named: Option<&str>,
-) -> Result<Tensor> {
+) -> Result<(Tensor, String)> {
     let [m, d, h, n] = dims(x, w1, b1, w2)?;
     let gpu = x.gpu();
     let call = Call {
@@ -222,7 +223,8 @@ pub fn workspace(
     let choice = gpu.selector().choose(&call, named)?;
     let design = Design::parse(&choice.variant)?;
     let slices = slices_for(gpu.profile(), design, m, n, h);
-    Tensor::uninit(gpu, &[slices, m * n], DType::F32)
+    let partials = Tensor::uninit(gpu, &[slices, m * n], DType::F32)?;
+    Ok((partials, choice.variant.name.clone()))
 }
 
 /// Checks the call and prepares its launch: `partials` [S, M · N] gets slice s of
@@ -295,7 +297,7 @@ pub fn plan(
 pub fn mlp(x: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor) -> Result<Tensor> {
     let (rows, d) = rows_cols(OP, x.shape())?;
     let flat = x.reshape(&[rows, d])?;
-    let partials = workspace(&flat, w1, b1, w2, None)?;
+    let (partials, variant) = workspace(&flat, w1, b1, w2, None)?;
     let n = w2.shape().last().copied().unwrap_or(0);
     check_operands(OP, &[x, b2])?;
     check_input_shape(OP, "b2", b2, &[n])?;
@@ -305,7 +307,7 @@ pub fn mlp(x: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor) -> Re
         DType::F32,
     )?;
     let gpu = x.gpu();
-    record(gpu, plan(&flat, w1, b1, w2, &partials, None)?)?;
+    record(gpu, plan(&flat, w1, b1, w2, &partials, Some(&variant))?)?;
     let sum =
         crate::families::matmul_reduce::plan(&partials, &y, n, Some((b2, Epilogue::Bias)), None)?;
     record(gpu, sum)?;

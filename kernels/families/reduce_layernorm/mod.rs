@@ -92,6 +92,14 @@ pub(crate) fn design_of(registry: &Registry, norm: &Variant, bias: bool) -> Opti
     registry.like(OP, norm, &set).ok().map(|v| v.name.clone())
 }
 
+/// The variant of this family in the design of the `layernorm` variant the selector picks for a
+/// residual norm over rows of `cols` (as [`design_of`]).
+pub(crate) fn design_for(gpu: &crate::Gpu, cols: usize, bias: bool) -> Option<String> {
+    let call = crate::families::layernorm::call(DType::F32, cols, true);
+    let norm = gpu.selector().choose(&call, None).ok()?;
+    design_of(gpu.registry(), &norm.variant, bias)
+}
+
 /// `add_layernorm(x, r)` as one launch with the sum of the split product that wrote `x` or
 /// `r`, when that sum (with a bias or none) is the newest launch recorded: it is replaced by
 /// this family's launch in `norm`'s design (the `layernorm` variant the call would have taken:

@@ -133,9 +133,13 @@ impl Gpu {
                 return Ok(false);
             };
             capture.steps.pop();
-            // A note on the step taken no longer describes what the capture holds.
+            // A note on the step taken keeps the steps before it: the call that made them still
+            // made its result, now written by the launch that takes the step's place (it notes
+            // that launch itself; `ops::fuse` may rewrite the two calls together).
             let len = capture.steps.len();
-            capture.notes.retain(|n| n.steps.end <= len);
+            for n in &mut capture.notes {
+                n.steps = n.steps.start.min(len)..n.steps.end.min(len);
+            }
             d
         } else {
             let Some(Command::Dispatch {

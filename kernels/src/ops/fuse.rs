@@ -8,8 +8,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::families::matmul_reduce;
 use crate::families::reduce_adamw_table::{self, cpu::Cut};
+use crate::families::{matmul_reduce, mlp, reduce_layernorm};
 use crate::gpu::memory::Slice;
 use crate::gpu::{Bindable, Captured, Dispatch, Plan};
 use crate::launch::flash::lse_shape;
@@ -401,7 +401,8 @@ fn feed_forward(
         &c.notes[i + 1].steps,
         &c.notes[i + 2].steps,
     ];
-    // The norm's own steps are none where it took the product's split sum into its launch.
+    // Where the norm took the product's split sum into its launch, that launch is the norm's
+    // step and the product's note ends before it.
     let adjacent = steps[0].end == steps[1].start && steps[1].end == steps[2].start;
     let residual = if same(&norm.x, product) {
         &norm.r
@@ -413,19 +414,20 @@ fn feed_forward(
     if !adjacent || !same(h, h_in) || x.dtype() != DType::F32 {
         return None;
     }
+    // The hidden layer is bound by the two products alone (not the norm's residual, say);
+    // the product by them and the norm, which writes it anyway.
     let range = steps[0].start..steps[2].end;
-    if !dead(c, h, &range, read) || !dead(c, product, &range, read) {
+    let products = steps[0].start..steps[1].end;
+    if !dead(c, h, &products, read) || !dead(c, product, &range, read) {
         return None;
     }
     let (rows, d) = crate::shape::rows_cols("mlp", x.shape()).ok()?;
     let x = x.reshape(&[rows, d]).ok()?;
-    let partials = crate::families::mlp::workspace(&x, w1, b1, w2, None).ok()?;
-    let (slices, _) = crate::families::mlp::plan(&x, w1, b1, w2, &partials, None).ok()?;
+    let (partials, variant) = mlp::workspace(&x, w1, b1, w2, None).ok()?;
+    let (slices, _) = mlp::plan(&x, w1, b1, w2, &partials, Some(&variant)).ok()?;
     let cols = *product.shape().last()?;
-    let call = crate::families::layernorm::call(DType::F32, cols, true);
-    let like = gpu.selector().choose(&call, None).ok()?;
-    let named = crate::families::reduce_layernorm::design_of(gpu.registry(), &like.variant, true)?;
-    let (sum, _) = crate::families::reduce_layernorm::plan(
+    let named = reduce_layernorm::design_for(gpu, cols, true)?;
+    let (sum, _) = reduce_layernorm::plan(
         &partials,
         Some(b2),
         residual,
@@ -518,6 +520,101 @@ mod tests {
             };
             assert_eq!(families(&plan), want, "chained: {chained}");
         }
+        Ok(())
+    }
+
+    /// A feed-forward block whose products were both cut along K (a GPU's picks at few rows):
+    /// the norm took the second product's sum into its launch as it was recorded, and the
+    /// rewrite still finds the block and runs it as `mlp` and the norm, right.
+    #[test]
+    fn a_block_whose_products_were_cut_is_still_fused() -> Result<()> {
+        use crate::cpu::{self, Array};
+        use crate::families::matmul::Epilogue;
+        let gpu = &pollster::block_on(Gpu::new(&GpuOptions::default()))?;
+        let path = crate::GpuBackend { gpu: gpu.clone() };
+        // K 64 cut in 2, K 150 cut in 3; 13 rows, no tile multiple.
+        let (rows, d, hidden) = (13, 64, 150);
+        let mut seed = 7u32;
+        let mut pair = |shape: &[usize]| -> Result<(Tensor, Array)> {
+            let data: Vec<f32> = (0..shape.iter().product::<usize>())
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+                })
+                .collect();
+            Ok((
+                Tensor::from_slice(gpu, shape, &data, DType::F32)?,
+                Array::new(shape, data)?,
+            ))
+        };
+        let (x, xa) = pair(&[rows, d])?;
+        let (w1, w1a) = pair(&[d, hidden])?;
+        let (b1, b1a) = pair(&[hidden])?;
+        let (w2, w2a) = pair(&[hidden, d])?;
+        let (b2, b2a) = pair(&[d])?;
+        let (g, ga) = pair(&[d])?;
+        let (beta, betaa) = pair(&[d])?;
+        let h = Tensor::uninit(gpu, &[rows, hidden], DType::F32)?;
+        let ff = Tensor::uninit(gpu, &[rows, d], DType::F32)?;
+        let (mut captured, (_, y)) = gpu.capture_steps(|| {
+            let from = gpu.capture_len();
+            let cut = plan_split(
+                &x,
+                &w1,
+                &h,
+                Layout::default(),
+                Some((&b1, Epilogue::BiasGelu)),
+                Some(2),
+            )?;
+            gpu.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
+            note(gpu, from, || Noted::Expanded {
+                x: x.clone(),
+                w: w1.clone(),
+                b: b1.clone(),
+                h: h.clone(),
+            });
+            let from = gpu.capture_len();
+            let cut = plan_split(
+                &h,
+                &w2,
+                &ff,
+                Layout::default(),
+                Some((&b2, Epilogue::Bias)),
+                Some(3),
+            )?;
+            gpu.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
+            note(gpu, from, || Noted::Projected {
+                x: h.clone(),
+                w: w2.clone(),
+                b: b2.clone(),
+                y: ff.clone(),
+            });
+            crate::Backend::add_layernorm(&path, &ff, &x, &g, &beta, 1e-5)
+        })?;
+        let recorded: Vec<String> = captured
+            .notes
+            .iter()
+            .map(|n| format!("{:?}", n.steps))
+            .collect();
+        assert_eq!(
+            recorded,
+            ["0..2", "2..3", "3..4"],
+            "the norm took the sum's place"
+        );
+        assert_eq!(
+            fuse_feed_forward(gpu, &mut captured, std::slice::from_ref(&y)),
+            1
+        );
+        let plan = gpu.plan_of(captured)?;
+        assert_eq!(families(&plan), ["mlp", "reduce_layernorm"]);
+        y.write(&vec![f32::NAN; y.numel()])?;
+        plan.replay()?;
+        let hidden_a = cpu::linear_gelu(&xa, &w1a, &b1a)?;
+        let (_, want) =
+            cpu::add_layernorm(&cpu::linear(&hidden_a, &w2a, &b2a)?, &xa, &ga, &betaa, 1e-5)?;
+        let got = pollster::block_on(y.read())?;
+        let err = cpu::rel_l2(&got, &want.data);
+        assert!(err < 1e-6, "relative L2 {err:.2e}");
         Ok(())
     }
 
