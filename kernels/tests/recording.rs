@@ -373,6 +373,11 @@ fn a_fused_attention_chain_writes_the_merged_heads_itself() {
     }
 }
 
+/// The first seven of `v`, borrowed: a block's operands.
+fn all<T>(v: &[T]) -> [&T; 7] {
+    std::array::from_fn(|i| &v[i])
+}
+
 /// A transformer's feed-forward block and the residual norm after it, as a layer calls them.
 fn feed_forward<B: kiln::Backend>(
     b: &B,
@@ -407,19 +412,12 @@ fn a_plan_that_reads_only_the_norm_runs_the_feed_forward_block_as_two_launches()
         gpu_in.push(t);
         cpu_in.push(a);
     }
-    let args = |v: &[Tensor]| -> [Tensor; 7] { std::array::from_fn(|i| v[i].clone()) };
-    let c = &cpu_in;
-    let (want, want_h) = feed_forward(
-        &kiln::CpuBackend::plain(),
-        [&c[0], &c[1], &c[2], &c[3], &c[4], &c[5], &c[6]],
-    )
-    .unwrap();
+    let (want, want_h) = feed_forward(&kiln::CpuBackend::plain(), all(&cpu_in)).unwrap();
     let path = kiln::GpuBackend { gpu: gpu.clone() };
     for read_h in [false, true] {
-        let t = args(&gpu_in);
         let (plan, (out, h), fused) = ops::capture_reading(
             gpu,
-            || feed_forward(&path, [&t[0], &t[1], &t[2], &t[3], &t[4], &t[5], &t[6]]),
+            || feed_forward(&path, all(&gpu_in)),
             |(out, h)| match read_h {
                 false => vec![out.clone()],
                 true => vec![out.clone(), h.clone()],

@@ -69,6 +69,20 @@ pub struct Call {
     pub slices: Option<usize>,
 }
 
+impl Call {
+    /// The call for a block of dimensions [M, D, H, N] (`dims`) into `slices` slices or as
+    /// many as the pick makes.
+    fn of([m, d, hidden, n]: [usize; 4], slices: Option<usize>) -> Call {
+        Call {
+            m,
+            d,
+            n,
+            hidden,
+            slices,
+        }
+    }
+}
+
 impl select::Call for Call {
     fn key(&self) -> Key {
         let dims = [
@@ -213,14 +227,9 @@ pub fn workspace(
 ) -> Result<(Tensor, String)> {
     let [m, d, h, n] = dims(x, w1, b1, w2)?;
     let gpu = x.gpu();
-    let call = Call {
-        m,
-        d,
-        n,
-        hidden: h,
-        slices: None,
-    };
-    let choice = gpu.selector().choose(&call, named)?;
+    let choice = gpu
+        .selector()
+        .choose(&Call::of([m, d, h, n], None), named)?;
     let design = Design::parse(&choice.variant)?;
     let slices = slices_for(gpu.profile(), design, m, n, h);
     let partials = Tensor::uninit(gpu, &[slices, m * n], DType::F32)?;
@@ -241,14 +250,9 @@ pub fn plan(
     check_operands(OP, &[x, partials])?;
     let gpu = x.gpu();
     let slices = partials.shape().first().copied();
-    let call = Call {
-        m,
-        d,
-        n,
-        hidden: h,
-        slices,
-    };
-    let choice = gpu.selector().choose(&call, named)?;
+    let choice = gpu
+        .selector()
+        .choose(&Call::of([m, d, h, n], slices), named)?;
     let design = Design::parse(&choice.variant)?;
     let bad = || {
         Error::shape(

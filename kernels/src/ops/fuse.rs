@@ -469,7 +469,7 @@ fn merging<'c>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::families::matmul::{Layout, plan_split};
+    use crate::families::matmul::{Epilogue, Layout, plan_split};
     use crate::{GpuOptions, ops};
 
     /// The family of each of the plan's launches.
@@ -478,6 +478,22 @@ mod tests {
             .iter()
             .map(|k| k.split('/').next().unwrap_or(""))
             .collect()
+    }
+
+    /// Records `a · b` into `c` with K cut in `splits` (as a GPU cuts a product of few rows),
+    /// noted as `what` made it.
+    fn record_cut(
+        [a, b, c]: [&Tensor; 3],
+        epilogue: Option<(&Tensor, Epilogue)>,
+        splits: usize,
+        what: impl FnOnce() -> Noted,
+    ) -> Result<()> {
+        let gpu = a.gpu();
+        let from = gpu.capture_len();
+        let cut = plan_split(a, b, c, Layout::default(), epilogue, Some(splits))?;
+        gpu.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
+        note(gpu, from, what);
+        Ok(())
     }
 
     /// A split product's sum that ends a chain of noted calls (the weighted values after the
@@ -502,15 +518,12 @@ mod tests {
                         scale: 1.0,
                     });
                 }
-                let from = gpu.capture_len();
                 let o = Tensor::uninit(gpu, &[h, n, d], DType::F32)?;
-                let cut = plan_split(&p, &v, &o, Layout::default(), None, Some(3))?;
-                gpu.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
-                note(gpu, from, || Noted::Weighted {
+                record_cut([&p, &v, &o], None, 3, || Noted::Weighted {
                     p: p.clone(),
                     v: v.clone(),
                     o: o.clone(),
-                });
+                })?;
                 ops::swap_axes12(&o.reshape(&[1, h, n, d])?)
             })?;
             let plan = gpu.plan_of(captured)?;
@@ -528,25 +541,14 @@ mod tests {
     /// rewrite still finds the block and runs it as `mlp` and the norm, right.
     #[test]
     fn a_block_whose_products_were_cut_is_still_fused() -> Result<()> {
-        use crate::cpu::{self, Array};
-        use crate::families::matmul::Epilogue;
+        use crate::cases::Inputs;
+        use crate::cpu;
         let gpu = &pollster::block_on(Gpu::new(&GpuOptions::default()))?;
         let path = crate::GpuBackend { gpu: gpu.clone() };
         // K 64 cut in 2, K 150 cut in 3; 13 rows, no tile multiple.
         let (rows, d, hidden) = (13, 64, 150);
-        let mut seed = 7u32;
-        let mut pair = |shape: &[usize]| -> Result<(Tensor, Array)> {
-            let data: Vec<f32> = (0..shape.iter().product::<usize>())
-                .map(|_| {
-                    seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                    (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-                })
-                .collect();
-            Ok((
-                Tensor::from_slice(gpu, shape, &data, DType::F32)?,
-                Array::new(shape, data)?,
-            ))
-        };
+        let mut inputs = Inputs::for_family("mlp");
+        let mut pair = |shape: &[usize]| inputs.pair(gpu, shape, DType::F32);
         let (x, xa) = pair(&[rows, d])?;
         let (w1, w1a) = pair(&[d, hidden])?;
         let (b1, b1a) = pair(&[hidden])?;
@@ -557,38 +559,20 @@ mod tests {
         let h = Tensor::uninit(gpu, &[rows, hidden], DType::F32)?;
         let ff = Tensor::uninit(gpu, &[rows, d], DType::F32)?;
         let (mut captured, (_, y)) = gpu.capture_steps(|| {
-            let from = gpu.capture_len();
-            let cut = plan_split(
-                &x,
-                &w1,
-                &h,
-                Layout::default(),
-                Some((&b1, Epilogue::BiasGelu)),
-                Some(2),
-            )?;
-            gpu.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
-            note(gpu, from, || Noted::Expanded {
+            let gelu = Some((&b1, Epilogue::BiasGelu));
+            record_cut([&x, &w1, &h], gelu, 2, || Noted::Expanded {
                 x: x.clone(),
                 w: w1.clone(),
                 b: b1.clone(),
                 h: h.clone(),
-            });
-            let from = gpu.capture_len();
-            let cut = plan_split(
-                &h,
-                &w2,
-                &ff,
-                Layout::default(),
-                Some((&b2, Epilogue::Bias)),
-                Some(3),
-            )?;
-            gpu.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
-            note(gpu, from, || Noted::Projected {
+            })?;
+            let bias = Some((&b2, Epilogue::Bias));
+            record_cut([&h, &w2, &ff], bias, 3, || Noted::Projected {
                 x: h.clone(),
                 w: w2.clone(),
                 b: b2.clone(),
                 y: ff.clone(),
-            });
+            })?;
             crate::Backend::add_layernorm(&path, &ff, &x, &g, &beta, 1e-5)
         })?;
         let recorded: Vec<String> = captured
@@ -636,15 +620,12 @@ mod tests {
                 y: rows.clone(),
             });
             let rows = rows.reshape(&[n, h * d])?;
-            let from = gpu.capture_len();
             let c = Tensor::uninit(gpu, &[n, 24], DType::F32)?;
-            let cut = plan_split(&rows, &w, &c, Layout::default(), None, Some(2))?;
-            gpu.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
-            note(gpu, from, || Noted::Weighted {
+            record_cut([&rows, &w, &c], None, 2, || Noted::Weighted {
                 p: rows.clone(),
                 v: w.clone(),
                 o: c.clone(),
-            });
+            })?;
             ops::add_layernorm(&c, &r, &gamma, &beta, 1e-5)
         })?;
         let plan = gpu.plan_of(captured)?;
