@@ -389,9 +389,10 @@ fn feed_forward<B: kiln::Backend>(
     Ok((out, h))
 }
 
-/// A plan that reads only the block's normed output runs the block as two launches: the
-/// slices with the hidden layer kept in workgroup memory (`mlp`), and their sum folded into the
-/// norm. Where the hidden layer is read too, the calls stay as they were.
+/// A plan that reads only the block's normed output runs the block as two launches when asked
+/// to: the slices with the hidden layer kept in workgroup memory (`mlp`), and their sum folded
+/// into the norm. Where the hidden layer is read too, or the rewrite is not asked for, the calls
+/// stay as they were.
 #[test]
 fn a_plan_that_reads_only_the_norm_runs_the_feed_forward_block_as_two_launches() {
     let gpu = &fresh();
@@ -415,8 +416,9 @@ fn a_plan_that_reads_only_the_norm_runs_the_feed_forward_block_as_two_launches()
     let (want, want_h) = feed_forward(&kiln::CpuBackend::plain(), all(&cpu_in)).unwrap();
     let path = kiln::GpuBackend { gpu: gpu.clone() };
     for read_h in [false, true] {
-        let (plan, (out, h), fused) = ops::capture_reading(
+        let (plan, (out, h), fused) = ops::capture_reading_with(
             gpu,
+            ops::Rewrites { feed_forward: true },
             || feed_forward(&path, all(&gpu_in)),
             |(out, h)| match read_h {
                 false => vec![out.clone()],
@@ -439,6 +441,22 @@ fn a_plan_that_reads_only_the_norm_runs_the_feed_forward_block_as_two_launches()
             assert_close("the hidden layer", &read(&h), &want_h.data, 1e-6);
         }
     }
+    let (plan, out, fused) = ops::capture_reading(
+        gpu,
+        || feed_forward(&path, all(&gpu_in)),
+        |(out, _)| vec![out.clone()],
+    )
+    .unwrap();
+    assert_eq!(fused.feed_forward, 0);
+    assert!(
+        !families(&plan).iter().any(|f| f == "mlp"),
+        "{:?}",
+        families(&plan)
+    );
+    let (out, _) = out;
+    out.write(&vec![f32::NAN; out.numel()]).unwrap();
+    plan.replay().unwrap();
+    assert_close("the block's norm, unfused", &read(&out), &want.data, 1e-6);
 }
 
 /// `ops::mlp`, the block as an op: the slices and their sum with the bias, against the CPU path,

@@ -32,8 +32,8 @@ pub struct Loaded {
 
 /// A forward pass captured for one token count as an embedding call runs it: only the last
 /// hidden state is read, so what lies between may be fused (`kiln::ops::capture_reading`: each
-/// layer's scores, softmax and weighted values one flash launch, its feed-forward block the
-/// hidden layer kept in workgroup memory).
+/// layer's scores, softmax and weighted values one flash launch where the kernels take its head
+/// size).
 #[derive(Debug)]
 pub struct Embedding {
     pub plan: Plan,

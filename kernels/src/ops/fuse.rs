@@ -101,11 +101,22 @@ pub fn capture<R>(gpu: &Gpu, build: impl FnOnce() -> Result<R>) -> Result<(Plan,
 }
 
 /// Captures `build` into a plan in which only the tensors `reads` names are read after a
-/// replay: what lies between may be fused away (attention chains into flash launches,
-/// feed-forward blocks into `mlp` launches). The other tensors `build` returns hold nothing
-/// meaningful after a replay. Returns the plan, what `build` returned and what was fused.
+/// replay: what lies between may be fused away (attention chains into flash launches). The
+/// other tensors `build` returns hold nothing meaningful after a replay. Returns the plan, what
+/// `build` returned and what was fused. [`capture_reading_with`] asks for the rewrites that are
+/// not measured to pay.
 pub fn capture_reading<R>(
     gpu: &Gpu,
+    build: impl FnOnce() -> Result<R>,
+    reads: impl FnOnce(&R) -> Vec<Tensor>,
+) -> Result<(Plan, R, Fused)> {
+    capture_reading_with(gpu, Rewrites::default(), build, reads)
+}
+
+/// [`capture_reading`] with the rewrites `rewrites` turns on besides.
+pub fn capture_reading_with<R>(
+    gpu: &Gpu,
+    rewrites: Rewrites,
     build: impl FnOnce() -> Result<R>,
     reads: impl FnOnce(&R) -> Vec<Tensor>,
 ) -> Result<(Plan, R, Fused)> {
@@ -113,7 +124,10 @@ pub fn capture_reading<R>(
     let read = reads(&out);
     let before = captured.len();
     let attention = fuse_attention(&mut captured, &read);
-    let feed_forward = fuse_feed_forward(gpu, &mut captured, &read);
+    let feed_forward = match rewrites.feed_forward {
+        true => fuse_feed_forward(gpu, &mut captured, &read),
+        false => 0,
+    };
     let launches_saved = before - captured.len();
     fold_gradient_sums(gpu, &mut captured);
     let fused = Fused {
@@ -122,6 +136,16 @@ pub fn capture_reading<R>(
         launches_saved,
     };
     Ok((gpu.plan_of(captured)?, out, fused))
+}
+
+/// Rewrites [`capture_reading_with`] may make that are off by default, each because a GPU
+/// measured it slower than the launches it replaces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rewrites {
+    /// Feed-forward blocks as `mlp`'s slices and the norm that sums them: two launches where
+    /// there were three to five, but on the H100 the `mlp` kernels took 1.8–2.4× the time of
+    /// the two products at MiniLM's shapes (kernels/PERF.md, 2026-12-06).
+    pub feed_forward: bool,
 }
 
 /// What [`capture_reading`] fused.

@@ -18,7 +18,7 @@ pub use attention::{
     flash_attention_backward, flash_attention_backward_into, naive_attention,
     naive_attention_backward,
 };
-pub use fuse::{Fused, capture_reading};
+pub use fuse::{Fused, Rewrites, capture_reading, capture_reading_with};
 
 use crate::error::Result;
 use crate::tensor::Tensor;
