@@ -9,7 +9,7 @@ use web_time::Instant;
 
 use crate::error::{Error, Result};
 use crate::gpu::readback::read_raw;
-use crate::gpu::{Counters, Dispatch, Gpu, PassTiming};
+use crate::gpu::{Counters, Dispatch, Gpu, PassTime, PassTiming};
 
 /// The most repeats one timing takes (two timestamps each; wgpu allows 4096 per query set).
 pub const MAX_REPEATS: usize = 2048;
@@ -90,6 +90,24 @@ pub fn quantum_ms(samples_ms: &[f64]) -> Option<f64> {
     let differ = ns.windows(2).any(|w| w[0] != w[1]);
     let divisor = ns.iter().fold(0, |g, &n| gcd(g, n));
     (whole && differ && divisor >= 1_000).then_some(divisor as f64 / 1e6)
+}
+
+/// The GPU time the spans cover together: a later submission's span may begin before the one
+/// before it ends (its first timestamp written as the GPU takes it up, while the work before it
+/// still runs), so their sum would count that time twice (the Mega step's four submissions
+/// summed to 27.5 ms of a step that took 8.7 on the wall, H100, kernels/PERF.md 2026-12-06).
+pub fn busy_ms(times: &[PassTime]) -> f64 {
+    let mut spans: Vec<(f64, f64)> = times
+        .iter()
+        .map(|t| (t.start_ms, t.start_ms + t.ms))
+        .collect();
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut total, mut reach) = (0.0, f64::NEG_INFINITY);
+    for (start, end) in spans {
+        total += (end - start.max(reach)).max(0.0);
+        reach = reach.max(end);
+    }
+    total
 }
 
 /// The centre of GPU timestamp readings (or sums of them): their mean when the clock rounds
@@ -360,44 +378,55 @@ async fn time_with_timestamps(
 }
 
 /// What the host spends issuing one unit of work (medians over runs, ms): `record`, the CPU
-/// recording its launches (or appending a plan); `submit`, encoding them into a command buffer
-/// and submitting it; and both over the launches.
+/// recording its launches (or appending a plan); `submit`, encoding them into command buffers
+/// and submitting them, of which `encode` is wgpu's encoding and `queue_submit` its
+/// `queue.submit` calls; and record and submit over the launches.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HostCost {
     pub record_ms: f64,
     pub submit_ms: f64,
+    pub encode_ms: f64,
+    pub queue_submit_ms: f64,
     pub launches: u64,
+    pub submissions: u64,
     pub us_per_launch: f64,
-}
-
-impl HostCost {
-    /// From per-run samples of recording and submitting; `None` without samples.
-    pub fn of(record_ms: &[f64], submit_ms: &[f64], launches: u64) -> Option<HostCost> {
-        let (record_ms, submit_ms) = median(record_ms).zip(median(submit_ms))?;
-        Some(HostCost {
-            record_ms,
-            submit_ms,
-            launches,
-            us_per_launch: 1e3 * (record_ms + submit_ms) / launches.max(1) as f64,
-        })
-    }
+    /// `encode_ms` over the launches.
+    pub encode_us_per_launch: f64,
+    /// `queue_submit_ms` over the submissions.
+    pub us_per_submission: f64,
 }
 
 /// Per-run samples (ms) of where the host's time for a unit of work goes: `record`, `submit`
-/// (the flush after it), and `finish` (waiting for the result); and the launches of the last
-/// run.
+/// (the flush after it: `encode` and `queue_submit` within it), and `finish` (waiting for the
+/// result); and the launches and submissions of the last run.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HostRuns {
     pub record: Vec<f64>,
     pub submit: Vec<f64>,
+    pub encode: Vec<f64>,
+    pub queue_submit: Vec<f64>,
     pub finish: Vec<f64>,
     pub launches: u64,
+    pub submissions: u64,
 }
 
 impl HostRuns {
-    /// The medians of recording and submitting, and both over the launches.
+    /// The medians, and record and submit over the launches; `None` without samples.
     pub fn cost(&self) -> Option<HostCost> {
-        HostCost::of(&self.record, &self.submit, self.launches)
+        let (record_ms, submit_ms) = median(&self.record).zip(median(&self.submit))?;
+        let (encode_ms, queue_submit_ms) = median(&self.encode).zip(median(&self.queue_submit))?;
+        let per = |ms: f64, n: u64| 1e3 * ms / n.max(1) as f64;
+        Some(HostCost {
+            record_ms,
+            submit_ms,
+            encode_ms,
+            queue_submit_ms,
+            launches: self.launches,
+            submissions: self.submissions,
+            us_per_launch: per(record_ms + submit_ms, self.launches),
+            encode_us_per_launch: per(encode_ms, self.launches),
+            us_per_submission: per(queue_submit_ms, self.submissions),
+        })
     }
 }
 
@@ -420,7 +449,11 @@ pub async fn host_runs<T, E: From<Error>>(
         let start = Instant::now();
         gpu.flush()?;
         out.submit.push(ms(start));
-        out.launches = (gpu.counters() - before).dispatches;
+        // Whatever the recording submitted on its way (a full ring, say) counts too.
+        let run = gpu.counters() - before;
+        out.encode.push(run.encode_ns as f64 / 1e6);
+        out.queue_submit.push(run.queue_submit_ns as f64 / 1e6);
+        (out.launches, out.submissions) = (run.dispatches, run.submissions);
         let start = Instant::now();
         finish(pending).await?;
         out.finish.push(ms(start));
@@ -474,8 +507,7 @@ pub async fn profile_unit<E: From<Error>>(
     let mut totals = Vec::with_capacity(runs);
     for _ in 0..runs.max(1) {
         work().await?;
-        let times = gpu.take_pass_times().await?;
-        totals.push(times.iter().map(|t| t.ms).sum::<f64>());
+        totals.push(busy_ms(&gpu.take_pass_times().await?));
     }
     gpu.set_pass_timing(PassTiming::PerDispatch)?;
     work().await?;
@@ -572,6 +604,24 @@ mod tests {
         assert_eq!(quantum_ms(&[0.000512, 0.001024]), None);
         assert_eq!(quantum_ms(&[0.2, 0.3, 0.5]), Some(0.1));
         Ok(())
+    }
+
+    #[test]
+    fn overlapping_spans_count_once_and_gaps_not_at_all() {
+        let span = |start_ms: f64, ms: f64| PassTime {
+            what: "submission".into(),
+            ms,
+            start_ms,
+        };
+        // A piece that begins while the one before runs, one inside it, and one after a gap.
+        let times = [
+            span(0.0, 1.0),
+            span(0.5, 2.0),
+            span(1.0, 0.5),
+            span(4.0, 1.0),
+        ];
+        assert!((busy_ms(&times) - 3.5).abs() < 1e-12, "{}", busy_ms(&times));
+        assert_eq!(busy_ms(&[]), 0.0);
     }
 
     #[test]

@@ -126,6 +126,8 @@ fn pass_timing_per_submission_and_per_launch() {
     gpu.set_pass_timing(PassTiming::Off).unwrap();
     assert_eq!(whole.len(), 2, "{whole:?}");
     assert!(whole.iter().all(|t| t.what == "submission" && t.ms >= 0.0));
+    // The second submission began after the first (the queue's one clock).
+    assert!(whole[1].start_ms >= whole[0].start_ms, "{whole:?}");
     let families: Vec<&str> = each
         .iter()
         .map(|t| t.what.split('/').next().unwrap_or(""))

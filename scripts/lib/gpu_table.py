@@ -122,8 +122,14 @@ def models(out):
         return (f"{per.get('dispatches', '?')} / {per.get('submissions', '?')} / "
                 f"{per.get('buffers_created', '?')} / {per.get('bind_groups_created', '?')}")
 
+    def split(h):
+        # wgpu's encoding per launch and one queue.submit, where the bench split them.
+        if not h or h.get("encode_us_per_launch") is None:
+            return ""
+        return f" (encode {fmt(h['encode_us_per_launch'])}, submit {fmt(h['us_per_submission'])} ×{h['submissions']})"
+
     def host(b):
-        return fmt(b.get("host_us_per_launch")) if b else "—"
+        return fmt(b.get("host_us_per_launch")) + split(b.get("host")) if b else "—"
 
     rows = []
     for r in kiln:
@@ -162,7 +168,7 @@ def models(out):
             rows.append([f"flash {cmp_['preset']} training step (drift {cmp_['drift']:.1e})", f"{g:.3f}",
                          fmt(cmp_.get("gpu_recorded_median_ms_per_step")),
                          fmt(prof.get("gpu_ms")), counts(prof.get("counts", {})),
-                         f"{fmt((cmp_.get('gpu_host') or {}).get('us_per_launch'))} / —",
+                         f"{fmt((cmp_.get('gpu_host') or {}).get('us_per_launch'))}{split(cmp_.get('gpu_host'))} / —",
                          fmt(eager), fmt(graph and graph["wall_ms"]),
                          f"{graph['wall_ms'] / g:.3g}×" if graph else "—",
                          f"{cmp_['cpu_median_ms_per_step']:.1f} ({cmp_['speedup']:.1f}×), {cmp_['cpu']['path']}"])
@@ -184,7 +190,8 @@ def models(out):
     print()
     print("Whole models: Kiln wall clock from the inputs uploaded to the result read back, median "
           "after warm-up; counts per unit after its first run; host µs per launch = (record + "
-          "submit) / launches. PyTorch f32, TF32 off, wall clock on the same terms: eager "
+          "submit) / launches (encode: wgpu's encoding per launch, and each of the submissions' "
+          "queue.submit in µs). PyTorch f32, TF32 off, wall clock on the same terms: eager "
           "(hf-encoder-time.py, torch-graph-anchors.py's fused AdamW step) and the same work "
           "captured once in a CUDA graph and replayed (torch-graph-anchors.py).")
 

@@ -37,7 +37,8 @@ async fn gpu_forward_read_lazy(gpu: &Gpu, loaded: &Loaded, ids: &[u32]) -> kiln:
 /// the recording into a command buffer and submitting it; `gpu`, the GPU's time for that
 /// submission (timestamps around the whole pass); `wait_read`, from the submission to the last
 /// hidden state on the CPU (the GPU's time, the readback's copy and map, and the round trip);
-/// `host_us_per_launch`, record and submit over the launches. Reading back after an explicit
+/// `host_us_per_launch`, record and submit over the launches (`host`: the submit's encoding
+/// and `queue.submit` calls apart). Reading back after an explicit
 /// flush costs a second, one-copy submission that a plain forward does not have.
 async fn wall_breakdown(
     gpu: &Gpu,
@@ -70,8 +71,7 @@ async fn wall_breakdown(
                 h.read().await?;
             }
             if timed {
-                let times = gpu.take_pass_times().await?;
-                pass.push(times.iter().map(|t| t.ms).sum());
+                pass.push(bench::busy_ms(&gpu.take_pass_times().await?));
             }
             Ok(())
         },
@@ -82,6 +82,7 @@ async fn wall_breakdown(
         "gpu": bench::timestamp_centre(&pass), "wait_read": bench::median(&runs.finish),
         "launches": runs.launches,
         "host_us_per_launch": runs.cost().map(|h| h.us_per_launch),
+        "host": runs.cost(),
         "runs": runs.record.len(),
     }))
 }

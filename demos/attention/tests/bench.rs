@@ -89,6 +89,17 @@ fn bench_json_on_the_built_in_weights() {
     assert_eq!(launches + 3 * fused + blocks, whole);
     assert_eq!(checks["launches_saved_by_fusing"], 3 * fused + blocks);
     assert!(lazy["host_us_per_launch"].as_f64().unwrap() > 0.0, "{lazy}");
+    // The submit's encoding and queue.submit calls, each within it in every run (so in median).
+    let planned = &checks["wall_breakdown_ms_per_forward"];
+    let host = &planned["host"];
+    let ms = |k: &str| host[k].as_f64().unwrap();
+    for part in ["encode_ms", "queue_submit_ms"] {
+        assert!(
+            ms(part) > 0.0 && ms(part) <= ms("submit_ms"),
+            "{part}: {host}"
+        );
+    }
+    assert_eq!(host["submissions"], per["submissions"], "{host}");
     for family in ["matmul", "softmax", "add", "layernorm", "swap_axes"] {
         assert!(
             kernels

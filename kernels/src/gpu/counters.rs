@@ -1,6 +1,7 @@
-//! What the device has been asked to do, counted: submissions, dispatches, and the objects
-//! created along the way. A demo takes a snapshot before and after a forward pass or a step and
-//! reports the difference, so "nothing allocated per call" is a number, not a promise.
+//! What the device has been asked to do, counted: submissions, dispatches, the objects created
+//! along the way, and the host's time in wgpu's encoding and submission. A demo takes a snapshot
+//! before and after a forward pass or a step and reports the difference, so "nothing allocated
+//! per call" is a number, not a promise.
 
 use std::ops::Sub;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +25,11 @@ pub struct Counters {
     pub writes: u64,
     /// Copies back to the CPU.
     pub readbacks: u64,
+    /// Host time (ns, wall clock) encoding recordings into command buffers: passes, pipelines,
+    /// bind groups and dispatches handed to wgpu, up to `finish`.
+    pub encode_ns: u64,
+    /// Host time (ns, wall clock) in `queue.submit`.
+    pub queue_submit_ns: u64,
 }
 
 impl Sub for Counters {
@@ -38,6 +44,8 @@ impl Sub for Counters {
             pipelines_created: self.pipelines_created - before.pipelines_created,
             writes: self.writes - before.writes,
             readbacks: self.readbacks - before.readbacks,
+            encode_ns: self.encode_ns - before.encode_ns,
+            queue_submit_ns: self.queue_submit_ns - before.queue_submit_ns,
         }
     }
 }
@@ -52,6 +60,8 @@ pub(crate) struct Live {
     pub pipelines_created: AtomicU64,
     pub writes: AtomicU64,
     pub readbacks: AtomicU64,
+    pub encode_ns: AtomicU64,
+    pub queue_submit_ns: AtomicU64,
 }
 
 impl Live {
@@ -69,6 +79,8 @@ impl Live {
             pipelines_created: get(&self.pipelines_created),
             writes: get(&self.writes),
             readbacks: get(&self.readbacks),
+            encode_ns: get(&self.encode_ns),
+            queue_submit_ns: get(&self.queue_submit_ns),
         }
     }
 }

@@ -44,6 +44,8 @@ pub struct PassTime {
     /// `family/variant` of the launch, or `submission`.
     pub what: String,
     pub ms: f64,
+    /// When it began, in ms after the earliest span read with it (the queue's one clock).
+    pub start_ms: f64,
 }
 
 /// A recorded command.

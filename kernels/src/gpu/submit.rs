@@ -280,7 +280,9 @@ impl Gpu {
         let flat = flatten(&commands);
         let pieces = pieces(&flat);
         let mut extra = extra;
+        let ns = |t: web_time::Instant| t.elapsed().as_nanos() as u64;
         for (i, piece) in pieces.iter().enumerate() {
+            let began = web_time::Instant::now();
             let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("kiln recording"),
             });
@@ -294,8 +296,13 @@ impl Gpu {
             {
                 extra(&mut encoder);
             }
-            queue.submit([encoder.finish()]);
-            Live::bump(&self.inner.counters.submissions, 1);
+            let buffer = encoder.finish();
+            let counters = &self.inner.counters;
+            Live::bump(&counters.encode_ns, ns(began));
+            let began = web_time::Instant::now();
+            queue.submit([buffer]);
+            Live::bump(&counters.queue_submit_ns, ns(began));
+            Live::bump(&counters.submissions, 1);
         }
         drop(pieces);
         drop(flat);

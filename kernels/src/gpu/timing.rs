@@ -48,20 +48,23 @@ impl Gpu {
         self.inner.queue.submit([encoder.finish()]);
         Live::bump(&self.inner.counters.submissions, 1);
         let all = read_raw(self, &resolve, u64::from(count) * 8).await?;
-        let ns_per_tick = f64::from(self.inner.queue.get_timestamp_period());
+        let ns_per_tick = self.inner.queue.get_timestamp_period();
         let stamp = |c: &[u8]| {
             let mut b = [0u8; 8];
             b.copy_from_slice(c);
             u64::from_le_bytes(b)
         };
+        let origin = all.chunks_exact(16).map(|p| stamp(&p[..8])).min();
+        let ms = |ticks: u64| ticks as f64 * f64::from(ns_per_tick) / 1e6;
         Ok(all
             .chunks_exact(16)
             .zip(labels)
             .map(|(pair, what)| {
-                let ticks = stamp(&pair[8..16]).saturating_sub(stamp(&pair[..8]));
+                let (start, end) = (stamp(&pair[..8]), stamp(&pair[8..16]));
                 PassTime {
                     what,
-                    ms: ticks as f64 * ns_per_tick / 1e6,
+                    ms: ms(end.saturating_sub(start)),
+                    start_ms: ms(start.saturating_sub(origin.unwrap_or(start))),
                 }
             })
             .collect())
