@@ -110,7 +110,7 @@ pub fn busy_ms(times: &[PassTime]) -> f64 {
     total
 }
 
-/// The centre of GPU timestamp readings (or sums of them): their mean when the clock rounds
+/// The centre of GPU timestamp readings (or sums or unions of them): their mean when the clock rounds
 /// them to a grid ([`quantum_ms`]), which the rounding leaves unbiased, else their median. `None`
 /// for no readings.
 pub fn timestamp_centre(samples_ms: &[f64]) -> Option<f64> {
@@ -377,10 +377,11 @@ async fn time_with_timestamps(
     Timing::from_samples(Clock::GpuTimestamps, warmup, samples)
 }
 
-/// What the host spends issuing one unit of work (medians over runs, ms): `record`, the CPU
-/// recording its launches (or appending a plan); `submit`, encoding them into command buffers
-/// and submitting them, of which `encode` is wgpu's encoding and `queue_submit` its
-/// `queue.submit` calls; and record and submit over the launches.
+/// What the host spends issuing one unit of work (medians over runs, ms, each part's median
+/// taken apart, so they need not add up): `record`, the CPU recording its launches (or
+/// appending a plan); `submit`, encoding them into command buffers and submitting them, of which
+/// `encode` is wgpu's encoding and `queue_submit` its `queue.submit` calls; and record and
+/// submit over the launches.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HostCost {
     pub record_ms: f64,
@@ -432,7 +433,8 @@ impl HostRuns {
 
 /// Runs a unit of work `runs` times (at least once), timing its three parts with the wall
 /// clock: `record` records it (lazily or by appending a plan) and returns what to wait for,
-/// the device's recording is flushed, and `finish` waits for the result.
+/// the device's recording is flushed, and `finish` waits for the result. The flush's encoding
+/// and `queue.submit` calls come from the device's counters over the flush alone.
 pub async fn host_runs<T, E: From<Error>>(
     gpu: &Gpu,
     runs: usize,
@@ -446,14 +448,14 @@ pub async fn host_runs<T, E: From<Error>>(
         let start = Instant::now();
         let pending = record()?;
         out.record.push(ms(start));
-        let start = Instant::now();
+        let (start, flushing) = (Instant::now(), gpu.counters());
         gpu.flush()?;
         out.submit.push(ms(start));
-        // Whatever the recording submitted on its way (a full ring, say) counts too.
-        let run = gpu.counters() - before;
-        out.encode.push(run.encode_ns as f64 / 1e6);
-        out.queue_submit.push(run.queue_submit_ns as f64 / 1e6);
-        (out.launches, out.submissions) = (run.dispatches, run.submissions);
+        let flush = gpu.counters() - flushing;
+        out.encode.push(flush.encode_ns as f64 / 1e6);
+        out.queue_submit.push(flush.queue_submit_ns as f64 / 1e6);
+        out.launches = (gpu.counters() - before).dispatches;
+        out.submissions = flush.submissions;
         let start = Instant::now();
         finish(pending).await?;
         out.finish.push(ms(start));
@@ -469,11 +471,12 @@ pub struct UnitProfile {
     /// unit after a first run (pipelines built, the pool filled).
     pub counts: Counters,
     /// GPU time per unit from timestamps at the start and end of each submission's compute
-    /// passes, summed over the unit's submissions (median over the runs); `None` without
-    /// timestamp queries.
+    /// passes, the union of the submissions' spans ([`busy_ms`]; median over the runs); `None`
+    /// without timestamp queries.
     pub gpu_ms: Option<f64>,
     /// The same unit with every launch in a pass of its own, timed: the kernels' GPU time by
-    /// family, largest first. Pass boundaries add a little to each.
+    /// family, largest first. Pass boundaries add a little to each, and a pass's span may begin
+    /// before the one before it ends, so the families' sum may exceed `gpu_ms`.
     pub by_family: Vec<FamilyTime>,
 }
 
@@ -613,12 +616,13 @@ mod tests {
             ms,
             start_ms,
         };
-        // A piece that begins while the one before runs, one inside it, and one after a gap.
+        // A piece that begins while the one before runs, one inside it, and one after a gap,
+        // given out of order.
         let times = [
+            span(4.0, 1.0),
+            span(1.0, 0.5),
             span(0.0, 1.0),
             span(0.5, 2.0),
-            span(1.0, 0.5),
-            span(4.0, 1.0),
         ];
         assert!((busy_ms(&times) - 3.5).abs() < 1e-12, "{}", busy_ms(&times));
         assert_eq!(busy_ms(&[]), 0.0);

@@ -126,7 +126,8 @@ def models(out):
         # wgpu's encoding per launch and one queue.submit, where the bench split them.
         if not h or h.get("encode_us_per_launch") is None:
             return ""
-        return f" (encode {fmt(h['encode_us_per_launch'])}, submit {fmt(h['us_per_submission'])} ×{h['submissions']})"
+        return (f" (encode {fmt(h['encode_us_per_launch'])}, "
+                f"submit {fmt(h['us_per_submission'])} ×{h['submissions']})")
 
     def host(b):
         return fmt(b.get("host_us_per_launch")) + split(b.get("host")) if b else "—"

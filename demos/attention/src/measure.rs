@@ -77,12 +77,13 @@ async fn wall_breakdown(
         },
     )
     .await?;
+    let host = runs.cost();
     Ok(serde_json::json!({
         "record": bench::median(&runs.record), "submit": bench::median(&runs.submit),
         "gpu": bench::timestamp_centre(&pass), "wait_read": bench::median(&runs.finish),
         "launches": runs.launches,
-        "host_us_per_launch": runs.cost().map(|h| h.us_per_launch),
-        "host": runs.cost(),
+        "host_us_per_launch": host.as_ref().map(|h| h.us_per_launch),
+        "host": host,
         "runs": runs.record.len(),
     }))
 }

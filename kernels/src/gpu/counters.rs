@@ -26,9 +26,11 @@ pub struct Counters {
     /// Copies back to the CPU.
     pub readbacks: u64,
     /// Host time (ns, wall clock) encoding recordings into command buffers: passes, pipelines,
-    /// bind groups and dispatches handed to wgpu, up to `finish`.
+    /// bind groups and dispatches handed to wgpu, up to `finish`. Unlike the counts, it differs
+    /// from run to run.
     pub encode_ns: u64,
-    /// Host time (ns, wall clock) in `queue.submit`.
+    /// Host time (ns, wall clock) in the recordings' `queue.submit` calls (not in a readback's
+    /// or a timing session's own).
     pub queue_submit_ns: u64,
 }
 

@@ -148,7 +148,7 @@ pub struct Rewrites {
     pub feed_forward: bool,
 }
 
-/// What [`capture_reading`] fused.
+/// What [`capture_reading`] or [`capture_reading_with`] fused.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Fused {
     /// Attention chains run as one flash launch each (the heads merged by it where a swap
