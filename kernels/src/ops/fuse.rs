@@ -124,9 +124,10 @@ pub fn capture_reading_with<R>(
     let read = reads(&out);
     let before = captured.len();
     let attention = fuse_attention(&mut captured, &read);
-    let feed_forward = match rewrites.feed_forward {
-        true => fuse_feed_forward(gpu, &mut captured, &read),
-        false => 0,
+    let feed_forward = if rewrites.feed_forward {
+        fuse_feed_forward(gpu, &mut captured, &read)
+    } else {
+        0
     };
     let launches_saved = before - captured.len();
     fold_gradient_sums(gpu, &mut captured);
