@@ -21,6 +21,7 @@ mod attention;
 mod decode;
 mod matmul;
 mod mlp;
+mod replay;
 
 use std::process::ExitCode;
 
@@ -111,6 +112,9 @@ enum BenchOp {
     Decode(decode::DecodeArgs),
     /// A feed-forward block, gelu(x · W1 + b1) · W2 + b2: the two products, and `mlp`'s slices.
     Mlp(mlp::MlpArgs),
+    /// What a replayed plan costs the host: wgpu's encoding and queue.submit, alone and behind
+    /// a busy GPU.
+    Replay(replay::ReplayArgs),
 }
 
 /// How a benchmark runs and reports, shared by every `kiln bench` op.
@@ -196,6 +200,9 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Bench {
             op: BenchOp::Mlp(args),
         } => mlp::bench_mlp(&options, args).await,
+        Command::Bench {
+            op: BenchOp::Replay(args),
+        } => replay::bench_replay(&options, args).await,
     }
 }
 

@@ -25,7 +25,11 @@ const DECODE: &[&str] = &[
 
 #[test]
 fn cli_bad_input_exits_non_zero_with_a_message() {
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["bench", "replay", "--n", "0"],
+            "--n, --layers and --busy-n must be at least 1",
+        ),
         (
             &["bench", "matmul", "--m", "0", "--n", "4", "--k", "4"],
             "is empty",
@@ -210,6 +214,32 @@ fn cli_lists_kernels_and_benchmarks_within_tolerance() {
     assert_eq!(v["variants"]["split"], "f32_d64_r4_c256", "{out}");
     // Measured 3.9e-7 on lavapipe.
     assert!(v["rel_l2_error"].as_f64().unwrap() < 3e-6, "{out}");
+    // A replayed chain's host cost: checked against the CPU path (the command fails when off),
+    // then each setting timed from the device's counters.
+    let (code, out, err) = kiln(&[
+        "bench",
+        "replay",
+        "--n",
+        "20",
+        "--layers",
+        "2",
+        "--busy-n",
+        "40",
+        "--warmup",
+        "1",
+        "--repeats",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["launches"], 8, "{out}");
+    let settings = v["settings"].as_array().unwrap();
+    assert_eq!(settings.len(), 2, "{out}");
+    for s in settings {
+        assert!(s["encode_us_per_launch"].as_f64().unwrap() > 0.0, "{out}");
+        assert!(s["submissions"].as_u64().unwrap() >= 1, "{out}");
+    }
     let (code, _, err) = kiln(&[
         "bench", "matmul", "--m", "4", "--n", "4", "--k", "4", "--splits", "0",
     ]);
