@@ -35,7 +35,7 @@ impl GpuBackend {
         op: impl FnOnce() -> Result<Tensor>,
         what: impl FnOnce(Tensor) -> Noted,
     ) -> Result<Tensor> {
-        let from = self.gpu.capture_len();
+        let from = self.gpu.note_from();
         let out = op()?;
         note(&self.gpu, from, || what(out.clone()));
         Ok(out)
@@ -138,13 +138,8 @@ impl Backend for GpuBackend {
         b: &Tensor,
         eps: f32,
     ) -> Result<(Tensor, Tensor)> {
-        let before = self.gpu.capture_len();
+        let from = self.gpu.note_from();
         let (sum, y) = ops::add_layernorm(x, r, g, b, eps)?;
-        // No step added: its launch took the place of the product's split sum (the last step).
-        let from = match (before, self.gpu.capture_len()) {
-            (Some(b), Some(a)) if a == b => Some(b.saturating_sub(1)),
-            _ => before,
-        };
         note(&self.gpu, from, || {
             Noted::Normed(Box::new(Normed {
                 x: x.clone(),
@@ -306,7 +301,7 @@ impl Backend for GpuBackend {
         corrections: &Tensor,
     ) -> Result<()> {
         if p.len() > 1 && ops::packed_alike(p, g, m, v) {
-            let from = self.gpu.capture_len();
+            let from = self.gpu.note_from();
             ops::adamw_table(p, g, m, v, h, corrections)?;
             // Noted for `ops::fuse`, which may fold the weight gradients' sums into the step.
             note(&self.gpu, from, || {

@@ -162,22 +162,29 @@ impl Gpu {
         })
     }
 
-    /// The number of steps the capture under way holds, or `None` outside a capture: an op
-    /// call reads it before recording, to [`annotate`](Self::annotate) what it made.
-    pub(crate) fn capture_len(&self) -> Option<usize> {
-        lock(&self.inner.recorder)
-            .capture
-            .as_ref()
-            .map(|c| c.steps.len())
+    /// Begins an op call's noting: the number of steps the capture under way holds (`None`
+    /// outside a capture), read before the call records, to [`annotate`](Self::annotate) what
+    /// it made. A fold made before it is not the call's.
+    pub(crate) fn note_from(&self) -> Option<usize> {
+        lock(&self.inner.recorder).capture.as_mut().map(|c| {
+            c.replaced = None;
+            c.steps.len()
+        })
     }
 
-    /// Notes `what` of the steps recorded since step `from` of the capture under way (`links`:
-    /// whether the call is a link of a chain a rewrite takes whole, [`Note::links`]).
+    /// Notes `what` of the steps recorded since step `from` of the capture under way, and of
+    /// the step before them when the call folded its launch into that step's place
+    /// ([`replace_last`](Self::replace_last)); `links`: whether the call is a link of a chain a
+    /// rewrite takes whole, [`Note::links`].
     pub(crate) fn annotate(&self, from: usize, what: Arc<dyn Noting>, links: bool) {
         if let Some(c) = lock(&self.inner.recorder).capture.as_mut()
             && from <= c.steps.len()
         {
-            let steps = from..c.steps.len();
+            let start = match c.replaced.take() {
+                Some(i) if i < from && i + 1 == c.steps.len() => i,
+                _ => from,
+            };
+            let steps = start..c.steps.len();
             c.notes.push(Note { steps, what, links });
         }
     }

@@ -78,6 +78,10 @@ pub(super) struct Capture {
     pub notes: Vec<Note>,
     /// Why the capture cannot be a plan (a submission or readback was asked for inside it).
     pub refused: Option<String>,
+    /// The step a fold ([`Gpu::replace_last`](super::device::Gpu)) put its launch in, while that
+    /// launch is the newest step and no op call has begun since: the op call that folded it
+    /// notes that step ([`Gpu::annotate`](super::device::Gpu)), not only what it appended.
+    pub replaced: Option<usize>,
 }
 
 /// What an op call said of the steps it recorded in a capture: its own description (the

@@ -51,6 +51,7 @@ impl Gpu {
             for s in &d.buffers {
                 s.block.used_in.store(epoch, Ordering::Relaxed);
             }
+            capture.replaced = None;
             capture.steps.push(Step::Launch {
                 kernel: d.kernel,
                 buffers: d.buffers,
@@ -100,6 +101,7 @@ impl Gpu {
         make: impl FnOnce(&Last<'_>) -> Option<Dispatch>,
     ) -> Result<bool> {
         let mut rec = lock(&self.inner.recorder);
+        let captured = rec.capture.is_some();
         let replacement = if let Some(capture) = rec.capture.as_mut() {
             let Some(Step::Launch {
                 kernel,
@@ -134,8 +136,9 @@ impl Gpu {
             };
             capture.steps.pop();
             // A note on the step taken keeps the steps before it: the call that made them still
-            // made its result, now written by the launch that takes the step's place (it notes
-            // that launch itself; `ops::fuse` may rewrite the two calls together).
+            // made its result, now written by the launch that takes the step's place (the call
+            // folding it notes that launch: `Capture::replaced`; `ops::fuse` may rewrite the two
+            // calls together).
             let len = capture.steps.len();
             for n in &mut capture.notes {
                 n.steps = n.steps.start.min(len)..n.steps.end.min(len);
@@ -173,6 +176,9 @@ impl Gpu {
         };
         drop(rec);
         self.record_owned(replacement)?;
+        if captured && let Some(c) = lock(&self.inner.recorder).capture.as_mut() {
+            c.replaced = c.steps.len().checked_sub(1);
+        }
         Ok(true)
     }
 
@@ -219,6 +225,7 @@ impl Gpu {
         let mut rec = lock(&self.inner.recorder);
         if let Some(capture) = rec.capture.as_mut() {
             mark(&c, self.inner.epoch.load(Ordering::Relaxed));
+            capture.replaced = None;
             capture.steps.push(Step::Copy(c));
             return Ok(());
         }

@@ -514,10 +514,54 @@ mod tests {
         what: impl FnOnce() -> Noted,
     ) -> Result<()> {
         let gpu = a.gpu();
-        let from = gpu.capture_len();
+        let from = gpu.note_from();
         let cut = plan_split(a, b, c, Layout::default(), epilogue, Some(splits))?;
         gpu.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
         note(gpu, from, what);
+        Ok(())
+    }
+
+    /// A call whose launch takes the place of the step before it notes that step: the swap
+    /// into heads that takes a cut product's sum (`reduce_permute`), and the residual norm that
+    /// takes it (`reduce_layernorm`).
+    #[test]
+    fn a_folding_call_notes_the_step_it_took() -> Result<()> {
+        use crate::Backend;
+        let gpu = &pollster::block_on(Gpu::new(&GpuOptions::default()))?;
+        let path = crate::GpuBackend { gpu: gpu.clone() };
+        let (h, n, d) = (2, 100, 32);
+        let ones = |shape: &[usize]| Tensor::full(gpu, shape, 0.5, DType::F32);
+        let (p, v) = (ones(&[h, n, n])?, ones(&[h, n, d])?);
+        let (x, w, b, r) = (ones(&[n, n])?, ones(&[n, d])?, ones(&[d])?, ones(&[n, d])?);
+        let (gamma, beta) = (ones(&[d])?, ones(&[d])?);
+        let (swapped, _) = gpu.capture_steps(|| {
+            let o = Tensor::uninit(gpu, &[h, n, d], DType::F32)?;
+            record_cut([&p, &v, &o], None, 3, || Noted::Weighted {
+                p: p.clone(),
+                v: v.clone(),
+                o: o.clone(),
+            })?;
+            path.swap12(&o.reshape(&[1, h, n, d])?)
+        })?;
+        let (normed, _) = gpu.capture_steps(|| {
+            let y = Tensor::uninit(gpu, &[n, d], DType::F32)?;
+            record_cut([&x, &w, &y], Some((&b, Epilogue::Bias)), 3, || {
+                Noted::Projected {
+                    x: x.clone(),
+                    w: w.clone(),
+                    b: b.clone(),
+                    y: y.clone(),
+                }
+            })?;
+            path.add_layernorm(&y, &r, &gamma, &beta, 1e-5)
+        })?;
+        for (c, family) in [(&swapped, "reduce_permute"), (&normed, "reduce_layernorm")] {
+            let label = |i: usize| c.launch(i).map(|(l, _)| l.split('/').next().unwrap_or(""));
+            assert_eq!([label(0), label(1)], [Some("matmul"), Some(family)]);
+            let steps: Vec<_> = c.notes.iter().map(|n| n.steps.clone()).collect();
+            // The product keeps its slices; the folding call has the sum's place.
+            assert_eq!(steps, [0..1, 1..2], "{family}");
+        }
         Ok(())
     }
 
@@ -533,7 +577,7 @@ mod tests {
         let (s, v) = (ones(&[h, n, n])?, ones(&[h, n, d])?);
         for chained in [true, false] {
             let (captured, _) = gpu.capture_steps(|| {
-                let from = gpu.capture_len();
+                let from = gpu.note_from();
                 let p = ops::softmax(&s, false, 1.0)?;
                 if chained {
                     note(gpu, from, || Noted::Softmax {
@@ -638,7 +682,7 @@ mod tests {
         let (o, w, r) = (ones(&[1, h, n, d])?, ones(&[h * d, 24])?, ones(&[n, 24])?);
         let (gamma, beta) = (ones(&[24])?, ones(&[24])?);
         let (captured, _) = gpu.capture_steps(|| {
-            let from = gpu.capture_len();
+            let from = gpu.note_from();
             let rows = ops::swap_axes12(&o)?;
             note(gpu, from, || Noted::Swapped {
                 x: o.clone(),
