@@ -17,7 +17,7 @@ use super::{Reduce, check_operands, check_out_shape, dtype_value, grid, sizes_fi
 const OP: &str = "attention";
 
 /// The head dimensions the flash kernels are rendered for.
-pub const HEAD_DIMS: [usize; 5] = [32, 64, 80, 96, 128];
+pub const HEAD_DIMS: [usize; 6] = [16, 32, 64, 80, 96, 128];
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
