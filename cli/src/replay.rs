@@ -3,7 +3,8 @@
 //! [n, n] rows is captured once and replayed, each call reading its result back as a model's
 //! forward does: on its own, and behind a busy GPU (a larger replay of the same chain submitted
 //! just before, still running while this one is encoded). wgpu's encoding and `queue.submit`
-//! come from the device's counters. The chain is checked against the plain CPU path first.
+//! come from the device's counters. The chain is checked against the plain CPU path first: off
+//! it, the command fails before timing anything.
 
 use clap::Args;
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -113,6 +114,18 @@ impl Call {
     }
 }
 
+/// One setting's medians.
+#[derive(serde::Serialize)]
+struct Row {
+    setting: &'static str,
+    encode_us_per_launch: f64,
+    queue_submit_us_per_submission: f64,
+    submissions: u64,
+    /// From the replay to its result read back; behind a busy GPU, the busy replay's work is in
+    /// it too.
+    wall_ms: f64,
+}
+
 /// One replayed call of `plan`, its result read back; `behind` is replayed and submitted first
 /// and not counted.
 async fn call(gpu: &Gpu, plan: &Plan, y: &Tensor, behind: Option<&Plan>) -> Result<Call> {
@@ -130,28 +143,45 @@ async fn call(gpu: &Gpu, plan: &Plan, y: &Tensor, behind: Option<&Plan>) -> Resu
 }
 
 pub async fn bench_replay(options: &GpuOptions, args: ReplayArgs) -> Result<()> {
-    if args.n == 0 || args.layers == 0 || args.busy_n == 0 {
+    let zero = [
+        ("--n", args.n),
+        ("--layers", args.layers),
+        ("--busy-n", args.busy_n),
+        ("--repeats", args.run.repeats),
+    ]
+    .into_iter()
+    .find(|(_, v)| *v == 0);
+    if let Some((name, _)) = zero {
         return Err(Error::InvalidArgument {
             op: "bench replay",
-            detail: "--n, --layers and --busy-n must be at least 1".into(),
+            detail: format!("{name} must be at least 1"),
         });
     }
     let gpu = Gpu::new(options).await?;
     let chain = Chain::new(args.n, args.run.seed);
     let (plan, y) = chain.capture(&gpu, args.layers)?;
-    let busy_chain = Chain::new(args.busy_n, args.run.seed + 1);
+    let busy_chain = Chain::new(args.busy_n, args.run.seed.wrapping_add(1));
     let (busy, _) = busy_chain.capture(&gpu, args.layers)?;
 
+    // Checked before anything is timed (the CPU path once: its time is reported, not compared).
     plan.replay()?;
     let got = y.read().await?;
     let began = Instant::now();
     let want = chain.cpu(args.layers)?;
     let cpu_ms = began.elapsed().as_secs_f64() * 1e3;
     let rel_l2 = cpu::rel_l2(&got, &want.data);
+    if rel_l2.is_nan() || rel_l2 > TOLERANCE {
+        return Err(Error::InvalidArgument {
+            op: "bench replay",
+            detail: format!(
+                "the GPU chain is off the CPU path: relative L2 {rel_l2:.2e} > {TOLERANCE:.1e}"
+            ),
+        });
+    }
 
     bench::heat(&gpu, 500.0).await?;
     let mut rows = Vec::new();
-    for (name, behind) in [("on its own", None), ("behind a busy GPU", Some(&busy))] {
+    for (setting, behind) in [("on its own", None), ("behind a busy GPU", Some(&busy))] {
         for _ in 0..args.run.warmup {
             call(&gpu, &plan, &y, behind).await?;
         }
@@ -162,64 +192,50 @@ pub async fn bench_replay(options: &GpuOptions, args: ReplayArgs) -> Result<()> 
         let med = |f: &dyn Fn(&Call) -> f64| {
             bench::median(&calls.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
         };
-        let submissions = calls.first().map_or(0, |c| c.submissions);
-        rows.push(json!({
-            "setting": name,
-            "encode_us_per_launch": med(&|c| c.encode_us) / plan.launches() as f64,
-            "queue_submit_us_per_call": med(&|c| c.submit_us) / submissions.max(1) as f64,
-            "submissions": submissions,
-            "wall_ms": med(&|c| c.wall_ms),
-        }));
+        let submissions = med(&|c| c.submissions as f64).round().max(1.0);
+        rows.push(Row {
+            setting,
+            encode_us_per_launch: med(&|c| c.encode_us) / plan.launches().max(1) as f64,
+            queue_submit_us_per_submission: med(&|c| c.submit_us) / submissions,
+            submissions: submissions as u64,
+            wall_ms: med(&|c| c.wall_ms),
+        });
     }
 
-    let report = json!({
-        "adapter": gpu.profile().name,
-        "n": args.n,
-        "busy_n": args.busy_n,
-        "layers": args.layers,
-        "launches": plan.launches(),
-        "kernels": plan.kernels(),
-        "repeats": args.run.repeats,
-        "rel_l2_vs_cpu": rel_l2,
-        "tolerance": TOLERANCE,
-        "cpu_ms": cpu_ms,
-        "settings": rows,
-    });
+    let adapter = &gpu.profile().name;
     if args.run.json {
-        crate::write_out(format_args!("{report:#}"), true);
-    } else {
-        crate::write_out(
-            format_args!(
-                "{}: {} launches ({} layers on [{n}, {n}]), rel L2 against the CPU path {rel_l2:.1e} \
-                 (allowed {TOLERANCE:.0e}), CPU path {cpu_ms:.2} ms",
-                report["adapter"].as_str().unwrap_or("?"),
-                plan.launches(),
-                args.layers,
-                n = args.n
-            ),
-            true,
-        );
-        for r in &rows {
-            crate::write_out(
-                format_args!(
-                    "  {:20} encode {:.2} µs a launch, queue.submit {:.1} µs a call ({} calls), wall {:.3} ms",
-                    r["setting"].as_str().unwrap_or("?"),
-                    r["encode_us_per_launch"].as_f64().unwrap_or(f64::NAN),
-                    r["queue_submit_us_per_call"].as_f64().unwrap_or(f64::NAN),
-                    r["submissions"],
-                    r["wall_ms"].as_f64().unwrap_or(f64::NAN),
-                ),
-                true,
-            );
-        }
-    }
-    if rel_l2.is_nan() || rel_l2 > TOLERANCE {
-        return Err(Error::InvalidArgument {
-            op: "bench replay",
-            detail: format!(
-                "the GPU chain is off the CPU path: relative L2 {rel_l2:.2e} > {TOLERANCE:.0e}"
-            ),
+        let report = json!({
+            "adapter": adapter,
+            "n": args.n,
+            "busy_n": args.busy_n,
+            "layers": args.layers,
+            "launches": plan.launches(),
+            "kernels": plan.kernels(),
+            "repeats": args.run.repeats,
+            "rel_l2_vs_cpu": rel_l2,
+            "tolerance": TOLERANCE,
+            "cpu_ms": cpu_ms,
+            "settings": rows,
         });
+        out!("{report}");
+        return Ok(());
+    }
+    out!(
+        "{adapter}: {} launches ({} layers on [{n}, {n}]), rel L2 against the CPU path \
+         {rel_l2:.1e} (allowed {TOLERANCE:.1e}), CPU path {cpu_ms:.2} ms",
+        plan.launches(),
+        args.layers,
+        n = args.n
+    );
+    for r in &rows {
+        out!(
+            "  {:20} encode {:.2} µs a launch, queue.submit {:.1} µs a submission ({}), wall {:.3} ms",
+            r.setting,
+            r.encode_us_per_launch,
+            r.queue_submit_us_per_submission,
+            r.submissions,
+            r.wall_ms,
+        );
     }
     Ok(())
 }

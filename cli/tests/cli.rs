@@ -27,8 +27,8 @@ const DECODE: &[&str] = &[
 fn cli_bad_input_exits_non_zero_with_a_message() {
     let cases: [(&[&str], &str); 8] = [
         (
-            &["bench", "replay", "--n", "0"],
-            "--n, --layers and --busy-n must be at least 1",
+            &["bench", "replay", "--repeats", "0"],
+            "--repeats must be at least 1",
         ),
         (
             &["bench", "matmul", "--m", "0", "--n", "4", "--k", "4"],
@@ -214,8 +214,8 @@ fn cli_lists_kernels_and_benchmarks_within_tolerance() {
     assert_eq!(v["variants"]["split"], "f32_d64_r4_c256", "{out}");
     // Measured 3.9e-7 on lavapipe.
     assert!(v["rel_l2_error"].as_f64().unwrap() < 3e-6, "{out}");
-    // A replayed chain's host cost: checked against the CPU path (the command fails when off),
-    // then each setting timed from the device's counters.
+    // A replayed chain's host cost: checked against the CPU path first (off it, the command fails
+    // before timing), then each setting timed from the device's counters.
     let (code, out, err) = kiln(&[
         "bench",
         "replay",
@@ -238,6 +238,10 @@ fn cli_lists_kernels_and_benchmarks_within_tolerance() {
     assert_eq!(settings.len(), 2, "{out}");
     for s in settings {
         assert!(s["encode_us_per_launch"].as_f64().unwrap() > 0.0, "{out}");
+        assert!(
+            s["queue_submit_us_per_submission"].as_f64().is_some(),
+            "{out}"
+        );
         assert!(s["submissions"].as_u64().unwrap() >= 1, "{out}");
     }
     let (code, _, err) = kiln(&[

@@ -172,16 +172,17 @@ impl Gpu {
         })
     }
 
-    /// Notes `what` of the steps recorded since step `from` of the capture under way, and of
-    /// the step before them when the call folded its launch into that step's place
-    /// ([`replace_last`](Self::replace_last)); `links`: whether the call is a link of a chain a
-    /// rewrite takes whole, [`Note::links`].
+    /// Notes `what` of the steps recorded since step `from` of the capture under way — or,
+    /// when the call's one launch took the place of the step before `from`
+    /// ([`replace_last`](Self::replace_last)), of that step; `links`: whether the call is a
+    /// link of a chain a rewrite takes whole, [`Note::links`]. (A call that folded a launch and
+    /// then recorded more would be noted on what it appended only: none does.)
     pub(crate) fn annotate(&self, from: usize, what: Arc<dyn Noting>, links: bool) {
         if let Some(c) = lock(&self.inner.recorder).capture.as_mut()
             && from <= c.steps.len()
         {
             let start = match c.replaced.take() {
-                Some(i) if i < from && i + 1 == c.steps.len() => i,
+                Some(i) if from == c.steps.len() && i + 1 == from => i,
                 _ => from,
             };
             let steps = start..c.steps.len();

@@ -78,9 +78,10 @@ pub(super) struct Capture {
     pub notes: Vec<Note>,
     /// Why the capture cannot be a plan (a submission or readback was asked for inside it).
     pub refused: Option<String>,
-    /// The step a fold ([`Gpu::replace_last`](super::device::Gpu)) put its launch in, while that
-    /// launch is the newest step and no op call has begun since: the op call that folded it
-    /// notes that step ([`Gpu::annotate`](super::device::Gpu)), not only what it appended.
+    /// The step the newest fold ([`Gpu::replace_last`](super::device::Gpu::replace_last)) put
+    /// its launch in, unless an op call has begun since ([`Gpu::note_from`](super::device::Gpu::note_from)
+    /// clears it): the call that folded it is noted on that step
+    /// ([`Gpu::annotate`](super::device::Gpu::annotate)).
     pub replaced: Option<usize>,
 }
 

@@ -9,8 +9,8 @@ use super::dispatch::Dispatch;
 use super::kernel::Kernel;
 use super::memory::{Slice, lock};
 use super::record::{
-    Command, MAX_BIND_GROUPS, MAX_COMMANDS, PassTiming, RING_BYTES, Recorder, Ring, Step, encode,
-    encode_timed, flatten, pieces,
+    Capture, Command, MAX_BIND_GROUPS, MAX_COMMANDS, PassTiming, RING_BYTES, Recorder, Ring, Step,
+    encode, encode_timed, flatten, pieces,
 };
 use crate::error::{Error, Result};
 
@@ -47,17 +47,7 @@ impl Gpu {
         let slot = self.param_slot(d.params.len() as u64);
         let mut rec = lock(&self.inner.recorder);
         if let Some(capture) = rec.capture.as_mut() {
-            let epoch = self.inner.epoch.load(Ordering::Relaxed);
-            for s in &d.buffers {
-                s.block.used_in.store(epoch, Ordering::Relaxed);
-            }
-            capture.replaced = None;
-            capture.steps.push(Step::Launch {
-                kernel: d.kernel,
-                buffers: d.buffers,
-                params: d.params,
-                groups: d.groups,
-            });
+            capture_launch(capture, d, self.inner.epoch.load(Ordering::Relaxed));
             return Ok(());
         }
         if rec.commands.len() >= MAX_COMMANDS || rec.params.len() as u64 + slot > RING_BYTES {
@@ -101,7 +91,6 @@ impl Gpu {
         make: impl FnOnce(&Last<'_>) -> Option<Dispatch>,
     ) -> Result<bool> {
         let mut rec = lock(&self.inner.recorder);
-        let captured = rec.capture.is_some();
         let replacement = if let Some(capture) = rec.capture.as_mut() {
             let Some(Step::Launch {
                 kernel,
@@ -143,7 +132,9 @@ impl Gpu {
             for n in &mut capture.notes {
                 n.steps = n.steps.start.min(len)..n.steps.end.min(len);
             }
-            d
+            capture_launch(capture, d, self.inner.epoch.load(Ordering::Relaxed));
+            capture.replaced = Some(len);
+            return Ok(true);
         } else {
             let Some(Command::Dispatch {
                 kernel,
@@ -176,9 +167,6 @@ impl Gpu {
         };
         drop(rec);
         self.record_owned(replacement)?;
-        if captured && let Some(c) = lock(&self.inner.recorder).capture.as_mut() {
-            c.replaced = c.steps.len().checked_sub(1);
-        }
         Ok(true)
     }
 
@@ -225,7 +213,6 @@ impl Gpu {
         let mut rec = lock(&self.inner.recorder);
         if let Some(capture) = rec.capture.as_mut() {
             mark(&c, self.inner.epoch.load(Ordering::Relaxed));
-            capture.replaced = None;
             capture.steps.push(Step::Copy(c));
             return Ok(());
         }
@@ -418,4 +405,17 @@ impl Gpu {
                 entries: &entries,
             }))
     }
+}
+
+/// Appends launch `d` to a capture, its buffers marked as used in recording `epoch`.
+fn capture_launch(capture: &mut Capture, d: Dispatch, epoch: u64) {
+    for s in &d.buffers {
+        s.block.used_in.store(epoch, Ordering::Relaxed);
+    }
+    capture.steps.push(Step::Launch {
+        kernel: d.kernel,
+        buffers: d.buffers,
+        params: d.params,
+        groups: d.groups,
+    });
 }

@@ -521,9 +521,10 @@ mod tests {
         Ok(())
     }
 
-    /// A call whose launch takes the place of the step before it notes that step: the swap
-    /// into heads that takes a cut product's sum (`reduce_permute`), and the residual norm that
-    /// takes it (`reduce_layernorm`).
+    /// A call whose launch takes the place of the step before it is noted on that step (the
+    /// swap into heads that takes a cut product's sum, `reduce_permute`); a fold made before a
+    /// call began is not the call's (an unnoted swap folds the sum, then a noted swap of a
+    /// single head, a view that records nothing, is noted on no step).
     #[test]
     fn a_folding_call_notes_the_step_it_took() -> Result<()> {
         use crate::Backend;
@@ -531,36 +532,31 @@ mod tests {
         let path = crate::GpuBackend { gpu: gpu.clone() };
         let (h, n, d) = (2, 100, 32);
         let ones = |shape: &[usize]| Tensor::full(gpu, shape, 0.5, DType::F32);
-        let (p, v) = (ones(&[h, n, n])?, ones(&[h, n, d])?);
-        let (x, w, b, r) = (ones(&[n, n])?, ones(&[n, d])?, ones(&[d])?, ones(&[n, d])?);
-        let (gamma, beta) = (ones(&[d])?, ones(&[d])?);
-        let (swapped, _) = gpu.capture_steps(|| {
-            let o = Tensor::uninit(gpu, &[h, n, d], DType::F32)?;
-            record_cut([&p, &v, &o], None, 3, || Noted::Weighted {
-                p: p.clone(),
-                v: v.clone(),
-                o: o.clone(),
-            })?;
-            path.swap12(&o.reshape(&[1, h, n, d])?)
-        })?;
-        let (normed, _) = gpu.capture_steps(|| {
-            let y = Tensor::uninit(gpu, &[n, d], DType::F32)?;
-            record_cut([&x, &w, &y], Some((&b, Epilogue::Bias)), 3, || {
-                Noted::Projected {
-                    x: x.clone(),
-                    w: w.clone(),
-                    b: b.clone(),
-                    y: y.clone(),
+        let (p, v, one) = (ones(&[h, n, n])?, ones(&[h, n, d])?, ones(&[n, d])?);
+        for noted_fold in [true, false] {
+            let (c, _) = gpu.capture_steps(|| {
+                let o = Tensor::uninit(gpu, &[h, n, d], DType::F32)?;
+                record_cut([&p, &v, &o], None, 3, || Noted::Weighted {
+                    p: p.clone(),
+                    v: v.clone(),
+                    o: o.clone(),
+                })?;
+                let heads = o.reshape(&[1, h, n, d])?;
+                if noted_fold {
+                    return path.swap12(&heads);
                 }
+                ops::swap_axes12(&heads)?;
+                path.swap12(&one.reshape(&[1, 1, n, d])?)
             })?;
-            path.add_layernorm(&y, &r, &gamma, &beta, 1e-5)
-        })?;
-        for (c, family) in [(&swapped, "reduce_permute"), (&normed, "reduce_layernorm")] {
             let label = |i: usize| c.launch(i).map(|(l, _)| l.split('/').next().unwrap_or(""));
-            assert_eq!([label(0), label(1)], [Some("matmul"), Some(family)]);
+            assert_eq!(
+                [label(0), label(1)],
+                [Some("matmul"), Some("reduce_permute")]
+            );
             let steps: Vec<_> = c.notes.iter().map(|n| n.steps.clone()).collect();
             // The product keeps its slices; the folding call has the sum's place.
-            assert_eq!(steps, [0..1, 1..2], "{family}");
+            let swap = if noted_fold { 1..2 } else { 2..2 };
+            assert_eq!(steps, [0..1, swap], "noted fold: {noted_fold}");
         }
         Ok(())
     }
