@@ -214,7 +214,7 @@ fn tiled_route_every_head_dim() {
     // every offered tiled variant of the three families, paired cyclically.
     // Large head dims may not fit a tiled dK/dV block in this adapter's workgroup storage
     // (32 KiB on lavapipe); those runs take the selector's choice for that family, and every
-    // family must have tiled variants at d32 and d64.
+    // family must have tiled variants at d16, d32 and d64.
     let tiled = |family: &str, d: usize, dtype: DType, causal: bool| -> Vec<kiln::Variant> {
         let vs: Vec<_> = offered(family, d as i64, dtype, causal)
             .into_iter()
@@ -617,7 +617,7 @@ fn stream_route_every_offered_variant() {
 /// on every length of [`OUTER_LENGTHS`] (1 and 17 leave most of a block empty, 100 and 257 end
 /// in a partial block, unequal lengths where causal rows see no key), causal and not, logits
 /// ×10; offered at head dims `dims` (and `wide` with 48 KiB of workgroup storage, as on the
-/// H200; lavapipe's 32 KiB holds d32 and d64 blocks only).
+/// H200; lavapipe's 32 KiB holds d16, d32 and d64 blocks only).
 fn forward_route_every_offered_variant(route: &str, seed: u64, dims: &[i64], wide: &[i64]) {
     let outer = route_variants("flash_fwd", route);
     let mut n = 0;

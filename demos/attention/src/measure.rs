@@ -216,7 +216,7 @@ pub(crate) async fn bench_report(gpu: &Gpu, options: &Options) -> kiln::Result<B
         cpu: c,
         checks: serde_json::json!({
             "unit": "one forward pass (embeddings and every layer) per frame",
-            "gpu_clock_note": "wall clock from the token rows uploaded to the last hidden state read back: the 20 lines captured once per token count into a plan that reads the last hidden state only (each layer's attention one flash launch where the kernels take its head size), replayed as one submission",
+            "gpu_clock_note": "wall clock from the token rows uploaded to the last hidden state read back: the 20 lines captured once per token count into a plan that reads the last hidden state only (each layer's attention one flash launch where the kernels take its head size), replayed as one recording submitted in pieces",
             "per_forward": profile.counts,
             "gpu_timestamp_ms_per_forward": profile.gpu_ms,
             "gpu_ms_by_family": profile.by_family,
