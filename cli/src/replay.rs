@@ -13,7 +13,6 @@ use std::time::Instant;
 
 use kiln::bench;
 use kiln::cpu::{self, Array};
-use kiln::gpu::Counters;
 use kiln::{DType, Error, Gpu, GpuOptions, Plan, Result, Tensor};
 
 #[derive(Args)]
@@ -95,25 +94,6 @@ impl Chain {
     }
 }
 
-/// One call's host figures: encoding and `queue.submit` in µs, submissions, wall in ms.
-struct Call {
-    encode_us: f64,
-    submit_us: f64,
-    submissions: u64,
-    wall_ms: f64,
-}
-
-impl Call {
-    fn of(spent: &Counters, wall_ms: f64) -> Call {
-        Call {
-            encode_us: spent.encode_ns as f64 / 1e3,
-            submit_us: spent.queue_submit_ns as f64 / 1e3,
-            submissions: spent.submissions,
-            wall_ms,
-        }
-    }
-}
-
 /// One setting's medians.
 #[derive(serde::Serialize)]
 struct Row {
@@ -121,25 +101,40 @@ struct Row {
     encode_us_per_launch: f64,
     queue_submit_us_per_submission: f64,
     submissions: u64,
-    /// From the replay to its result read back; behind a busy GPU, the busy replay's work is in
-    /// it too.
+    /// From the replay to its result read back; behind a busy GPU, the busy replay's GPU work
+    /// (and the submission of the next one) is in it too.
     wall_ms: f64,
 }
 
-/// One replayed call of `plan`, its result read back; `behind` is replayed and submitted first
-/// and not counted.
-async fn call(gpu: &Gpu, plan: &Plan, y: &Tensor, behind: Option<&Plan>) -> Result<Call> {
-    if let Some(busy) = behind {
+/// Replays `busy` (when given) and submits it at once: the next replay is encoded while it runs.
+fn submit_busy(gpu: &Gpu, busy: Option<&Plan>) -> Result<()> {
+    if let Some(busy) = busy {
         busy.replay()?;
         gpu.flush()?;
     }
-    let began = Instant::now();
-    let before = gpu.counters();
-    plan.replay()?;
-    gpu.flush()?;
-    let spent = gpu.counters() - before;
-    y.read().await?;
-    Ok(Call::of(&spent, began.elapsed().as_secs_f64() * 1e3))
+    Ok(())
+}
+
+/// `runs` replays of `plan`, each read back, timed by [`bench::host_runs`]; with `behind`, each
+/// read is followed by a replay of `behind` ([`submit_busy`]), so that every replay of `plan`
+/// after the first is encoded while one runs (the caller submits the first's).
+async fn runs(
+    gpu: &Gpu,
+    plan: &Plan,
+    y: &Tensor,
+    behind: Option<&Plan>,
+    runs: usize,
+) -> Result<bench::HostRuns> {
+    bench::host_runs(
+        gpu,
+        runs,
+        || plan.replay(),
+        async |()| {
+            y.read().await?;
+            submit_busy(gpu, behind)
+        },
+    )
+    .await
 }
 
 pub async fn bench_replay(options: &GpuOptions, args: ReplayArgs) -> Result<()> {
@@ -182,23 +177,24 @@ pub async fn bench_replay(options: &GpuOptions, args: ReplayArgs) -> Result<()> 
     bench::heat(&gpu, 500.0).await?;
     let mut rows = Vec::new();
     for (setting, behind) in [("on its own", None), ("behind a busy GPU", Some(&busy))] {
-        for _ in 0..args.run.warmup {
-            call(&gpu, &plan, &y, behind).await?;
+        submit_busy(&gpu, behind)?;
+        if args.run.warmup > 0 {
+            runs(&gpu, &plan, &y, behind, args.run.warmup).await?;
         }
-        let mut calls = Vec::with_capacity(args.run.repeats);
-        for _ in 0..args.run.repeats {
-            calls.push(call(&gpu, &plan, &y, behind).await?);
-        }
-        let med = |f: &dyn Fn(&Call) -> f64| {
-            bench::median(&calls.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
-        };
-        let submissions = med(&|c| c.submissions as f64).round().max(1.0);
+        let timed = runs(&gpu, &plan, &y, behind, args.run.repeats).await?;
+        let cost = timed.cost().ok_or_else(|| Error::InvalidArgument {
+            op: "bench replay",
+            detail: "no run was timed".into(),
+        })?;
+        let walls: Vec<f64> = (timed.record.iter().zip(&timed.submit).zip(&timed.finish))
+            .map(|((r, s), f)| r + s + f)
+            .collect();
         rows.push(Row {
             setting,
-            encode_us_per_launch: med(&|c| c.encode_us) / plan.launches().max(1) as f64,
-            queue_submit_us_per_submission: med(&|c| c.submit_us) / submissions,
-            submissions: submissions as u64,
-            wall_ms: med(&|c| c.wall_ms),
+            encode_us_per_launch: cost.encode_us_per_launch,
+            queue_submit_us_per_submission: cost.us_per_submission,
+            submissions: cost.submissions,
+            wall_ms: bench::median(&walls).unwrap_or(f64::NAN),
         });
     }
 

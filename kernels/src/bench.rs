@@ -451,10 +451,11 @@ pub async fn host_runs<T, E: From<Error>>(
         let (start, flushing) = (Instant::now(), gpu.counters());
         gpu.flush()?;
         out.submit.push(ms(start));
-        let flush = gpu.counters() - flushing;
+        let flushed = gpu.counters();
+        let flush = flushed - flushing;
         out.encode.push(flush.encode_ns as f64 / 1e6);
         out.queue_submit.push(flush.queue_submit_ns as f64 / 1e6);
-        out.launches = (gpu.counters() - before).dispatches;
+        out.launches = (flushed - before).dispatches;
         out.submissions = flush.submissions;
         let start = Instant::now();
         finish(pending).await?;

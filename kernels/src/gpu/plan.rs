@@ -192,15 +192,7 @@ impl Gpu {
 
     /// Prepares launches for a benchmark that records them many times itself.
     pub fn prepare(&self, dispatches: &[&Dispatch]) -> Result<Prepared> {
-        let steps = dispatches
-            .iter()
-            .map(|d| Step::Launch {
-                kernel: d.kernel.clone(),
-                buffers: d.buffers.clone(),
-                params: d.params.clone(),
-                groups: d.groups,
-            })
-            .collect();
+        let steps = dispatches.iter().map(|&d| Step::from(d.clone())).collect();
         let (commands, params) = self.freeze(steps)?;
         Ok(Prepared {
             commands,
@@ -329,13 +321,7 @@ impl Captured {
     pub fn replace_with(&mut self, range: Range<usize>, with: Vec<Dispatch>) {
         let (start, end) = (range.start, range.end);
         let added = with.len();
-        let launches = with.into_iter().map(|d| Step::Launch {
-            kernel: d.kernel,
-            buffers: d.buffers,
-            params: d.params,
-            groups: d.groups,
-        });
-        self.steps.splice(range, launches);
+        self.steps.splice(range, with.into_iter().map(Step::from));
         self.notes
             .retain(|n| n.steps.end <= start || n.steps.start >= end);
         let moved = |i: usize| i + added - (end - start);

@@ -412,10 +412,5 @@ fn capture_launch(capture: &mut Capture, d: Dispatch, epoch: u64) {
     for s in &d.buffers {
         s.block.used_in.store(epoch, Ordering::Relaxed);
     }
-    capture.steps.push(Step::Launch {
-        kernel: d.kernel,
-        buffers: d.buffers,
-        params: d.params,
-        groups: d.groups,
-    });
+    capture.steps.push(d.into());
 }

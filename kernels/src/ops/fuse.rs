@@ -521,6 +521,19 @@ mod tests {
         Ok(())
     }
 
+    /// O = P · V for P [h, n, n] and V [h, n, d], K cut in 3, noted as attention's weighted
+    /// values (a link of the chain a rewrite takes whole).
+    fn weighted_cut(p: &Tensor, v: &Tensor) -> Result<Tensor> {
+        let [h, n, d] = [p.shape()[0], p.shape()[1], v.shape()[2]];
+        let o = Tensor::uninit(p.gpu(), &[h, n, d], DType::F32)?;
+        record_cut([p, v, &o], None, 3, || Noted::Weighted {
+            p: p.clone(),
+            v: v.clone(),
+            o: o.clone(),
+        })?;
+        Ok(o)
+    }
+
     /// A call whose launch takes the place of the step before it is noted on that step (the
     /// swap into heads that takes a cut product's sum, `reduce_permute`); a fold made before a
     /// call began is not the call's (an unnoted swap folds the sum, then a noted swap of a
@@ -535,12 +548,7 @@ mod tests {
         let (p, v, one) = (ones(&[h, n, n])?, ones(&[h, n, d])?, ones(&[n, d])?);
         for noted_fold in [true, false] {
             let (c, _) = gpu.capture_steps(|| {
-                let o = Tensor::uninit(gpu, &[h, n, d], DType::F32)?;
-                record_cut([&p, &v, &o], None, 3, || Noted::Weighted {
-                    p: p.clone(),
-                    v: v.clone(),
-                    o: o.clone(),
-                })?;
+                let o = weighted_cut(&p, &v)?;
                 let heads = o.reshape(&[1, h, n, d])?;
                 if noted_fold {
                     return path.swap12(&heads);
@@ -583,12 +591,7 @@ mod tests {
                         scale: 1.0,
                     });
                 }
-                let o = Tensor::uninit(gpu, &[h, n, d], DType::F32)?;
-                record_cut([&p, &v, &o], None, 3, || Noted::Weighted {
-                    p: p.clone(),
-                    v: v.clone(),
-                    o: o.clone(),
-                })?;
+                let o = weighted_cut(&p, &v)?;
                 ops::swap_axes12(&o.reshape(&[1, h, n, d])?)
             })?;
             let plan = gpu.plan_of(captured)?;
