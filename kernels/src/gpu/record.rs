@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::dispatch::Dispatch;
 use super::kernel::Kernel;
 use super::memory::Slice;
 
@@ -106,17 +105,6 @@ pub(super) enum Step {
         groups: [u32; 3],
     },
     Copy(Command),
-}
-
-impl From<Dispatch> for Step {
-    fn from(d: Dispatch) -> Step {
-        Step::Launch {
-            kernel: d.kernel,
-            buffers: d.buffers,
-            params: d.params,
-            groups: d.groups,
-        }
-    }
 }
 
 /// The parameter ring.

@@ -414,3 +414,15 @@ fn capture_launch(capture: &mut Capture, d: Dispatch, epoch: u64) {
     }
     capture.steps.push(d.into());
 }
+
+/// A launch as a captured step (its bind group is made when the plan is frozen).
+impl From<Dispatch> for Step {
+    fn from(d: Dispatch) -> Step {
+        Step::Launch {
+            kernel: d.kernel,
+            buffers: d.buffers,
+            params: d.params,
+            groups: d.groups,
+        }
+    }
+}
