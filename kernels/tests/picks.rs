@@ -40,16 +40,20 @@ fn the_picks_for_sample_calls_on_every_stored_profile_are_as_pinned() {
     }
 }
 
-/// The H200's rule at the Mega step's long-K products: an f32 product of ≥ 2¹⁹ outputs and
-/// K ≥ 1536 keeps the 128 tile and has K cut into a power of two of slices (3 slices of 2048
-/// measured slower than 2 and 8, kernels/PERF.md 2026-12-05); a short K is not cut.
+/// The H200's rule at the Mega step's products: an f32 product of ≥ 2¹⁹ outputs and K ≥ 1536
+/// keeps the 128 tile and has K cut into a power of two of slices (3 slices of 2048 measured
+/// slower than 2 and 8, kernels/PERF.md 2026-12-05), as does a smaller one at K 2048 (whole
+/// 1.7× slower than cut in two on the H100, 2026-12-06); a short K is not cut, and one to two
+/// rounds of 128 square 128 tiles become 128 × 64 tiles with K slices of 8 (H100, 2026-12-06).
 #[test]
 fn long_k_products_on_the_h200_keep_the_large_tile_and_cut_k_in_a_power_of_two() {
     for (m, n, k, a_trans, tile, splits) in [
         (512, 1536, 2048, true, "_r8_", 2),
         (2048, 512, 2048, false, "_r8_", 2),
         (2048, 512, 1536, false, "_r8_", 2),
-        (2048, 1536, 512, false, "_r8_", 1),
+        (512, 512, 2048, true, "_r4_", 2),
+        (2048, 1536, 512, false, "_r8x4_k8_", 1),
+        (2048, 2048, 512, false, "_r8_", 1),
     ] {
         let (variant, cut) = h200_product(m, n, k, a_trans, false);
         let what = format!("{m}x{n}x{k}: {variant} cut {cut}");

@@ -50,8 +50,10 @@ pub struct Design {
     pub unroll: bool,
     /// vec4 route: A and B read from the buffers as vec4s (M, N, K multiples of 4).
     pub wide: bool,
-    /// Side of the C tile a workgroup computes.
+    /// Rows of the C tile a workgroup computes.
     pub tile: u32,
+    /// Its columns: `tile`, or half of it in a tall tile.
+    pub tile_n: u32,
 }
 
 impl Design {
@@ -74,6 +76,7 @@ impl Design {
             unroll: v.flag("unroll")?,
             wide: v.flag("wide")?,
             tile: v.count("tile")?,
+            tile_n: v.count("tile_n")?,
         })
     }
 }
@@ -254,8 +257,9 @@ impl select::Call for Call {
     /// On a GPU the cooperative-matrix route that loads straight from the buffers when it
     /// takes the shape (f16, multiples of 16), else the vec4 route unrolled, with wide reads
     /// where the sizes are multiples of 4; on a software
-    /// adapter the plain tiled route (measured on the H200 and lavapipe, PERF.md). Then the C
-    /// tile nearest the largest that still gives enough workgroups to fill the device (128 on a
+    /// adapter the plain tiled route (measured on the H200 and lavapipe, PERF.md). Square tiles,
+    /// except 128 × 64 ones for an f32 product of one to two rounds of 128 square 128 × 128
+    /// tiles (measured on the H100). Then the C tile nearest the largest that still gives enough workgroups to fill the device (128 on a
     /// GPU, 8 on a software adapter with a few cores), or the largest for an f32 product of at
     /// least 2¹⁹ outputs and K ≥ 1536 (its K cut instead) — for coop_global 2 × 2 fragments per
     /// subgroup (4 × 4 when B is transposed) — the K slice nearest 16, and 16 × 16 threads.
@@ -272,6 +276,14 @@ impl select::Call for Call {
             .into_iter()
             .find(|&t| long || groups(t) >= enough)
             .unwrap_or(16) as i64;
+        // Between one and two rounds of 128 square 128 × 128 tiles, an f32 product takes twice
+        // as many 128 × 64 ones with K slices of 8: [2048, 512] by [512, 1536] (192 square
+        // tiles) took 0.107 ms so and 0.138 square, where [2048, 512] by [512, 2048] (256)
+        // stayed faster square (H100, PERF.md 2026-12-06, session 2).
+        let tall_pays = !software
+            && !long
+            && self.dtype == DType::F32
+            && (enough..2 * enough).contains(&groups(128));
         let coop_frags = if self.layout.b_trans { 4 } else { 2 };
         let route_rank = move |v: &Variant| -> Result<i64> {
             let design = Design::parse(v)?;
@@ -300,6 +312,19 @@ impl select::Call for Call {
                 prefer(
                     "GPU: coop_global, vec4 unrolled (wide reads first), vec4, tiled; software adapter: tiled",
                     move |v| Ok(-route_rank(v)?),
+                ),
+                prefer(
+                    "f32 with 128 to 255 square 128 × 128 tiles: 128 × 64 tiles with K slices of 8; square tiles otherwise",
+                    move |v| {
+                        let design = Design::parse(v)?;
+                        Ok(if design.tile_n == design.tile {
+                            0
+                        } else if tall_pays && design.tk == 8 {
+                            1
+                        } else {
+                            -1
+                        })
+                    },
                 ),
                 prefer(
                     "the C tile nearest the largest with ≥ 128 workgroups (8 on a software adapter), the largest for f32 with ≥ 2^19 outputs and K ≥ 1536 (K cut to fill the device); coop_global: 2 × 2 fragments a subgroup (4 × 4 with B transposed)",
@@ -440,17 +465,18 @@ impl Split {
 pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Result<Split> {
     let d = &call.dims;
     let design = Design::parse(variant)?;
-    let tile = design.tile.max(1) as usize;
-    let base = d.batch * d.m.div_ceil(tile) * d.n.div_ceil(tile);
+    let (rows, cols) = (design.tile.max(1) as usize, design.tile_n.max(1) as usize);
+    let base = d.batch * d.m.div_ceil(rows) * d.n.div_ceil(cols);
     let routes = matches!(design.route, Route::Tiled | Route::Vec4);
     let whole = profile.is_software() || call.epilogue.two_outputs();
     if whole || call.dtype != DType::F32 || !routes || base >= 128 {
         return Ok(Split::NONE);
     }
     let mut splits = 128usize.div_ceil(base).min(d.k / 64).min(16);
-    let fewest = if long_k(call.dtype, d) {
+    let fewest = if long_k(call.dtype, d) || d.k >= 2048 {
         // A count of slices that divides K evenly: at [512, 1536] by K 2048, 3 slices took
-        // 0.164 ms where 2 took 0.134 (H200, PERF.md 2026-12-05).
+        // 0.164 ms where 2 took 0.134 (H200, PERF.md 2026-12-05). A cut in two pays at any K of
+        // 2048: [512, 512] by K 2048 took 0.056 ms so and 0.096 whole (H100, 2026-12-06).
         splits = 1 << splits.max(1).ilog2();
         2
     } else {
@@ -745,13 +771,14 @@ fn launch(
 ) -> Result<Dispatch> {
     let (d, layout) = (&call.dims, call.layout);
     let gpu = a.gpu();
-    let tile = Design::parse(&choice.variant)?.tile.max(1) as usize;
+    let design = Design::parse(&choice.variant)?;
+    let (rows, cols) = (design.tile.max(1) as usize, design.tile_n.max(1) as usize);
     let groups = crate::launch::grid(
         OP,
         gpu,
         [
-            d.n.div_ceil(tile),
-            d.m.div_ceil(tile),
+            d.n.div_ceil(cols),
+            d.m.div_ceil(rows),
             d.batch * split.splits,
         ],
     )?;

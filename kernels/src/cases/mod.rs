@@ -219,7 +219,8 @@ const PROOF: [Sizes; 2] = [
         copy: 1000,
         fma: (1008, 8),
         mma: (2, 8),
-        matmul: &[(37, 45, 29), (48, 80, 112)],
+        // 144 rows: two row tiles of the largest (128), which no other proof shape reaches.
+        matmul: &[(37, 45, 29), (48, 80, 112), (144, 80, 48)],
         rows: (12, 37),
         elementwise: 1000,
         transpose: [2, 37, 45],
