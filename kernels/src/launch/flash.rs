@@ -264,9 +264,10 @@ impl select::Call for FlashCall {
 
     /// Cooperative matrices first on a GPU where the lengths fit; then the largest owned block
     /// that still leaves enough workgroups to fill the device (128 on a GPU, 8 on a software
-    /// adapter), the streamed block as large as it goes, the tiled route on GPUs (measured faster on the
-    /// H200, PERF.md), unrolled, subgroup reductions where the family has them. The outer and
-    /// stream routes are reached by name or the tuned table only.
+    /// adapter; on a GPU no smaller than 32), the streamed block as large as it goes, on GPUs the
+    /// tiled route at head dim 32 and over and another below (measured faster on the H200,
+    /// slower at 16 on the H100, PERF.md), unrolled, subgroup reductions where the family has
+    /// them. The outer and stream routes are reached by name or the tuned table only.
     fn request(&self, profile: &DeviceProfile) -> Request<'_> {
         let d = self.dims;
         let gpu_device = !software(profile);
@@ -277,10 +278,18 @@ impl select::Call for FlashCall {
         };
         let enough = if gpu_device { 128 } else { 8 };
         let groups = |b: usize| matrices * owned_len.div_ceil(b);
+        // A GPU takes no block under 32: where no block fills the device, each workgroup's
+        // walk over the other sequence sets the time, and a larger block walks it in fewer
+        // steps (the H100 at MiniLM's, the built-in weights' and the small preset's shapes:
+        // 1.1-1.7x faster, PERF.md).
+        let floor = if gpu_device { 32 } else { 4 };
         let target = [64, 32, 16, 8, 4]
             .into_iter()
             .find(|&b| groups(b) >= enough)
-            .unwrap_or(4) as i64;
+            .unwrap_or(4)
+            .max(floor) as i64;
+        // At head dim 16 the tiled route is slower (the forward on the H100, PERF.md).
+        let tiled_pays = d.head_dim >= 32;
         Request {
             key: self.key(),
             fixed: vec![
@@ -309,7 +318,7 @@ impl select::Call for FlashCall {
                     ))
                 }),
                 prefer(
-                    "an owned block no larger than the largest that leaves ≥ 128 workgroups (8 on a software adapter)",
+                    "an owned block no larger than the largest that leaves ≥ 128 workgroups (8 on a software adapter; on a GPU no smaller than 32)",
                     move |v| Ok(-i64::from(blocks(&FlashDesign::parse(v)?, owns).0 > target)),
                 ),
                 prefer("the largest owned block", move |v| {
@@ -318,11 +327,13 @@ impl select::Call for FlashCall {
                 prefer("the largest streamed block", move |v| {
                     Ok(blocks(&FlashDesign::parse(v)?, owns).1)
                 }),
-                prefer("the tiled route on a GPU", move |v| {
-                    Ok(i64::from(
-                        gpu_device && FlashDesign::parse(v)?.route == FlashRoute::Tiled,
-                    ))
-                }),
+                prefer(
+                    "on a GPU the tiled route at head dim ≥ 32, another below",
+                    move |v| {
+                        let tiled = FlashDesign::parse(v)?.route == FlashRoute::Tiled;
+                        Ok(i64::from(gpu_device && tiled == tiled_pays))
+                    },
+                ),
                 prefer("unrolled", |v| Ok(i64::from(FlashDesign::parse(v)?.unroll))),
                 prefer("subgroup reductions", |v| {
                     Ok(i64::from(
