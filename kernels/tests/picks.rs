@@ -40,13 +40,14 @@ fn the_picks_for_sample_calls_on_every_stored_profile_are_as_pinned() {
     }
 }
 
-/// The H200's rule at the Mega step's products: an f32 product of ≥ 2¹⁹ outputs and K ≥ 1536
-/// keeps the 128 tile and has K cut into a power of two of slices (3 slices of 2048 measured
-/// slower than 2 and 8, kernels/PERF.md 2026-12-05), as does a smaller one at K 2048 (whole
-/// 1.7× slower than cut in two on the H100, 2026-12-06); a short K is not cut, and one to two
-/// rounds of 128 square 128 tiles become 128 × 64 tiles with K slices of 8 (H100, 2026-12-06).
+/// The rule at the Mega step's products on the stored H200 profile (the H100 is of its class):
+/// an f32 product of ≥ 2¹⁹ outputs and K ≥ 1536 keeps the 128 tile and has K cut into a power
+/// of two of slices (3 slices of 2048 measured slower than 2 and 8 on the H200, kernels/PERF.md
+/// 2026-12-05); a smaller one at K 2048 is cut in two (whole 1.7× slower on the H100,
+/// 2026-12-06); a short K is not cut, and one to two rounds of 128 square 128 tiles become 128 ×
+/// 64 tiles with K slices of 8 (H100, 2026-12-06).
 #[test]
-fn long_k_products_on_the_h200_keep_the_large_tile_and_cut_k_in_a_power_of_two() {
+fn the_mega_steps_products_take_the_measured_tiles_and_cuts() {
     for (m, n, k, a_trans, tile, splits) in [
         (512, 1536, 2048, true, "_r8_", 2),
         (2048, 512, 2048, false, "_r8_", 2),
@@ -62,8 +63,8 @@ fn long_k_products_on_the_h200_keep_the_large_tile_and_cut_k_in_a_power_of_two()
     }
 }
 
-/// Below the long-K products the H200 cuts K only where that makes three slices or more: a cut
-/// in two cost its sum's launch for what it saved (PERF.md, 2026-12-05, later). The Medium
+/// Below the long-K products and K 2048 the H200 cuts K only where that makes three slices or
+/// more: a cut in two cost its sum's launch for what it saved (PERF.md, 2026-12-05, later). The Medium
 /// step's forward Q/K/V product stays whole; its weight gradients and its input gradients
 /// through the MLP and the Q/K/V projection are cut (their sums go into the norm's backward:
 /// `reduce_layernorm_backward`).

@@ -258,8 +258,8 @@ impl select::Call for Call {
     /// takes the shape (f16, multiples of 16), else the vec4 route unrolled, with wide reads
     /// where the sizes are multiples of 4; on a software
     /// adapter the plain tiled route (measured on the H200 and lavapipe, PERF.md). Square tiles,
-    /// except 128 × 64 ones for an f32 product of one to two rounds of 128 square 128 × 128
-    /// tiles (measured on the H100). Then the C tile nearest the largest that still gives enough workgroups to fill the device (128 on a
+    /// except on a GPU 128 × 64 ones for a single f32 product of one to two rounds of 128
+    /// square 128 × 128 tiles whose K is not long (measured on the H100). Then the C tile nearest the largest that still gives enough workgroups to fill the device (128 on a
     /// GPU, 8 on a software adapter with a few cores), or the largest for an f32 product of at
     /// least 2¹⁹ outputs and K ≥ 1536 (its K cut instead) — for coop_global 2 × 2 fragments per
     /// subgroup (4 × 4 when B is transposed) — the K slice nearest 16, and 16 × 16 threads.
@@ -283,6 +283,7 @@ impl select::Call for Call {
         let tall_pays = !software
             && !long
             && self.dtype == DType::F32
+            && d.batch == 1
             && (enough..2 * enough).contains(&groups(128));
         let coop_frags = if self.layout.b_trans { 4 } else { 2 };
         let route_rank = move |v: &Variant| -> Result<i64> {
@@ -314,7 +315,7 @@ impl select::Call for Call {
                     move |v| Ok(-route_rank(v)?),
                 ),
                 prefer(
-                    "f32 with 128 to 255 square 128 × 128 tiles: 128 × 64 tiles with K slices of 8; square tiles otherwise",
+                    "on a GPU, f32 of 128 to 255 square 128 × 128 tiles (a batch of one, K not long): 128 × 64 tiles with K slices of 8; square tiles otherwise",
                     move |v| {
                         let design = Design::parse(v)?;
                         Ok(if design.tile_n == design.tile {
@@ -460,8 +461,8 @@ impl Split {
 /// bound by the length of its K loop, 26 µs for 17×384·384×1152 on 18 workgroups): on a hardware
 /// GPU, an f32 product on the tiled or vec4 route whose tiles make fewer than 128 workgroups is
 /// cut into enough K slices of at least 64 to make 128 (at most 16 slices), where that is three
-/// slices or more (two for the long-K products); the slices go to a workspace that a second
-/// kernel adds in order, with the epilogue.
+/// slices or more (two at K ≥ 2048; a power of two for the long-K products); the slices go to a
+/// workspace that a second kernel adds in order, with the epilogue.
 pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Result<Split> {
     let d = &call.dims;
     let design = Design::parse(variant)?;
@@ -473,11 +474,14 @@ pub fn split_for(profile: &DeviceProfile, variant: &Variant, call: &Call) -> Res
         return Ok(Split::NONE);
     }
     let mut splits = 128usize.div_ceil(base).min(d.k / 64).min(16);
-    let fewest = if long_k(call.dtype, d) || d.k >= 2048 {
+    let fewest = if long_k(call.dtype, d) {
         // A count of slices that divides K evenly: at [512, 1536] by K 2048, 3 slices took
-        // 0.164 ms where 2 took 0.134 (H200, PERF.md 2026-12-05). A cut in two pays at any K of
-        // 2048: [512, 512] by K 2048 took 0.056 ms so and 0.096 whole (H100, 2026-12-06).
+        // 0.164 ms where 2 took 0.134 (H200, PERF.md 2026-12-05).
         splits = 1 << splits.max(1).ilog2();
+        2
+    } else if d.k >= 2048 {
+        // A smaller C at a K as long: [512, 512] by K 2048 took 0.056 ms in two slices and
+        // 0.096 whole (H100, PERF.md 2026-12-06, session 2).
         2
     } else {
         // Below the long-K products a cut in two costs its sum's launch for what it saves:

@@ -265,8 +265,8 @@ impl select::Call for FlashCall {
     /// Cooperative matrices first on a GPU where the lengths fit; then the largest owned block
     /// that still leaves enough workgroups to fill the device (128 on a GPU, 8 on a software
     /// adapter; on a GPU no smaller than 32), the streamed block as large as it goes, on GPUs the
-    /// tiled route at head dim 32 and over and another below (measured faster on the H200,
-    /// slower at 16 on the H100, PERF.md), unrolled, subgroup reductions where the family has
+    /// tiled route, except for the forward at head dim 16 (measured faster on the H200, slower
+    /// there on the H100, PERF.md), unrolled, subgroup reductions where the family has
     /// them. The outer and stream routes are reached by name or the tuned table only.
     fn request(&self, profile: &DeviceProfile) -> Request<'_> {
         let d = self.dims;
@@ -278,18 +278,19 @@ impl select::Call for FlashCall {
         };
         let enough = if gpu_device { 128 } else { 8 };
         let groups = |b: usize| matrices * owned_len.div_ceil(b);
-        // A GPU takes no block under 32: where no block fills the device, each workgroup's
-        // walk over the other sequence sets the time, and a larger block walks it in fewer
-        // steps (the H100 at MiniLM's, the built-in weights' and the small preset's shapes:
-        // 1.1-1.7x faster, PERF.md).
+        // A GPU takes no block under 32: where blocks of 32 make fewer than 128 workgroups, a
+        // larger block's shorter walk over the other sequence counted for more than filling the
+        // device, even where blocks of 16 or 4 made 128 (the H100 at MiniLM's, the built-in
+        // weights' and the small preset's shapes: 1.1-1.7x faster, PERF.md).
         let floor = if gpu_device { 32 } else { 4 };
         let target = [64, 32, 16, 8, 4]
             .into_iter()
             .find(|&b| groups(b) >= enough)
             .unwrap_or(4)
             .max(floor) as i64;
-        // At head dim 16 the tiled route is slower (the forward on the H100, PERF.md).
-        let tiled_pays = d.head_dim >= 32;
+        // At head dim 16 the forward's tiled route is slower (the H100, PERF.md); the backward
+        // passes there were not timed and keep it.
+        let tiled_pays = d.head_dim >= 32 || self.family != "flash_fwd";
         Request {
             key: self.key(),
             fixed: vec![
@@ -328,7 +329,7 @@ impl select::Call for FlashCall {
                     Ok(blocks(&FlashDesign::parse(v)?, owns).1)
                 }),
                 prefer(
-                    "on a GPU the tiled route at head dim ≥ 32, another below",
+                    "on a GPU the tiled route (the forward at head dim 16: another)",
                     move |v| {
                         let tiled = FlashDesign::parse(v)?.route == FlashRoute::Tiled;
                         Ok(i64::from(gpu_device && tiled == tiled_pays))
