@@ -256,13 +256,14 @@ impl select::Call for Call {
 
     /// On a GPU the cooperative-matrix route that loads straight from the buffers when it
     /// takes the shape (f16, multiples of 16), else the vec4 route unrolled, with wide reads
-    /// where the sizes are multiples of 4; on a software
-    /// adapter the plain tiled route (measured on the H200 and lavapipe, PERF.md). Square tiles,
-    /// except on a GPU 128 × 64 ones for a single f32 product of one to two rounds of 128
-    /// square 128 × 128 tiles whose K is not long (measured on the H100). Then the C tile nearest the largest that still gives enough workgroups to fill the device (128 on a
-    /// GPU, 8 on a software adapter with a few cores), or the largest for an f32 product of at
-    /// least 2¹⁹ outputs and K ≥ 1536 (its K cut instead) — for coop_global 2 × 2 fragments per
-    /// subgroup (4 × 4 when B is transposed) — the K slice nearest 16, and 16 × 16 threads.
+    /// where the sizes are multiples of 4; on a software adapter the plain tiled route
+    /// (measured on the H200 and lavapipe, PERF.md). Square tiles, except on a GPU 128 × 64
+    /// ones for a single f32 product of one to two rounds of 128 square 128 × 128 tiles whose K
+    /// is not long (measured on the H100). Then the C tile nearest the largest that still gives
+    /// enough workgroups to fill the device (128 on a GPU, 8 on a software adapter with a few
+    /// cores), or the largest for an f32 product of at least 2¹⁹ outputs and K ≥ 1536 (its K
+    /// cut instead) — for coop_global 2 × 2 fragments per subgroup (4 × 4 when B is
+    /// transposed) — the K slice nearest 16, and 16 × 16 threads.
     fn request(&self, profile: &DeviceProfile) -> Request<'_> {
         let d = self.dims;
         let software = software(profile);
