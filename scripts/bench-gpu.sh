@@ -11,10 +11,10 @@
 # and SDPA in the same command; then one table (scripts/lib/gpu_table.py) in OUT_DIR/table.md.
 # STAGES="check matmul attention models sass" (the default) picks the parts (check: compile
 # and tests, which may also be asked for alone: on the H200 the two took more than one 600 s
-# command, PERF.md; sass: the driver's code for the picks, registers and instruction mix). The
-# models stage times whole models beside PyTorch in the same command: the attention demo's forward
-# pass on MiniLM-L6 (MODEL_DIR, f16 safetensors; scripts/model-f16.py) at about 17 and 212
-# tokens and on the built-in weights, next to Hugging Face transformers eager
+# command, kernels/perf/bench-gpu-release.md; sass: the driver's code for the picks, registers and
+# instruction mix). The models stage times whole models beside PyTorch in the same command: the
+# attention demo's forward pass on MiniLM-L6 (MODEL_DIR, f16 safetensors; scripts/model-f16.py) at
+# about 17 and 212 tokens and on the built-in weights, next to Hugging Face transformers eager
 # (scripts/hf-encoder-time.py); the flash demo's Medium training step next to the same model
 # in PyTorch eager (scripts/flash-torch-step.py) and the Mega step; PyTorch's CUDA-graph replay
 # of MiniLM and of both steps (scripts/torch-graph-anchors.py); the waves frame. BIN_DIR holds the attention,
@@ -58,7 +58,8 @@ if stage check || stage tests; then
 fi
 
 # Candidates for the large shapes: the vec4 and coop routes, and the tiled route's register
-# blocks of 4 × 4 and up (smaller blocks measured 2–5× slower on this GPU, PERF.md).
+# blocks of 4 × 4 and up (smaller blocks measured 2–5× slower on this GPU,
+# kernels/perf/matmul-on-h200.md).
 candidates() {
   "$kiln" kernels --family matmul --json | python3 -c "
 import json, sys

@@ -88,7 +88,7 @@ impl Run {
         let o = Tensor::full(gpu, self.q.shape(), f32::NAN, self.q.dtype())?;
         let lse = Tensor::uninit(gpu, &self.q.shape()[..3], DType::F32)?;
         let length = Tensor::from_u32(gpu, &[1], &[self.len as u32])?;
-        let plan = flash_decode::plan(
+        let plan = flash_decode::launch(
             &self.q,
             &self.k,
             &self.v,

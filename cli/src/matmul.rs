@@ -154,7 +154,8 @@ pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> 
     let mut runs: Vec<Run> = Vec::new();
     for (name, force) in plans {
         let c = Tensor::full(&gpu, &[args.batch, args.m, args.n], f32::NAN, dtype)?;
-        let plan = ops::matmul::plan_split_named(&a, &b, &c, layout, None, force, name.as_deref())?;
+        let plan =
+            ops::matmul::launch_split_named(&a, &b, &c, layout, None, force, name.as_deref())?;
         let label = match plan.split.splits {
             1 => plan.choice.variant.name.clone(),
             s => format!("{}/split{s}", plan.choice.variant.name),
@@ -164,7 +165,7 @@ pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> 
         }
         let launches: Vec<&kiln::Dispatch> = plan.dispatches.iter().collect();
         if runs.is_empty() {
-            bench::spin_up(&gpu, &launches, 300.0).await?;
+            bench::warm_up_dispatches(&gpu, &launches, 300.0).await?;
         }
         let timing =
             bench::time_dispatches(&gpu, &launches, args.run.warmup, args.run.repeats).await?;

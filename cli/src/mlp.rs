@@ -100,7 +100,7 @@ pub async fn bench_mlp(options: &GpuOptions, args: MlpArgs) -> Result<()> {
     let mut runs = Vec::new();
     // The two products as the ops run them.
     let hidden = Tensor::uninit(&gpu, &[m, h], DType::F32)?;
-    let expand = ops::matmul::plan_split(
+    let expand = ops::matmul::launch_split(
         &x,
         &w1,
         &hidden,
@@ -108,7 +108,7 @@ pub async fn bench_mlp(options: &GpuOptions, args: MlpArgs) -> Result<()> {
         Some((&b1, Epilogue::BiasGelu)),
         None,
     )?;
-    let back = ops::matmul::plan_split(
+    let back = ops::matmul::launch_split(
         &hidden,
         &w2,
         &y,
@@ -121,7 +121,7 @@ pub async fn bench_mlp(options: &GpuOptions, args: MlpArgs) -> Result<()> {
         .into_iter()
         .chain(back.dispatches)
         .collect();
-    bench::spin_up(&gpu, &products.iter().collect::<Vec<_>>(), 300.0).await?;
+    bench::warm_up_dispatches(&gpu, &products.iter().collect::<Vec<_>>(), 300.0).await?;
     runs.push(time(&gpu, "products".into(), &products, &y, &want, &args.run).await?);
 
     // The slices and their sum: the selector's variant, then every offered one.
@@ -133,9 +133,9 @@ pub async fn bench_mlp(options: &GpuOptions, args: MlpArgs) -> Result<()> {
     }
     for name in names {
         let (partials, variant) = ops::mlp::workspace(&x, &w1, &b1, &w2, name.as_deref())?;
-        let (slices, choice) = ops::mlp::plan(&x, &w1, &b1, &w2, &partials, Some(&variant))?;
+        let (slices, choice) = ops::mlp::launch(&x, &w1, &b1, &w2, &partials, Some(&variant))?;
         let (sum, _) =
-            ops::matmul_reduce::plan(&partials, &y, n, Some((&b2, Epilogue::Bias)), None)?;
+            ops::matmul_reduce::launch(&partials, &y, n, Some((&b2, Epilogue::Bias)), None)?;
         let label = format!(
             "mlp/{}{} in {} slices",
             choice.variant.name,

@@ -174,7 +174,7 @@ pub async fn bench_replay(options: &GpuOptions, args: ReplayArgs) -> Result<()> 
         });
     }
 
-    bench::heat(&gpu, 500.0).await?;
+    bench::warm_up_clocks(&gpu, 500.0).await?;
     let mut rows = Vec::new();
     for (setting, behind) in [("on its own", None), ("behind a busy GPU", Some(&busy))] {
         submit_busy(&gpu, behind)?;

@@ -176,7 +176,7 @@ pub fn native_platform(gpu: &Gpu) -> Platform {
     }
 }
 
-/// The ceilings' kernels with the selector's variants, planned once: a copy (memory bandwidth),
+/// The ceilings' kernels with the selector's variants, launches once: a copy (memory bandwidth),
 /// an FMA chain (arithmetic rate) and a copy of four numbers (dispatch latency). Sized smaller on
 /// a software adapter, where the GPU's work runs on the CPU. The presenter's walkthrough measures
 /// the same dispatches (`crate::talk`).
@@ -200,13 +200,13 @@ impl CeilingKernels {
         };
         let x = Tensor::full(gpu, &[copy_n], 1.0, kiln::DType::F32)?;
         let y = Tensor::uninit(gpu, &[copy_n], kiln::DType::F32)?;
-        let (copy, copy_choice) = kiln::ops::copy::plan(&x, &y, None)?;
+        let (copy, copy_choice) = kiln::ops::copy::launch(&x, &y, None)?;
         let fx = Tensor::full(gpu, &[fma_n], 0.5, kiln::DType::F32)?;
         let fy = Tensor::uninit(gpu, &[fma_n], kiln::DType::F32)?;
-        let (fma, fma_choice) = kiln::ops::fma_chain::plan(&fx, &fy, iters, 0.999, 0.001, None)?;
+        let (fma, fma_choice) = kiln::ops::fma_chain::launch(&fx, &fy, iters, 0.999, 0.001, None)?;
         let tx = Tensor::full(gpu, &[4], 1.0, kiln::DType::F32)?;
         let ty = Tensor::uninit(gpu, &[4], kiln::DType::F32)?;
-        let (tiny, _) = kiln::ops::copy::plan(&tx, &ty, None)?;
+        let (tiny, _) = kiln::ops::copy::launch(&tx, &ty, None)?;
         Ok(CeilingKernels {
             copy,
             fma,
@@ -237,7 +237,7 @@ impl CeilingKernels {
 /// Copy bandwidth, FMA rate and dispatch latency, with the selector's variants.
 async fn ceilings(gpu: &Gpu) -> Result<Ceilings> {
     let k = CeilingKernels::new(gpu)?;
-    bench::spin_up(gpu, &[&k.copy], 200.0).await?;
+    bench::warm_up_dispatches(gpu, &[&k.copy], 200.0).await?;
     let t = bench::time_dispatches(gpu, &[&k.copy], 2, 10).await?;
     let copy_gb_per_s = k.copy_gb_per_s(t.median_ms);
     let clock = t.clock.as_str().to_string();
@@ -284,7 +284,7 @@ async fn run_one(
     // A pipeline built before (for another case, or the ceilings) is not timed as a build.
     let built = gpu.has_pipeline(case.family, variant);
     let t0 = Instant::now();
-    let planned = match case.plan(Some(variant)) {
+    let launches = match case.launches(Some(variant)) {
         Ok(p) => p,
         Err(kiln::Error::Shape { .. }) => return Ok(None),
         Err(e) => {
@@ -293,10 +293,10 @@ async fn run_one(
         }
     };
     result.compile_ms = (!built).then(|| t0.elapsed().as_secs_f64() * 1e3);
-    result.bucket = planned.choice.bucket.to_string();
+    result.bucket = launches.choice.bucket.to_string();
 
     // Poison, run everything once, and check against the CPU reference.
-    let err = match case.check(gpu, &planned).await {
+    let err = match case.check(gpu, &launches).await {
         Ok(err) => err,
         Err(e) => {
             result.error = Some(e.to_string());
@@ -313,7 +313,7 @@ async fn run_one(
         return Ok(Some(result));
     }
 
-    let timed: Vec<_> = planned.timed.iter().map(|&i| &planned.all[i]).collect();
+    let timed: Vec<_> = launches.timed.iter().map(|&i| &launches.all[i]).collect();
     let t = bench::time_dispatches(gpu, &timed, options.warmup, options.repeats).await?;
     let gflop = case.flops / t.median_ms / 1e6;
     let gb = case.bytes / t.median_ms / 1e6;

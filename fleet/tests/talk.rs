@@ -240,9 +240,9 @@ fn ceilings_and_race_measure_and_the_stages_name_this_device() {
         names(&talk::ceiling_choices(device).unwrap()),
         names(meter.choices())
     );
-    let plan = talk::RacePlan::new(device).unwrap();
-    assert_eq!(names(&plan.racers), names(&race.plan().racers));
-    assert_eq!(plan.case, race.case);
+    let setup = talk::RaceSetup::new(device).unwrap();
+    assert_eq!(names(&setup.racers), names(&race.setup().racers));
+    assert_eq!(setup.case, race.case);
 }
 
 /// A page without a WebGPU adapter still has the whole walkthrough: the four stages for a
@@ -255,9 +255,9 @@ fn the_walkthrough_needs_no_device() {
 
     let stored = Stored::webgpu_defaults().unwrap();
     let target = Target::Stored(&stored);
-    let plan = talk::RacePlan::new(target).unwrap();
+    let setup = talk::RaceSetup::new(target).unwrap();
     let ceilings = talk::ceiling_choices(target).unwrap();
-    let stages = talk::stages_for(target, &plan, &ceilings).unwrap();
+    let stages = talk::stages_for(target, &setup, &ceilings).unwrap();
     check(&stages).unwrap();
     assert_eq!(stages.len(), 4);
     assert!(
@@ -275,7 +275,7 @@ fn the_walkthrough_needs_no_device() {
         assert_eq!(code.language, "wgsl");
         assert!(code.caption.contains("stored profile"), "{}", code.caption);
     }
-    let view = plan.view(target);
+    let view = setup.view(target);
     assert!(view.racers.len() >= 3 && view.racers.iter().all(|r| r.status == "waiting"));
     assert_eq!(view.racers.iter().filter(|r| r.picked).count(), 1);
     assert!(!view.done && view.fastest.is_none());

@@ -57,16 +57,26 @@ pub struct Variable {
 pub struct Contract {
     pub family: String,
     pub summary: String,
+    /// An elementwise family's op ([`ElementwiseSpec`]): the rest of its contract — name,
+    /// shapes, bindings, variables, derived values — is every elementwise family's, filled in by
+    /// [`Contract::parse`], and its template is the shared `_elementwise.wgsl.jinja`.
+    #[serde(default)]
+    pub elementwise: Option<ElementwiseSpec>,
     /// Pattern the variant names are rendered from.
+    #[serde(default)]
     pub name: String,
     /// Shape rules of a call, in words.
+    #[serde(default)]
     pub shapes: String,
+    #[serde(default)]
     pub bindings: Vec<Binding>,
+    #[serde(default)]
     pub variables: Vec<Variable>,
     /// `[name, expression]` pairs evaluated in order over the variables (and earlier derived
     /// values). `workgroup_size` is required: it is checked against the device limits, and the
     /// template uses the same numbers. (The workgroup memory is not declared: it is naga's
     /// layout of the rendered WGSL, `families/<family>/workgroup_storage.txt`.)
+    #[serde(default)]
     pub derived: Vec<(String, String)>,
     /// Boolean expressions every variant must satisfy.
     #[serde(default)]
@@ -142,6 +152,137 @@ impl Needs {
     }
 }
 
+/// An elementwise op over operands of one shape: one line of WGSL and one CPU function (the
+/// family folder's `cpu.rs`), the launcher, cases and CPU loop being every elementwise family's
+/// (`kiln::elementwise`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ElementwiseSpec {
+    /// The operands' names in binding order (one to three), read as f32.
+    pub operands: Vec<String>,
+    /// The output's name (bound after the operands).
+    pub output: String,
+    /// One element of the output, as a WGSL f32 expression over the operands' names.
+    pub value: String,
+    /// A partial whose `functions()` macro `value` calls (`_gelu.wgsl.jinja`), if any.
+    #[serde(default)]
+    pub functions: Option<String>,
+    /// Floating-point operations per element, for the campaign's rates.
+    pub flops: f64,
+    /// The relative L2 error against the CPU reference allowed in f32: the proof's (small,
+    /// not tile multiples) and the campaign's.
+    pub tolerance: f64,
+    pub campaign_tolerance: f64,
+}
+
+impl ElementwiseSpec {
+    /// The most operands an elementwise family takes (`kiln::elementwise::Scalar`'s arities).
+    pub const MAX_OPERANDS: usize = 3;
+
+    /// The contract every elementwise family shares, for this op: `{dtype}_wg{wg}` variants of
+    /// f32 and f16 (with `shader_f16`) at 64 and 256 threads, the operands bound in order, then
+    /// the output and the element count; the op's strings as derived values the shared
+    /// template reads.
+    fn fill(&self, c: &mut Contract, file: &str) -> Result<()> {
+        let refuse = |detail: String| Error::Parse {
+            what: file.to_string(),
+            detail,
+        };
+        if !(1..=Self::MAX_OPERANDS).contains(&self.operands.len()) {
+            return Err(refuse(format!(
+                "an elementwise op takes 1 to {} operands, not {}",
+                Self::MAX_OPERANDS,
+                self.operands.len()
+            )));
+        }
+        let mut names: Vec<&str> = self.operands.iter().map(String::as_str).collect();
+        names.push(&self.output);
+        for name in &names {
+            let ident = name.starts_with(|ch: char| ch.is_ascii_alphabetic())
+                && name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+            if !ident || matches!(*name, "p" | "i" | "main" | "element") {
+                return Err(refuse(format!("`{name}` cannot name an operand")));
+            }
+        }
+        let strings = [Some(&self.value), self.functions.as_ref()];
+        if strings
+            .into_iter()
+            .flatten()
+            .any(|s| s.contains(['"', '\\', '\n']))
+        {
+            return Err(refuse(
+                "the value and the partial's name hold no quote, backslash or line break".into(),
+            ));
+        }
+        let filled = !c.name.is_empty()
+            || !c.shapes.is_empty()
+            || !c.bindings.is_empty()
+            || !c.variables.is_empty()
+            || !c.derived.is_empty();
+        if filled {
+            return Err(refuse(
+                "an elementwise contract states only its op: its name, shapes, bindings, variables and derived values are every elementwise family's".into(),
+            ));
+        }
+        let first = &self.operands[0];
+        c.name = "{{ dtype }}_wg{{ wg }}".into();
+        c.shapes = format!(
+            "{} of one shape → {} of that shape and dtype; arithmetic is f32.",
+            self.operands.join(", "),
+            self.output
+        );
+        let binding = |name: &str, access: &str, shape: String| Binding {
+            name: name.into(),
+            access: access.into(),
+            shape,
+        };
+        c.bindings = self
+            .operands
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let shape = if i == 0 {
+                    "any".into()
+                } else {
+                    format!("as {first}")
+                };
+                binding(name, "read", shape)
+            })
+            .collect();
+        c.bindings
+            .push(binding(&self.output, "read_write", format!("as {first}")));
+        c.bindings.push(binding("params", "uniform", "n".into()));
+        c.variables = vec![
+            Variable {
+                name: "dtype".into(),
+                values: vec![Param::Str("f32".into()), Param::Str("f16".into())],
+                doc: "element type of the operands and the output".into(),
+                requires: BTreeMap::from([("f16".into(), vec!["shader_f16".into()])]),
+            },
+            Variable {
+                name: "wg".into(),
+                values: vec![Param::Int(64), Param::Int(256)],
+                doc: "threads per workgroup, one element each".into(),
+                requires: BTreeMap::new(),
+            },
+        ];
+        let text = |s: &str| format!("\"{s}\"");
+        c.derived = vec![
+            ("workgroup_size".into(), "[wg]".into()),
+            ("operands".into(), text(&self.operands.join(","))),
+            ("output".into(), text(&self.output)),
+            ("value".into(), text(&self.value)),
+            (
+                "functions".into(),
+                text(self.functions.as_deref().unwrap_or("")),
+            ),
+        ];
+        Ok(())
+    }
+}
+
 /// A named set of experimental designs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -157,10 +298,31 @@ pub struct ExperimentalSet {
 impl Contract {
     /// Parses a contract, checking the parts every family must have.
     pub fn parse(file: &str, text: &str) -> Result<Self> {
-        let contract: Contract = toml::from_str(text).map_err(|e| Error::Parse {
+        let mut contract: Contract = toml::from_str(text).map_err(|e| Error::Parse {
             what: file.to_string(),
             detail: e.to_string(),
         })?;
+        if let Some(spec) = contract.elementwise.clone() {
+            spec.fill(&mut contract, file)?;
+        }
+        let missing: Vec<&str> = [
+            ("name", contract.name.is_empty()),
+            ("shapes", contract.shapes.is_empty()),
+            ("bindings", contract.bindings.is_empty()),
+            ("variables", contract.variables.is_empty()),
+        ]
+        .into_iter()
+        .filter_map(|(field, empty)| empty.then_some(field))
+        .collect();
+        if !missing.is_empty() {
+            return Err(Error::Parse {
+                what: file.to_string(),
+                detail: format!(
+                    "missing {} (or an [elementwise] table, which fills them in)",
+                    missing.join(", ")
+                ),
+            });
+        }
         for required in ["workgroup_size"] {
             if !contract.derived.iter().any(|(name, _)| name == required) {
                 return Err(Error::Parse {

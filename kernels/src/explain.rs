@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::dtype::DType;
+use crate::elementwise::ElementOp;
 use crate::error::Result;
 use crate::families::matmul::{self, Epilogue};
 use crate::ops::attention::FlashCall;
@@ -200,15 +201,16 @@ pub fn sample_picks(sel: &Selector<'_>) -> Vec<Pick> {
                 Err(e) => out.push(finish("flash_decode", text, Err(e))),
             }
         }
-        for family in [
-            "gelu",
-            "gelu_backward",
+        // Every elementwise op, and the other families whose call fixes only the dtype.
+        let simple = [
             "swap_axes",
             "transpose",
             "attention_delta",
             "copy",
             "fma_chain",
-        ] {
+        ];
+        let families = ElementOp::ALL.iter().map(|op| op.family()).chain(simple);
+        for family in families {
             let c = Elementwise {
                 family,
                 dtype,

@@ -6,8 +6,8 @@ use crate::error::Result;
 
 /// How long [`drive`] checks the device in a loop before it blocks in the driver's wait: a
 /// thread woken from that wait may start tens of µs after the GPU is done, a tenth of a short
-/// forward (PERF.md, 2026-12-05, later, where the read-back's wait came down and the wall clock
-/// of a noisy host did not show it). It costs a core this long at most per wait.
+/// forward (kernels/perf/split-sums-in-permutes.md, where the read-back's wait came down and the
+/// wall clock of a noisy host did not show it). It costs a core this long at most per wait.
 #[cfg(not(target_arch = "wasm32"))]
 const SPIN: std::time::Duration = std::time::Duration::from_micros(500);
 
@@ -61,17 +61,4 @@ pub(crate) fn scope_error(
         }
     });
     None
-}
-
-/// What a capture keeps of an op call (`ops::fuse`'s notes): shareable between threads
-/// natively, as the device that holds it is; in the browser, where the device is not, any
-/// value. Read back through [`as_any`](Self::as_any).
-pub(crate) trait Noting: std::any::Any + wgpu::WasmNotSendSync {
-    fn as_any(&self) -> &dyn std::any::Any;
-}
-
-impl<T: std::any::Any + wgpu::WasmNotSendSync> Noting for T {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }

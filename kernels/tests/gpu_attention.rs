@@ -82,7 +82,7 @@ fn check_flash(name: &str, c: &Case, causal: bool, fwd: Option<&str>, bwd: Backw
     assert_lse(&format!("{name} LSE"), &read(&lse), &want.lse);
 
     let g = poisoned_grads(c);
-    let plan = attention::plan_backward(
+    let plan = attention::launch_backward(
         &c.q.0, &c.k.0, &c.v.0, &o, &lse, &c.d_o.0, &g, causal, c.scale, bwd,
     )
     .unwrap();
@@ -553,7 +553,7 @@ fn grouped_query_heads_in_the_backward_pass() {
     let k3 = input(5000, &[2, 3, 16, 64], 1.0, DType::F32);
     let (o, lse) = attention::flash_attention(&c.q.0, &c.k.0, &c.v.0, false, c.scale).unwrap();
     let g = Grads::like(&c.q.0, &k3.0, &k3.0).unwrap();
-    let e = attention::plan_backward(
+    let e = attention::launch_backward(
         &c.q.0,
         &k3.0,
         &k3.0,
@@ -742,7 +742,7 @@ fn routed_backward_every_offered_variant(
             let c = case(seed + 999, 1, 64, 64, d, DType::F32);
             let (o, lse) =
                 attention::flash_attention(&c.q.0, &c.k.0, &c.v.0, causal, c.scale).unwrap();
-            let plan = attention::plan_backward(
+            let plan = attention::launch_backward(
                 &c.q.0,
                 &c.k.0,
                 &c.v.0,
@@ -793,7 +793,7 @@ fn fused_backward_every_offered_variant() {
             fused: Some("f32_d64_k64_q64_fused"),
             ..Default::default()
         };
-        let err = attention::plan_backward(
+        let err = attention::launch_backward(
             &c.q.0,
             &c.k.0,
             &c.v.0,
@@ -940,7 +940,7 @@ fn bad_calls_are_refused() {
         dv: g.dk.clone(),
         ..g
     };
-    let err = attention::plan_backward(
+    let err = attention::launch_backward(
         &c.q.0,
         &c.k.0,
         &c.v.0,

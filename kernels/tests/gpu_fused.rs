@@ -38,7 +38,7 @@ fn matmul_epilogues_every_variant() {
             assert!(vs.len() >= 4, "only {} {name} variants", vs.len());
             for v in &vs {
                 let c = poisoned(&[m, n], dtype);
-                let (d, _) = ops::matmul::plan_with(
+                let (d, _) = ops::matmul::launch_with(
                     &a,
                     &b,
                     &c,
@@ -75,7 +75,7 @@ fn matmul_epilogues_every_variant() {
             _ => cpu::linear_gelu(&a_cpu, &b_cpu, &bias_cpu).unwrap(),
         };
         let c = poisoned(&[48, 80], DType::F16);
-        let (d, _) = ops::matmul::plan_with(
+        let (d, _) = ops::matmul::launch_with(
             &a,
             &b,
             &c,
@@ -136,7 +136,7 @@ fn matmul_at_every_variant_reads_a_transposed() {
             .collect();
         for v in &vs {
             let c = poisoned(&[batch, m, n], dtype);
-            let (d, _) = ops::matmul::plan_with(&a, &b, &c, layout, None, Some(&v.name)).unwrap();
+            let (d, _) = ops::matmul::launch_with(&a, &b, &c, layout, None, Some(&v.name)).unwrap();
             gpu().submit(&[&d]).unwrap();
             assert_close(&v.name, &read(&c), &want.data, tolerance(dtype));
         }
@@ -159,7 +159,7 @@ fn matmul_at_every_variant_reads_a_transposed() {
                 a_trans: true,
                 b_trans: false,
             };
-            let (d, _) = ops::matmul::plan_with(&a, &b, &c, layout, None, Some(&v.name)).unwrap();
+            let (d, _) = ops::matmul::launch_with(&a, &b, &c, layout, None, Some(&v.name)).unwrap();
             gpu().submit(&[&d]).unwrap();
             assert_close(&v.name, &read(&c), &want.data, tolerance(dtype));
         }
@@ -191,7 +191,7 @@ fn layernorm_of_a_residual_sum_every_variant() {
                     poisoned(&[rows, cols], dtype),
                     poisoned(&[rows, cols], dtype),
                 );
-                let (d, _) = ops::layernorm::plan_with(
+                let (d, _) = ops::layernorm::launch_with(
                     &x,
                     Some((&r, &sum)),
                     &g,
@@ -381,9 +381,16 @@ fn split_k_every_route_sums_its_slices() {
                     b_trans,
                 };
                 let epi = (e != Epilogue::None).then_some((bias, e));
-                let plan =
-                    ops::matmul::plan_split_named(a, b_in, &c, layout, epi, Some(4), Some(&named))
-                        .unwrap();
+                let plan = ops::matmul::launch_split_named(
+                    a,
+                    b_in,
+                    &c,
+                    layout,
+                    epi,
+                    Some(4),
+                    Some(&named),
+                )
+                .unwrap();
                 assert_eq!(plan.split.splits, 4, "{named}: {:?}", plan.split);
                 assert_eq!(plan.dispatches.len(), 2);
                 let refs: Vec<&kiln::Dispatch> = plan.dispatches.iter().collect();
@@ -401,7 +408,7 @@ fn split_k_every_route_sums_its_slices() {
     // A slice count K cannot take is clamped: 300 elements make at most 10 slices of 32.
     let (m, n, a, b) = (odd.0, odd.1, &odd.2, &odd.3);
     let c = poisoned(&[batch, m, n], DType::F32);
-    let plan = ops::matmul::plan_split(a, b, &c, Layout::default(), None, Some(99)).unwrap();
+    let plan = ops::matmul::launch_split(a, b, &c, Layout::default(), None, Some(99)).unwrap();
     assert!(plan.split.splits <= 10 && plan.split.splits * plan.split.k_split >= k);
     println!("split K: {checked} cases over {} routes", routes.len());
 }
@@ -446,7 +453,7 @@ fn residual_norm_fold(n: usize) {
             let c = Tensor::full(&g, &[m, n], f32::NAN, DType::F32).unwrap();
             let epi = with_bias.then_some((&bias, Epilogue::Bias));
             let plan =
-                ops::matmul::plan_split(&a, &w, &c, Layout::default(), epi, Some(3)).unwrap();
+                ops::matmul::launch_split(&a, &w, &c, Layout::default(), epi, Some(3)).unwrap();
             assert_eq!(plan.dispatches.len(), 2, "{:?}", plan.split);
             let refs: Vec<&kiln::Dispatch> = plan.dispatches.iter().collect();
             g.flush().unwrap();
@@ -488,7 +495,7 @@ fn residual_norm_fold(n: usize) {
     let (plan, (s, y)) = g
         .capture(|| {
             let epi = Some((&bias, Epilogue::Bias));
-            let p = ops::matmul::plan_split(&a, &w, &c, Layout::default(), epi, Some(3))?;
+            let p = ops::matmul::launch_split(&a, &w, &c, Layout::default(), epi, Some(3))?;
             g.record(&p.dispatches.iter().collect::<Vec<_>>())?;
             ops::add_layernorm(&c, &r, &gamma, &beta, eps)
         })
@@ -525,7 +532,7 @@ fn a_split_sum_folds_into_the_split_into_heads_that_reads_it() {
             let c = Tensor::full(&g, &[m, 3 * heads * d], f32::NAN, DType::F32).unwrap();
             let epi = with_bias.then_some((&bias, Epilogue::Bias));
             let plan =
-                ops::matmul::plan_split(&a, &w, &c, Layout::default(), epi, Some(3)).unwrap();
+                ops::matmul::launch_split(&a, &w, &c, Layout::default(), epi, Some(3)).unwrap();
             assert_eq!(plan.dispatches.len(), 2, "{:?}", plan.split);
             g.flush().unwrap();
             let before = g.counters();
@@ -562,7 +569,7 @@ fn a_split_sum_folds_into_the_split_into_heads_that_reads_it() {
     let (plan, parts) = g
         .capture(|| {
             let epi = Some((&bias, Epilogue::Bias));
-            let p = ops::matmul::plan_split(&a, &w, &c, Layout::default(), epi, Some(3))?;
+            let p = ops::matmul::launch_split(&a, &w, &c, Layout::default(), epi, Some(3))?;
             g.record(&p.dispatches.iter().collect::<Vec<_>>())?;
             path.split_heads_qkv(&c, heads)
         })
@@ -602,7 +609,7 @@ fn a_split_sum_folds_into_the_swap_of_axes_that_reads_it() {
             b_trans: true,
             ..Layout::default()
         };
-        let plan = ops::matmul::plan_split(&a, &w, &c, layout, None, Some(3)).unwrap();
+        let plan = ops::matmul::launch_split(&a, &w, &c, layout, None, Some(3)).unwrap();
         assert_eq!(plan.dispatches.len(), 2, "{:?}", plan.split);
         g.flush().unwrap();
         let before = g.counters();
@@ -864,7 +871,7 @@ fn a_split_sum_folds_into_the_norm_backward_that_reads_it() {
         .unwrap();
         let run = |between: bool| {
             let dy = Tensor::full(&g, &[m, n], f32::NAN, DType::F32).unwrap();
-            let plan = ops::matmul::plan_split(&a, &w, &dy, bt, None, Some(3)).unwrap();
+            let plan = ops::matmul::launch_split(&a, &w, &dy, bt, None, Some(3)).unwrap();
             assert_eq!(plan.dispatches.len(), 2, "{:?}", plan.split);
             g.flush().unwrap();
             let before = g.counters();
@@ -980,12 +987,12 @@ fn weight_gradient_sums_fold_into_the_optimiser_step() {
             b_trans: false,
         };
         for (i, x, dy) in [(0, &x0, &dy0), (2, &x2, &dy2)] {
-            let cut = ops::matmul::plan_split(x, dy, &grads[i], at, None, Some(3))?;
+            let cut = ops::matmul::launch_split(x, dy, &grads[i], at, None, Some(3))?;
             assert_eq!(cut.dispatches.len(), 2, "{:?}", cut.split);
             g.record(&cut.dispatches.iter().collect::<Vec<_>>())?;
         }
         if read_between {
-            let (copy, _) = kiln::families::copy::plan(&grads[0], &seen, None)?;
+            let (copy, _) = kiln::families::copy::launch(&grads[0], &seen, None)?;
             g.record(&[&copy])?;
         }
         b.adamw_together(p, &grads, m, v, &h, &corrections)

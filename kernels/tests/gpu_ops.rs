@@ -123,7 +123,7 @@ fn matmul_whole_vector_variants_on_tiles_that_overhang() {
                     b_trans,
                 };
                 let (d, _) =
-                    ops::matmul::plan_with(&a, b_in, &c, layout, None, Some(&v.name)).unwrap();
+                    ops::matmul::launch_with(&a, b_in, &c, layout, None, Some(&v.name)).unwrap();
                 gpu().submit(&[&d]).unwrap();
                 let what = format!("matmul {} b_trans={b_trans}", v.name);
                 assert_close(&what, &read(&c), &want.data, tolerance(dtype));
@@ -161,7 +161,7 @@ fn matmul_bt_every_variant_reads_b_transposed() {
             .filter(|v| fits(v, &dims).unwrap())
         {
             let c = poisoned(&[batch, m, n], dtype);
-            let (dispatch, _) = ops::matmul::plan_bt(&a, &b, &c, Some(&v.name)).unwrap();
+            let (dispatch, _) = ops::matmul::launch_bt(&a, &b, &c, Some(&v.name)).unwrap();
             gpu().submit(&[&dispatch]).unwrap();
             assert_close(
                 &format!("matmul_bt {} {batch}x{m}x{k}x{n}", v.name),
@@ -409,7 +409,7 @@ fn benchmark_timing_reports_the_clock_and_sane_numbers() {
     let (a, _) = input(900, &[64, 64], DType::F32);
     let (b, _) = input(901, &[64, 64], DType::F32);
     let c = poisoned(&[64, 64], DType::F32);
-    let (dispatch, _) = ops::matmul::plan(&a, &b, &c, None).unwrap();
+    let (dispatch, _) = ops::matmul::launch(&a, &b, &c, None).unwrap();
     let t = pollster::block_on(kiln::bench::time_dispatches(gpu(), &[&dispatch], 1, 5)).unwrap();
     let expected = if gpu().profile().features.timestamp_query {
         kiln::bench::Clock::GpuTimestamps
@@ -497,13 +497,13 @@ fn ceiling_kernels_every_variant() {
     let want = cpu::fma_chain(&xa, 37, 0.999, 0.001).unwrap();
     for v in variants("copy", DType::F32) {
         let y = poisoned(&[n], DType::F32);
-        let (d, _) = ops::copy::plan(&x, &y, Some(&v.name)).unwrap();
+        let (d, _) = ops::copy::launch(&x, &y, Some(&v.name)).unwrap();
         gpu().submit(&[&d]).unwrap();
         assert_close(&format!("copy {}", v.name), &read(&y), &xa.data, 0.0);
     }
     for v in variants("fma_chain", DType::F32) {
         let y = poisoned(&[n], DType::F32);
-        let (d, _) = ops::fma_chain::plan(&x, &y, 37, 0.999, 0.001, Some(&v.name)).unwrap();
+        let (d, _) = ops::fma_chain::launch(&x, &y, 37, 0.999, 0.001, Some(&v.name)).unwrap();
         gpu().submit(&[&d]).unwrap();
         assert_close(
             &format!("fma_chain {}", v.name),
@@ -514,6 +514,6 @@ fn ceiling_kernels_every_variant() {
     }
     let (odd, _) = input(32, &[n - 2], DType::F32);
     let y = poisoned(&[n - 2], DType::F32);
-    assert!(ops::copy::plan(&odd, &y, None).is_err());
-    assert!(ops::fma_chain::plan(&odd, &y, 1, 1.0, 0.0, None).is_err());
+    assert!(ops::copy::launch(&odd, &y, None).is_err());
+    assert!(ops::fma_chain::launch(&odd, &y, 1, 1.0, 0.0, None).is_err());
 }

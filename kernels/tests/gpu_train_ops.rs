@@ -92,9 +92,9 @@ fn layernorm_backward_every_variant_of_both_kernels() {
                 params: Some(&cv.name),
             };
             let plan = if adds {
-                ops::layernorm_backward::plan_add(&x, &g, &dy, &acc, &dx, &dg, &db, 1e-5, named)
+                ops::layernorm_backward::launch_add(&x, &g, &dy, &acc, &dx, &dg, &db, 1e-5, named)
             } else {
-                ops::layernorm_backward::plan(&x, &g, &dy, &dx, &dg, &db, 1e-5, named)
+                ops::layernorm_backward::launch(&x, &g, &dy, &dx, &dg, &db, 1e-5, named)
             }
             .unwrap();
             let refs: Vec<&kiln::Dispatch> = plan.dispatches.iter().collect();
@@ -388,7 +388,7 @@ fn adamw_table_every_variant_over_several_steps() {
             let h = table_hypers(&p, step);
             let corrections = ops::bias_corrections(gpu(), &h[0]).unwrap();
             let (launch, _) =
-                ops::adamw_table::plan(&p, &g, &m, &vv, &h, &corrections, Some(&v.name)).unwrap();
+                ops::adamw_table::launch(&p, &g, &m, &vv, &h, &corrections, Some(&v.name)).unwrap();
             gpu().record(&[&launch]).unwrap();
             for i in 0..p.len() {
                 cpu::adamw(

@@ -1,7 +1,7 @@
 //! The selector's picks for the sample calls (`kiln::explain`) on every stored profile, pinned
-//! in `tests/snapshots/picks.txt`: the rules' branches for hardware GPUs, cooperative matrices and
-//! browsers run here without those devices, and a change to a rule or the tuned table shows up as
-//! a diff to review. `KILN_UPDATE_SNAPSHOTS=1` rewrites the file.
+//! in each family's `snapshot.txt` (`[picks]`): the rules' branches for hardware GPUs,
+//! cooperative matrices and browsers run here without those devices, and a change to a rule or
+//! the tuned table shows up as a diff to review. `KILN_UPDATE_SNAPSHOTS=1` rewrites the sections.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -10,15 +10,15 @@ use kiln::Registry;
 use kiln::device::stored_profiles;
 use kiln::select::{Selector, TunedTable};
 
-fn current() -> String {
+/// Each family's picks on every stored profile, as its `[picks]` section reads.
+fn current() -> std::collections::BTreeMap<String, String> {
     let registry = Registry::builtin().unwrap();
     let tuned = TunedTable::builtin().unwrap();
-    let mut out = String::new();
+    let mut out = std::collections::BTreeMap::<String, String>::new();
     for (name, profile) in stored_profiles().unwrap() {
-        out.push_str(&format!("## {name}\n"));
         for p in kiln::explain::sample_picks(&Selector::new(&registry, &profile, &tuned)) {
-            out.push_str(&p.line());
-            out.push('\n');
+            let section = out.entry(p.family.clone()).or_default();
+            section.push_str(&format!("{name:<20} {}\n", p.line()));
         }
     }
     out
@@ -27,25 +27,24 @@ fn current() -> String {
 #[test]
 fn the_picks_for_sample_calls_on_every_stored_profile_are_as_pinned() {
     let now = current();
-    common::check_snapshot("picks.txt", &now);
-    // Every stored profile gets a variant for the plain f32 calls.
-    for section in now.split("## ").skip(1) {
-        let name = section.lines().next().unwrap_or("");
-        for line in section
-            .lines()
-            .filter(|l| l.starts_with("matmul ") && l.contains(" f32 "))
-        {
-            assert!(!line.contains("→ none"), "{name}: {line}");
-        }
+    let registry = Registry::builtin().unwrap();
+    for contract in registry.contracts() {
+        let section = now.get(&contract.family).cloned().unwrap_or_default();
+        common::check_family_snapshot(&contract.family, "picks", &section);
+    }
+    // Every stored profile gets a variant for the plain f32 products.
+    for line in now["matmul"].lines().filter(|l| l.contains(" f32 ")) {
+        assert!(!line.contains("→ none"), "{line}");
     }
 }
 
 /// The rule at the Mega step's products on the stored H200 profile (the H100 is of its class):
 /// an f32 product of ≥ 2¹⁹ outputs and K ≥ 1536 keeps the 128 tile and has K cut into a power
-/// of two of slices (3 slices of 2048 measured slower than 2 and 8 on the H200, kernels/PERF.md
-/// 2026-12-05); a smaller one at K 2048 is cut in two (whole 1.7× slower on the H100,
-/// 2026-12-06); a short K is not cut, and one to two rounds of 128 square 128 tiles become 128 ×
-/// 64 tiles with K slices of 8 (H100, 2026-12-06).
+/// of two of slices (3 slices of 2048 measured slower than 2 and 8 on the H200,
+/// kernels/perf/embedding-under-cuda-graph.md); a smaller one at K 2048 is cut in two (whole 1.7×
+/// slower on the H100, kernels/perf/mega-products-tall-tiles.md); a short K is not cut, and one
+/// to two rounds of 128 square 128 tiles become 128 × 64 tiles with K slices of 8 (H100,
+/// kernels/perf/mega-products-tall-tiles.md).
 #[test]
 fn the_mega_steps_products_take_the_measured_tiles_and_cuts() {
     for (m, n, k, a_trans, tile, splits) in [
@@ -64,10 +63,10 @@ fn the_mega_steps_products_take_the_measured_tiles_and_cuts() {
 }
 
 /// Below the long-K products and K 2048 the H200 cuts K only where that makes three slices or
-/// more: a cut in two cost its sum's launch for what it saved (PERF.md, 2026-12-05, later). The Medium
-/// step's forward Q/K/V product stays whole; its weight gradients and its input gradients
-/// through the MLP and the Q/K/V projection are cut (their sums go into the norm's backward:
-/// `reduce_layernorm_backward`).
+/// more: a cut in two cost its sum's launch for what it saved
+/// (kernels/perf/split-sums-in-permutes.md). The Medium step's forward Q/K/V product stays whole;
+/// its weight gradients and its input gradients through the MLP and the Q/K/V projection are cut
+/// (their sums go into the norm's backward: `reduce_layernorm_backward`).
 #[test]
 fn small_products_on_the_h200_are_cut_in_three_or_more_or_not_at_all() {
     for (m, n, k, a_trans, b_trans, splits) in [
@@ -84,7 +83,7 @@ fn small_products_on_the_h200_are_cut_in_three_or_more_or_not_at_all() {
     }
 }
 
-/// The Medium step's products whose next op `matmul::fold` writes from the product's launch
+/// The Medium step's products whose next op `kiln::fusion` writes from the product's launch
 /// (the MLP's gelu and gelu backward, Q/K/V and dO into heads) are whole on the H200 and their
 /// designs have the two-output epilogues: the step loses those sixteen launches there too.
 #[test]

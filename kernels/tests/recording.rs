@@ -308,7 +308,7 @@ fn a_plan_that_reads_only_the_result_runs_attention_as_one_flash_launch() {
     let (want, want_p) = attend(&kiln::CpuBackend::plain(), [&qa, &ka, &va, &ra]).unwrap();
     let path = kiln::GpuBackend { gpu: gpu.clone() };
     // Only the sum is read: scores, softmax and weighted values are one flash launch.
-    let (plan, (out, _), fused) = ops::capture_reading(
+    let (plan, (out, _), fused) = kiln::fusion::capture_reading(
         gpu,
         || attend(&path, [&q, &k, &v, &r]),
         |(out, _)| vec![out.clone()],
@@ -320,7 +320,7 @@ fn a_plan_that_reads_only_the_result_runs_attention_as_one_flash_launch() {
     assert_close("fused attention", &read(&out), &want.data, 5e-7);
 
     // The weights read too (a heatmap): nothing is fused, and both are right.
-    let (plan, (out, p), fused) = ops::capture_reading(
+    let (plan, (out, p), fused) = kiln::fusion::capture_reading(
         gpu,
         || attend(&path, [&q, &k, &v, &r]),
         |(out, p)| vec![out.clone(), p.clone()],
@@ -352,7 +352,7 @@ fn a_fused_attention_chain_writes_the_merged_heads_itself() {
     let (want, want_o) = merged(&kiln::CpuBackend::plain(), [&qa, &ka, &va]).unwrap();
     let path = kiln::GpuBackend { gpu: gpu.clone() };
     for read_o in [false, true] {
-        let (plan, (rows, o), fused) = ops::capture_reading(
+        let (plan, (rows, o), fused) = kiln::fusion::capture_reading(
             gpu,
             || merged(&path, [&q, &k, &v]),
             |(rows, o)| match read_o {
@@ -420,9 +420,9 @@ fn a_plan_that_reads_only_the_norm_runs_the_feed_forward_block_as_two_launches()
     let (want, want_h) = feed_forward(&kiln::CpuBackend::plain(), all(&cpu_in)).unwrap();
     let path = kiln::GpuBackend { gpu: gpu.clone() };
     for read_h in [false, true] {
-        let (plan, (out, h), fused) = ops::capture_reading_with(
+        let (plan, (out, h), fused) = kiln::fusion::capture_reading_with(
             gpu,
-            ops::Rewrites { feed_forward: true },
+            kiln::fusion::Rewrites { feed_forward: true },
             || feed_forward(&path, all(&gpu_in)),
             |(out, h)| match read_h {
                 false => vec![out.clone()],
@@ -445,7 +445,7 @@ fn a_plan_that_reads_only_the_norm_runs_the_feed_forward_block_as_two_launches()
             assert_close("the hidden layer", &read(&h), &want_h.data, 1e-6);
         }
     }
-    let (plan, out, fused) = ops::capture_reading(
+    let (plan, out, fused) = kiln::fusion::capture_reading(
         gpu,
         || feed_forward(&path, all(&gpu_in)),
         |(out, _)| vec![out.clone()],

@@ -49,96 +49,37 @@ fn every_variant_renders_and_validates_on_every_stored_profile() {
     println!("{grand_total} (profile, variant) pairs validated in all");
 }
 
-/// The number of variants each stored profile is offered, per family, pinned in
-/// `tests/snapshots/offered.txt`: a change to a contract's matrix or its `when` rules shows up as
-/// a diff to review (every offered variant is rendered and validated by the test above).
+/// The number of variants each stored profile is offered of each family, pinned in the
+/// family's `snapshot.txt` (`[offered]`): a change to a contract's matrix or its `when` rules
+/// shows up as a diff to review (every offered variant is rendered and validated by the test
+/// above). Per stored profile (and so per tier): the variants its tier offers outright (the
+/// headline: the rule's candidates and the campaign's default set) and the experimental designs
+/// it can also run.
 #[test]
 fn offered_counts_per_profile_are_as_pinned() {
-    // Per stored profile (and so per tier): the variants its tier offers outright (the headline:
-    // the rule's candidates and the campaign's default set) and the experimental designs it can
-    // also run. kernels/README.md's table shows the same numbers.
     let registry = Registry::builtin().unwrap();
     let profiles = stored_profiles().unwrap();
-    let mut now = String::new();
-    let mut table = format!(
-        "| family | {} | variants |\n|---|{}---|\n",
-        profiles
-            .iter()
-            .map(|(name, p)| format!("{name} ({})", p.tier()))
-            .collect::<Vec<_>>()
-            .join(" | "),
-        "---|".repeat(profiles.len())
-    );
-    // (core, experimental) of a family on a profile.
-    let offered = |family: &str, profile: &DeviceProfile| {
-        let fits: Vec<_> = registry
-            .variants(family)
-            .unwrap()
-            .iter()
-            .filter(|v| unsupported_reason(v, profile).is_none())
-            .collect();
-        let experimental = fits
-            .iter()
-            .filter(|v| v.experimental_on(profile.tier()).is_some())
-            .count();
-        (fits.len() - experimental, experimental)
-    };
-    let cell = |(core, experimental): (usize, usize)| {
-        if experimental == 0 {
-            core.to_string()
-        } else {
-            format!("{core} (+{experimental})")
-        }
-    };
-    for (name, profile) in &profiles {
-        let (mut core, mut experimental) = (0, 0);
-        let mut lines = Vec::new();
-        for contract in registry.contracts() {
-            let (c, e) = offered(&contract.family, profile);
-            let all = registry.variants(&contract.family).unwrap().len();
-            lines.push(format!(
-                "{} {c} + {e} experimental of {all}",
-                contract.family
-            ));
-            core += c;
-            experimental += e;
-        }
-        now.push_str(&format!(
-            "## {name} ({}): {core} offered + {experimental} experimental\n",
-            profile.tier()
-        ));
-        for l in lines {
-            now.push_str(&l);
-            now.push('\n');
-        }
-    }
-    let mut totals = vec![(0, 0); profiles.len()];
-    let mut all_total = 0;
     for contract in registry.contracts() {
-        let all = registry.variants(&contract.family).unwrap().len();
-        let counts: Vec<(usize, usize)> = profiles
-            .iter()
-            .map(|(_, p)| offered(&contract.family, p))
-            .collect();
-        for (t, c) in totals.iter_mut().zip(&counts) {
-            t.0 += c.0;
-            t.1 += c.1;
+        let all = registry.variants(&contract.family).unwrap();
+        let mut now = String::new();
+        for (name, profile) in &profiles {
+            let fits: Vec<_> = all
+                .iter()
+                .filter(|v| unsupported_reason(v, profile).is_none())
+                .collect();
+            let experimental = fits
+                .iter()
+                .filter(|v| v.experimental_on(profile.tier()).is_some())
+                .count();
+            now.push_str(&format!(
+                "{name} ({}): {} + {experimental} experimental of {}\n",
+                profile.tier(),
+                fits.len() - experimental,
+                all.len()
+            ));
         }
-        all_total += all;
-        let cells: Vec<String> = counts.iter().map(|&c| cell(c)).collect();
-        table.push_str(&format!(
-            "| `{}` | {} | {all} |\n",
-            contract.family,
-            cells.join(" | ")
-        ));
+        common::check_family_snapshot(&contract.family, "offered", &now);
     }
-    let cells: Vec<String> = totals.iter().map(|&t| format!("**{}**", cell(t))).collect();
-    table.push_str(&format!(
-        "| all | {} | **{all_total}** |\n",
-        cells.join(" | ")
-    ));
-    common::check_snapshot("offered.txt", &now);
-    common::check_generated_block("README.md", "offered", &table);
 }
 
 #[test]

@@ -7,11 +7,11 @@
 The driver's disk cache (driver 580) holds zstd frames; the large ones are `NVDA` containers, one
 per pipeline, with the NVVM IR and the machine code. The container's layout is not documented;
 what this script reads of it was found by looking and checked against the disassembly
-(kernels/PERF.md, 2026-12-02): a table at byte 0x48 whose first entry is (id, size, offset) of
-the code, the instructions starting 8 bytes into it; and, in the 8 bytes before the code, two
-32-bit words: the register count (three more than the highest register the disassembly names,
-in each of six pipelines read) and 255, the most a thread may have. Treat both as observations,
-not a format.
+(kernels/perf/flash-driver-registers.md): a table at byte 0x48 whose first entry is (id, size,
+offset) of the code, the instructions starting 8 bytes into it; and, in the 8 bytes before the
+code, two 32-bit words: the register count (three more than the highest register the
+disassembly names, in each of six pipelines read) and 255, the most a thread may have. Treat
+both as observations, not a format.
 
 For each container: OUT_DIR/pipeline-N.sass (when nvdisasm is given or on PATH: it comes with
 the CUDA toolkit, and with Triton's wheel) and one summary line: registers, instruction count,

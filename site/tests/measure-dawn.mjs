@@ -164,8 +164,8 @@ async function transformers() {
 
 // Brings the GPU's clocks up before a side is timed: a forward of either side leaves the GPU
 // mostly idle, and an H200 at low load stays at low clocks for seconds. Two seconds of kiln's
-// bench::heat through the module's export (the clocks are the chip's, whichever device).
-const heat = () => module.heat(2000);
+// bench::warm_up_clocks through the module's export (the clocks are the chip's, whichever device).
+const heat = () => module.warm_up_clocks(2000);
 
 async function compare() {
   const q = new URLSearchParams(query);

@@ -26,12 +26,12 @@ pub struct Loaded {
     pub model: Model,
     pub tokenizer: Tokenizer,
     pub gpu_weights: Weights<Tensor>,
-    plans: RefCell<Vec<Rc<Planned>>>,
+    plans: RefCell<Vec<Rc<ForwardPlan>>>,
     embeds: RefCell<Vec<Rc<Embedding>>>,
 }
 
 /// A forward pass captured for one token count as an embedding call runs it: only the last
-/// hidden state is read, so what lies between may be fused (`kiln::ops::capture_reading`: each
+/// hidden state is read, so what lies between may be fused (`kiln::fusion::capture_reading`: each
 /// layer's scores, softmax and weighted values one flash launch where the kernels take its head
 /// size).
 #[derive(Debug)]
@@ -42,13 +42,13 @@ pub struct Embedding {
     /// The last hidden state of the newest replay (read after replaying).
     pub last: Tensor,
     /// What the capture fused.
-    pub fused: kiln::ops::Fused,
+    pub fused: kiln::fusion::Fused,
 }
 
 /// A forward pass captured for one token count: the word rows it reads, rewritten before each
 /// replay (the position and type rows depend on the count alone), and its results.
 #[derive(Debug)]
-pub struct Planned {
+pub struct ForwardPlan {
     pub plan: Plan,
     tokens: usize,
     word: Tensor,
@@ -101,7 +101,11 @@ impl Loaded {
     /// first use): the same kernels as [`gpu_forward`](Self::gpu_forward), without selecting,
     /// allocating or binding anything per call. The results are in the returned plan's
     /// `forward` once read; the next replay at this count overwrites them.
-    pub fn gpu_forward_planned(&self, gpu: &Gpu, ids: &[u32]) -> Result<Rc<Planned>, ModelError> {
+    pub fn gpu_forward_planned(
+        &self,
+        gpu: &Gpu,
+        ids: &[u32],
+    ) -> Result<Rc<ForwardPlan>, ModelError> {
         self.replay_cached(
             &self.plans,
             gpu,
@@ -113,7 +117,7 @@ impl Loaded {
                     encoder::forward(&path, &rows, &self.gpu_weights, self.heads(), self.eps())
                 })?;
                 let [word, ..] = rows;
-                Ok(Planned {
+                Ok(ForwardPlan {
                     plan,
                     tokens: word.shape()[0],
                     word,
@@ -140,7 +144,7 @@ impl Loaded {
             |p| (&p.plan, p.tokens, &p.word),
             |rows| {
                 let path = kiln::GpuBackend { gpu: gpu.clone() };
-                let (plan, forward, fused) = kiln::ops::capture_reading(
+                let (plan, forward, fused) = kiln::fusion::capture_reading(
                     gpu,
                     || encoder::forward(&path, &rows, &self.gpu_weights, self.heads(), self.eps()),
                     |f| f.hidden.last().cloned().into_iter().collect(),

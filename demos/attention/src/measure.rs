@@ -122,10 +122,10 @@ pub(crate) async fn bench_report(gpu: &Gpu, options: &Options) -> kiln::Result<B
     let tokens = loaded.tokenizer.encode(&text, max).map_err(model_error)?;
     // The GPU first, its clocks brought up (a forward leaves it idle between submissions, so
     // it can time steadily at low clocks), before the long CPU phase; then where its time goes.
-    bench::heat(gpu, 500.0).await?;
+    bench::warm_up_clocks(gpu, 500.0).await?;
     let warm = bench::warm_up_budget_ms(gpu, 3000.0);
     let (g, c) = time_paths(gpu, &loaded, &tokens.ids, options.frames, warm, 30.0).await?;
-    bench::heat(gpu, 300.0).await?;
+    bench::warm_up_clocks(gpu, 300.0).await?;
     bench::warm_up(
         async || gpu_forward_read(gpu, &loaded, &tokens.ids).await,
         bench::warm_up_budget_ms(gpu, 1000.0),

@@ -1,7 +1,7 @@
 //! The walkthrough's stages: the kernels one forward pass runs, chosen for a target as the ops
 //! choose them, and the ten stages that show them.
 
-use kiln_app::kiln::choices::Made;
+use kiln_app::kiln::choices::CallLaunches;
 use kiln_app::kiln::cpu::Array;
 use kiln_app::kiln::{self, Backend, Choice, ChoiceBackend};
 use kiln_app::talk::{Code, Stage, Target};
@@ -30,7 +30,11 @@ const ROLES: [(&str, &str, usize); 10] = [
 /// kernels each launches: the model's own code (`encoder::forward`) run plan-only for `target`,
 /// so the choices are the ops' own, from the shapes alone — for the device in hand, or for a
 /// stored profile where the page has no WebGPU adapter.
-pub fn forward_calls(target: Target<'_>, model: &Model, tokens: usize) -> kiln::Result<Vec<Made>> {
+pub fn forward_calls(
+    target: Target<'_>,
+    model: &Model,
+    tokens: usize,
+) -> kiln::Result<Vec<CallLaunches>> {
     let plan = ChoiceBackend::new(target.selector());
     let (n, d) = (tokens.max(1), model.config.hidden_size);
     let shaped =
@@ -191,4 +195,93 @@ pub fn stages(
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::load::{DEFAULT_TEXT, cpu_forward, encode};
+    use crate::tokenizer::Tokenizer;
+    use crate::walkthrough::{Scene, Trace};
+    use kiln_app::talk::{self, Stored};
+
+    /// A page without a WebGPU adapter shows the whole walkthrough: every stage's words and
+    /// code (the kernels rendered for a stored profile) and every stage's visual drawn from a
+    /// CPU forward pass.
+    #[test]
+    fn the_walkthrough_needs_no_device() {
+        let model = Model::synthetic().unwrap();
+        let tokenizer = Tokenizer::new(&model.vocab).unwrap();
+        let tokens = encode(&model, &tokenizer, DEFAULT_TEXT).unwrap();
+        let stored = Stored::webgpu_defaults().unwrap();
+        let target = Target::Stored(&stored);
+        let kernels = kernel_choices(target, &model, tokens.ids.len()).unwrap();
+        let list = stages(target, &kernels, model.synthetic);
+        talk::check(&list).unwrap();
+        assert_eq!(list.len(), walkthrough::TITLES.len());
+        // Synthetic weights are named where the narration reads meaning into them.
+        assert!(list[6].text.contains("synthetic"), "{}", list[6].text);
+        let real = stages(target, &kernels, false);
+        assert!(real.iter().all(|s| !s.text.contains("synthetic")));
+        for s in &list {
+            let code = s.code.as_ref().expect("every stage shows code");
+            if code.language == "wgsl" {
+                assert!(code.caption.contains("stored profile"), "{}", code.caption);
+            }
+        }
+        let wgsl = list
+            .iter()
+            .filter(|s| s.code.as_ref().is_some_and(|c| c.language == "wgsl"))
+            .count();
+        assert_eq!(
+            wgsl, 4,
+            "layer norm, scores, softmax and the residual show kernels"
+        );
+        let f = cpu_forward(&model, &tokens.ids).unwrap();
+        let trace = Trace::from_cpu(&f, 0).expect("layer 0 is traced");
+        for stage in 0..list.len() {
+            let scene = Scene {
+                text: DEFAULT_TEXT,
+                tokens: &tokens.tokens,
+                ids: &tokens.ids,
+                trace: Some(&trace),
+                layers: model.config.num_hidden_layers,
+                head: 0,
+                vocab: model.config.vocab_size,
+                hidden: model.config.hidden_size,
+                path: "CPU",
+                synthetic: model.synthetic,
+                time: 1.0,
+            };
+            let img = walkthrough::draw(stage, &scene);
+            let distinct: std::collections::HashSet<u32> = img.pixels.iter().copied().collect();
+            assert!(
+                distinct.len() > 8,
+                "stage {}: a near-blank picture",
+                stage + 1
+            );
+        }
+    }
+
+    /// Where the projection writes Q, K and V into heads itself (the browser's SwiftShader
+    /// profile: the tiled route, which has the two-output forms), the split's stage shows the
+    /// projection's launch, and every role still has a kernel.
+    #[test]
+    fn a_split_folded_into_the_projection_shows_the_projections_kernel() {
+        let model = Model::synthetic().unwrap();
+        let tokenizer = Tokenizer::new(&model.vocab).unwrap();
+        let tokens = encode(&model, &tokenizer, DEFAULT_TEXT).unwrap();
+        let stored = Stored::profile("chromium-swiftshader").unwrap();
+        let kernels = kernel_choices(Target::Stored(&stored), &model, tokens.ids.len()).unwrap();
+        let name = |role: &str| {
+            let (_, c) = kernels.iter().find(|(r, _)| *r == role).unwrap();
+            format!("{}/{}", c.variant.family, c.variant.name)
+        };
+        assert!(
+            name("split heads").ends_with("_bias_and_heads"),
+            "{kernels:?}"
+        );
+        assert_eq!(name("split heads"), name("projection"));
+    }
 }

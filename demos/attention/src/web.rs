@@ -5,7 +5,7 @@
 //! rendered for a stored profile. Also the Kiln side of the page's comparison with
 //! transformers.js: one sentence embedded on the GPU path, timed.
 
-use attention::demo::{token_summary, view_notes};
+use attention::captions::{token_summary, view_notes};
 use attention::heatmap::{self, Labels};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -65,12 +65,12 @@ pub async fn embed_timed(text: String, runs: usize) -> Result<String, JsValue> {
     .to_string())
 }
 
-/// Keeps the page's GPU busy for `ms` (kiln's `bench::heat`; nothing on a software adapter), so
-/// that a measurement script times it at its clocks (site/tests/measure-dawn.mjs).
+/// Keeps the page's GPU busy for `ms` (kiln's `bench::warm_up_clocks`; nothing on a software
+/// adapter), so that a measurement script times it at its clocks (site/tests/measure-dawn.mjs).
 #[wasm_bindgen]
-pub async fn heat(ms: f64) -> Result<(), JsValue> {
+pub async fn warm_up_clocks(ms: f64) -> Result<(), JsValue> {
     let gpu = page_gpu().await?;
-    kiln_app::kiln::bench::heat(&gpu, ms)
+    kiln_app::kiln::bench::warm_up_clocks(&gpu, ms)
         .await
         .map_err(js_value)
 }
@@ -81,7 +81,7 @@ pub async fn heat(ms: f64) -> Result<(), JsValue> {
 pub struct CpuAttention {
     model: Model,
     tokenizer: Tokenizer,
-    /// The tokens of the text drawn last, in a few lines (demo::token_summary).
+    /// The tokens of the text drawn last, in a few lines (captions::token_summary).
     tokens: String,
     /// How the last heatmap's labels were drawn.
     labels: Option<Labels>,

@@ -195,7 +195,7 @@ async fn sample(
         // brought up before each timed run (a decoding loop leaves the GPU idle between its
         // short passes, so it does not raise them itself).
         generate::generate(&b, c, &p, &ids, count.min(4), temperature, seed).await?;
-        bench::heat(&b.gpu, 500.0).await?;
+        bench::warm_up_clocks(&b.gpu, 500.0).await?;
         let run = generate::generate(&b, c, &p, &ids, count, temperature, seed).await?;
         if each_call {
             // The slower ways on the same work: what replaying one pass per token (at
@@ -208,7 +208,7 @@ async fn sample(
             };
             let mut rates = Vec::new();
             for &way in ways {
-                bench::heat(&b.gpu, 500.0).await?;
+                bench::warm_up_clocks(&b.gpu, 500.0).await?;
                 let other =
                     generate::generate_as(&b, c, &p, &ids, count, temperature, seed, way).await?;
                 if other.tokens != run.tokens {

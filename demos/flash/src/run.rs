@@ -106,7 +106,7 @@ pub async fn compare(
             &setup.start,
         )?;
         let corpus = &setup.corpus;
-        bench::heat(gpu, 500.0).await?;
+        bench::warm_up_clocks(gpu, 500.0).await?;
         let budget = bench::warm_up_budget_ms(gpu, 2000.0);
         bench::warm_up(async || warm.step(corpus).await.map(|_| ()), budget).await?;
         let runs = if gpu.profile().is_software() { 2 } else { 10 };
@@ -120,7 +120,7 @@ pub async fn compare(
         setup.hyper,
         &setup.start,
     )?;
-    bench::heat(gpu, 300.0).await?;
+    bench::warm_up_clocks(gpu, 300.0).await?;
     train_steps(&mut g, &setup.corpus, steps).await?;
     if let Some(path) = save {
         let state = g.download().await?;
@@ -130,7 +130,7 @@ pub async fn compare(
     let recorded = if each_call {
         let b = GpuBackend { gpu: gpu.clone() };
         let mut r = Trainer::new(b, setup.config, setup.hyper, &setup.start)?.each_call();
-        bench::heat(gpu, 300.0).await?;
+        bench::warm_up_clocks(gpu, 300.0).await?;
         train_steps(&mut r, &setup.corpus, steps).await?;
         if r.run.losses != g.run.losses {
             return Err(crate::error::Error::Config(

@@ -85,15 +85,15 @@ struct FlashPath {
 }
 
 impl FlashPath {
-    fn plan(q: &Tensor, k: &Tensor, v: &Tensor, d_o: &Tensor) -> Result<FlashPath> {
+    fn prepare(q: &Tensor, k: &Tensor, v: &Tensor, d_o: &Tensor) -> Result<FlashPath> {
         let dims = q.shape().to_vec();
         let scale = 1.0 / (dims[dims.len() - 1] as f32).sqrt();
         let o = Tensor::uninit(q.gpu(), &dims, DType::F32)?;
         let lse = Tensor::uninit(q.gpu(), &dims[..dims.len() - 1], DType::F32)?;
         let (forward, forward_choice) =
-            attention::plan_forward(q, k, v, &o, &lse, true, scale, None)?;
+            attention::launch_forward(q, k, v, &o, &lse, true, scale, None)?;
         let grads = Grads::like(q, k, v)?;
-        let backward = attention::plan_backward(
+        let backward = attention::launch_backward(
             q,
             k,
             v,
@@ -125,15 +125,15 @@ pub struct FlashChoices {
 }
 
 impl FlashChoices {
-    /// What the selector picks for causal attention at `shape` and length `n`, found by planning
+    /// What the selector picks for causal attention at `shape` and length `n`, found by preparing
     /// the launches on unwritten tensors: the same calls the sweep makes, so the same answer.
-    pub fn plan(gpu: &Gpu, shape: Shape, n: usize) -> Result<FlashChoices> {
+    pub fn for_shape(gpu: &Gpu, shape: Shape, n: usize) -> Result<FlashChoices> {
         let dims = [shape.batch, shape.heads, n, shape.head_dim];
         let t = || Tensor::uninit(gpu, &dims, DType::F32);
         let (q, k, v, d_o) = (t()?, t()?, t()?, t()?);
-        let plan = FlashPath::plan(&q, &k, &v, &d_o)?;
+        let plan = FlashPath::prepare(&q, &k, &v, &d_o)?;
         let forward = plan.forward_choice;
-        // plan_backward's choices: the pre-pass, dK/dV, dQ.
+        // launch_backward's choices: the pre-pass, dK/dV, dQ.
         match <[Choice; 3]>::try_from(plan.backward.choices) {
             Ok([delta, dkdv, dq]) => Ok(FlashChoices {
                 forward,
@@ -238,7 +238,7 @@ pub async fn run(
         let (d_o, doa) = random(gpu, &dims, &mut rng)?;
 
         // Flash: forward, then the three backward kernels.
-        let plan = FlashPath::plan(&q, &k, &v, &d_o)?;
+        let plan = FlashPath::prepare(&q, &k, &v, &d_o)?;
         let mut flash: Vec<&Dispatch> = vec![&plan.forward];
         flash.extend(plan.backward.dispatches.iter());
         if i + 1 == seqs.len() {
@@ -253,9 +253,9 @@ pub async fn run(
 
         // talk:begin naive
         // Naive: S, P, O materialised; the textbook backward from P.
-        let naive = attention::plan_naive_forward(&q, &k, &v, true, scale)?;
+        let naive = attention::launch_naive_forward(&q, &k, &v, true, scale)?;
         let ngrads = Grads::like(&q, &k, &v)?;
-        let nb = attention::plan_naive_backward(&q, &k, &v, &naive.probs, &d_o, &ngrads, scale)?;
+        let nb = attention::launch_naive_backward(&q, &k, &v, &naive.probs, &d_o, &ngrads, scale)?;
         // talk:end naive
         let mut naive_d: Vec<&Dispatch> = naive.dispatches.iter().collect();
         naive_d.extend(nb.iter());

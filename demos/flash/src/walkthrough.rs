@@ -9,7 +9,9 @@ use kiln_app::talk::{Code, Stage};
 use crate::sweep::FlashChoices;
 
 const SWEEP_RS: &str = include_str!("sweep.rs");
-const VISUAL_RS: &str = include_str!("visual.rs");
+const ONLINE_RS: &str = include_str!("visual/online.rs");
+const BACKWARD_RS: &str = include_str!("visual/backward.rs");
+const DECODE_RS: &str = include_str!("visual/decode.rs");
 
 /// The stages, in order: the naive score matrix, the tiles and the online softmax, the
 /// backward recomputation, the speed and traffic charts, flash-decoding. `kernels`: the device and the flash
@@ -48,9 +50,9 @@ pub fn stages(kernels: Option<(&Gpu, &FlashChoices)>) -> Vec<Stage> {
              are real, from the same arithmetic on the CPU.",
             Some(forward.unwrap_or_else(|| {
                 Code::rust_excerpt(
-                    "demos/flash/src/visual.rs: the online softmax (the flash_fwd kernel's \
-                     arithmetic, on the CPU here: no WebGPU)",
-                    VISUAL_RS,
+                    "demos/flash/src/visual/online.rs: the online softmax (the flash_fwd \
+                     kernel's arithmetic, on the CPU here: no WebGPU)",
+                    ONLINE_RS,
                     "online-softmax",
                 )
             })),
@@ -63,9 +65,9 @@ pub fn stages(kernels: Option<(&Gpu, &FlashChoices)>) -> Vec<Stage> {
              workgroups write the same output. More arithmetic, far less memory traffic.",
             Some(backward.unwrap_or_else(|| {
                 Code::rust_excerpt(
-                    "demos/flash/src/visual.rs: P recomputed, dK/dV then dQ (the backward \
-                     kernels' arithmetic, on the CPU here: no WebGPU)",
-                    VISUAL_RS,
+                    "demos/flash/src/visual/backward.rs: P recomputed, dK/dV then dQ (the \
+                     backward kernels' arithmetic, on the CPU here: no WebGPU)",
+                    BACKWARD_RS,
                     "recompute",
                 )
             })),
@@ -90,9 +92,9 @@ pub fn stages(kernels: Option<(&Gpu, &FlashChoices)>) -> Vec<Stage> {
              pass rescales them to the common max and adds them up. The numbers on the left \
              are real, checked against standard attention.",
             Some(Code::rust_excerpt(
-                "demos/flash/src/visual.rs: the split and the combine (the flash_decode and \
-                 flash_decode_combine kernels' arithmetic, on the CPU)",
-                VISUAL_RS,
+                "demos/flash/src/visual/decode.rs: the split and the combine (the flash_decode \
+                 and flash_decode_combine kernels' arithmetic, on the CPU)",
+                DECODE_RS,
                 "decode",
             )),
         ),
@@ -150,7 +152,7 @@ mod tests {
                 .as_ref()
                 .unwrap()
                 .text()
-                .contains("plan_naive_forward")
+                .contains("launch_naive_forward")
         );
         assert!(stages[1].code.as_ref().unwrap().text().contains("alpha"));
         assert!(stages[2].code.as_ref().unwrap().text().contains("lse"));

@@ -294,7 +294,7 @@ async fn choices() -> Result<(Gpu, FlashChoices), JsValue> {
         return Ok((gpu, c));
     }
     let longest = sweep_lengths(&gpu).last().copied().unwrap_or(256);
-    let c = FlashChoices::plan(&gpu, SHAPE, longest).map_err(js_value)?;
+    let c = FlashChoices::for_shape(&gpu, SHAPE, longest).map_err(js_value)?;
     CHOICES.with(|slot| *slot.borrow_mut() = Some(c.clone()));
     Ok((gpu, c))
 }

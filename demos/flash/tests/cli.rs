@@ -110,7 +110,7 @@ fn small_preset_trains_on_both_paths_with_low_drift_and_checkpoints() {
         );
     }
     // The MLP's gelu and gelu backward, and the moves into heads, ride on the products before
-    // them (`matmul::fold`).
+    // them (`kiln::fusion`).
     for form in ["_bias_and_gelu", "_bias_and_gelu_grad", "_bias_and_heads"] {
         assert!(
             kernels

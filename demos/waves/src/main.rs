@@ -1,292 +1,34 @@
 //! The waves demo: every pixel's RGBA comes out of one matrix multiplication per frame
-//! (see `model` for the factorisation), on the GPU through kiln's kernels or on the CPU path.
-//! Presenter mode walks through it in five stages, each with its own live picture (`visual`).
+//! (see `model` for the factorisation), on the GPU through kiln's kernels or on the CPU path
+//! (`frame`). Presenter mode walks through it in five stages (`stages`), each with its own live
+//! picture (`visual`). This file is the demo as the app runs it: its state, keys, HUD, pictures,
+//! measurement and benchmark.
 
+mod frame;
 mod model;
+mod readback;
+mod stages;
 mod visual;
 #[cfg(target_arch = "wasm32")]
 mod web;
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 
-use kiln_app::kiln::cpu::{self, Array};
-use kiln_app::kiln::{self, Choice, DType, DeviceProfile, Dispatch, Gpu, Tensor, bench, ops};
-use kiln_app::talk::{Code, Stage, Target};
+use frame::{GpuFrame, cpu_frame};
+use kiln_app::kiln::cpu::Array;
+use kiln_app::kiln::{self, Choice, DType, Gpu, Tensor, bench};
+use kiln_app::talk::{Stage, Target};
 use kiln_app::{BenchReport, Demo, Image, Options, Rates};
-use model::{BIAS, Model, SCALE};
+use model::Model;
+use readback::Readback;
+use stages::{COLOUR, FACTORS, PARAMETERS, PRODUCT, RATES, walkthrough};
 
 const RESOLUTIONS: [usize; 3] = [256, 512, 1024];
 const WAVES: [usize; 5] = [8, 16, 32, 64, 128];
 
-/// The walkthrough's stages, 0-based, in the order `stages()` lists them.
-const PARAMETERS: usize = 0;
-const FACTORS: usize = 1;
-const PRODUCT: usize = 2;
-const COLOUR: usize = 3;
-const RATES: usize = 4;
-
 fn main() {
     kiln_app::run::<Waves>();
-}
-
-/// The GPU path for one model: tensors and the three prepared launches of a frame
-/// (sinusoid table → matmul → RGBA8), reused every frame; only the phases change.
-struct GpuFrame {
-    phase: Tensor,
-    /// The factors and the product, kept for presenter mode's pictures.
-    left: Tensor,
-    right: Tensor,
-    planes: Tensor,
-    pixels: Tensor,
-    dispatches: Vec<Dispatch>,
-    /// The selector's choices for the three launches, in order.
-    choices: Vec<Choice>,
-}
-
-/// The element type of the frame's matrices on the GPU path: f16 (with f32 accumulation) where
-/// the adapter has cooperative matrices, so the product runs on them; f32 elsewhere. The CPU path
-/// stays f32, and the benchmark checks that both paths' pixels agree within 2/255.
-fn frame_dtype(profile: &DeviceProfile) -> DType {
-    let f = &profile.features;
-    if f.cooperative_matrix && f.shader_f16 {
-        DType::F16
-    } else {
-        DType::F32
-    }
-}
-
-impl GpuFrame {
-    fn new(gpu: &Gpu, m: &Model) -> kiln::Result<GpuFrame> {
-        let (res, w) = (m.res, m.count());
-        let dtype = frame_dtype(gpu.profile());
-        let left = Tensor::from_slice(gpu, &[4 * res, 2 * w], &m.left(), dtype)?;
-        let freq = Tensor::from_slice(gpu, &[w], &m.freq(), DType::F32)?;
-        let phase = Tensor::from_slice(gpu, &[w], &m.phases(0.0), DType::F32)?;
-        let right = Tensor::uninit(gpu, &[2 * w, res], dtype)?;
-        let planes = Tensor::uninit(gpu, &[4 * res, res], dtype)?;
-        let pixels = Tensor::uninit(gpu, &[res, res], DType::U32)?;
-        // The frame runs the kernels `frame_choices` lists, so the walkthrough (which shows
-        // that list, with or without a device) names what runs.
-        let choices = frame_choices(Target::Device(gpu), m)?;
-        let name = |i: usize| choices.get(i).map(|c| c.variant.name.as_str());
-        let (table, _) = ops::sinusoid::plan(&freq, &phase, &right, 0.0, m.step(), name(0))?;
-        let (product, _) = ops::matmul::plan(&left, &right, &planes, name(1))?;
-        let planes = planes.reshape(&[4, res, res])?;
-        let (pack, _) = ops::rgba8::plan(&planes, &pixels, SCALE, BIAS, name(2))?;
-        Ok(GpuFrame {
-            phase,
-            left,
-            right,
-            planes,
-            pixels,
-            dispatches: vec![table, product, pack],
-            choices,
-        })
-    }
-
-    /// `family variant` of each launch.
-    fn variants(&self) -> Vec<String> {
-        self.choices
-            .iter()
-            .map(|c| format!("{} {}", c.variant.family, c.variant.name))
-            .collect()
-    }
-
-    fn launches(&self) -> Vec<&Dispatch> {
-        self.dispatches.iter().collect()
-    }
-
-    /// Computes the frame at time `t` on the GPU; the pixels stay there.
-    fn compute(&self, gpu: &Gpu, m: &Model, t: f32) -> kiln::Result<()> {
-        self.phase.write(&m.phases(t))?;
-        gpu.record(&self.launches())
-    }
-}
-
-/// The same frame on the CPU path (plain loops): sinusoid table, matmul, RGBA8.
-fn cpu_frame(m: &Model, left: &Array, t: f32) -> kiln::Result<Vec<u32>> {
-    let right = cpu::sinusoid(&m.freq(), &m.phases(t), m.res, 0.0, m.step())?;
-    let planes = cpu::matmul(left, &right)?;
-    let planes = Array::new(&[4, m.res, m.res], planes.data)?;
-    cpu::rgba8(&planes, SCALE, BIAS)
-}
-
-/// The selector's choices for a frame's three launches on `target`, from the shapes alone: what
-/// `GpuFrame::new` runs, and what the page without a WebGPU adapter shows, rendered for a
-/// stored profile.
-fn frame_choices(target: Target<'_>, m: &Model) -> kiln::Result<Vec<Choice>> {
-    let (res, w) = (m.res, m.count());
-    let dtype = frame_dtype(target.profile());
-    let sel = target.selector();
-    let widest = |family, count| {
-        let call = ops::Elementwise {
-            family,
-            dtype,
-            count: Some(count),
-        };
-        sel.choose(&call, None)
-    };
-    let product = ops::matmul::Call::new(dtype, 1, 4 * res, res, 2 * w);
-    Ok(vec![
-        widest("sinusoid", res)?,
-        ops::matmul::choose(&sel, &product, None)?,
-        widest("rgba8", res * res)?,
-    ])
-}
-
-/// The walkthrough for `m`, its kernels (`choices`: the frame's three launches) rendered for
-/// `target`. Without a device (`Target::Stored`) the pictures come from the CPU path and the
-/// words say so.
-fn walkthrough(m: &Model, target: Target<'_>, choices: &[Choice]) -> Vec<Stage> {
-    let (res, w) = (m.res, m.count());
-    let gflop = 2.0 * (4 * res * 2 * w * res) as f64 / 1e9;
-    let stored = target.is_stored();
-    let code = |i: usize| -> Option<Code> {
-        let choice = choices.get(i)?;
-        Code::kernel_for(target, choice)
-            .map_err(|e| log::warn!("waves: cannot render {}: {e}", choice.variant.name))
-            .ok()
-    };
-    // The variant's name only: the selector's reason (its rule or tuned-table entry, in its
-    // own terms) is in the kernel-source view, not in words spoken to an audience.
-    let matmul = choices
-        .get(1)
-        .map(|c| c.variant.name.clone())
-        .unwrap_or_default();
-    let product = if stored {
-        format!(
-            "on the left, as this page's CPU path computed them (WebGPU cannot run on this \
-             page). For a device with only WebGPU's guaranteed limits Kiln would pick the \
-             matmul variant {matmul}; the kernel-source view says why."
-        )
-    } else {
-        format!(
-            "on the left, as the GPU computed them. Kiln picked the matmul variant {matmul} \
-             for this device; the kernel-source view says why."
-        )
-    };
-    vec![
-        Stage::new(
-            "The waves",
-            &format!(
-                "{w} plane waves cross a {res}x{res} frame, each with a direction, a \
-                 wavelength, a speed, a phase and a colour. A pixel's colour is the sum of \
-                 every wave's sine there. On the left each wave is a dot at its direction \
-                 and frequency, with a hand at its phase, turning as the wave moves."
-            ),
-            Some(Code::rust_excerpt(
-                "demos/waves/src/model.rs: the waves",
-                include_str!("model.rs"),
-                "waves",
-            )),
-        ),
-        Stage::new(
-            "Two factor matrices",
-            &format!(
-                "sin(α + β) = sin α cos β + cos α sin β splits every wave into a row part \
-                 and a column part. L [{}, {}] holds the rows' parts, fixed; R(t) [{}, {res}] \
-                 holds the columns' sines and cosines, rebuilt on the GPU every frame from \
-                 {w} phases, the only upload.",
-                4 * res,
-                2 * w,
-                2 * w
-            ),
-            code(0),
-        ),
-        Stage::new(
-            "One matmul",
-            &format!(
-                "planes = L · R(t) gives the red, green, blue and mean planes of the whole \
-                 frame in one matrix multiplication, {gflop:.2} GFLOP per frame; {product}"
-            ),
-            code(1),
-        ),
-        Stage::new(
-            "Colour mapping",
-            &format!(
-                "A third kernel maps each plane to a byte, 255 · clamp(v · {SCALE} + {BIAS}, \
-                 0, 1), and packs four into one u32 per pixel. The window draws that buffer \
-                 directly: nothing comes back to the CPU."
-            ),
-            code(2),
-        ),
-        Stage::new(
-            "GPU against CPU",
-            if stored {
-                "The same frame on the plain CPU path (single-threaded loops) and on the GPU, \
-                 both timed uncapped: no vsync, no display. Here only the CPU path runs, in \
-                 this page's WebAssembly on one thread: WebGPU cannot run on this page (the \
-                 explanation above says why), so there is no GPU bar to race it."
-            } else {
-                "The same frame on the plain CPU path (single-threaded loops) and on the GPU, \
-                 both timed uncapped: no vsync, no display. The GPU is timed with GPU timestamps \
-                 where the adapter has them, the wall clock otherwise; the bars are on a log \
-                 scale."
-            },
-            Some(Code::rust_excerpt(
-                "demos/waves/src/main.rs: measure()",
-                include_str!("main.rs"),
-                "measure",
-            )),
-        ),
-    ]
-}
-
-/// GPU tensors copied back for a stage's picture. One copy is in flight at a time: natively it
-/// lands before `request` returns; in the browser it lands a frame or two later, and the picture
-/// shows the latest copy made for its stage.
-#[derive(Default)]
-struct Readback {
-    landed: Rc<RefCell<Option<Landed>>>,
-    busy: Rc<Cell<bool>>,
-}
-
-struct Landed {
-    stage: usize,
-    floats: Vec<Vec<f32>>,
-    pixels: Vec<u32>,
-}
-
-impl Readback {
-    /// Copies `floats` (and `pixels`) back for `stage`, unless a copy is already on its way.
-    fn request(&self, stage: usize, floats: Vec<Tensor>, pixels: Option<Tensor>) {
-        if self.busy.replace(true) {
-            return;
-        }
-        let (landed, busy) = (self.landed.clone(), self.busy.clone());
-        kiln_app::spawn(async move {
-            let copied = async {
-                let mut read = Vec::with_capacity(floats.len());
-                for t in &floats {
-                    read.push(t.read().await?);
-                }
-                let pixels = match &pixels {
-                    Some(t) => t.read_u32().await?,
-                    None => Vec::new(),
-                };
-                kiln::Result::<Landed>::Ok(Landed {
-                    stage,
-                    floats: read,
-                    pixels,
-                })
-            };
-            match copied.await {
-                Ok(l) => *landed.borrow_mut() = Some(l),
-                Err(e) => log::warn!("waves: copying a stage's tensors back failed: {e}"),
-            }
-            busy.set(false);
-        });
-    }
-
-    /// `draw` applied to the latest copy made for `stage`, if one has landed.
-    fn with<R>(&self, stage: usize, draw: impl FnOnce(&Landed) -> R) -> Option<R> {
-        self.landed
-            .borrow()
-            .as_ref()
-            .filter(|l| l.stage == stage)
-            .map(draw)
-    }
 }
 
 struct Waves {
@@ -557,7 +299,7 @@ impl Demo for Waves {
             // window runs it — phases written, three launches recorded, one submission, waited
             // for — by the wall clock, and what it asks of the device.
             let gpu_t = bench::time_dispatches(&gpu, &w.gpu_frame.launches(), 3, frames).await?;
-            bench::heat(&gpu, 300.0).await?;
+            bench::warm_up_clocks(&gpu, 300.0).await?;
             let frame = async |t: f32| -> kiln::Result<()> {
                 w.gpu_frame.compute(&gpu, &w.model, t)?;
                 gpu.idle().await
@@ -621,76 +363,6 @@ impl Demo for Waves {
                     rgba,
                 }),
             })
-        }
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::*;
-    use kiln_app::talk::{self, Stored};
-
-    /// The frame runs the variants `frame_choices` names: they are the ones the ops pick on
-    /// their own for the frame's tensors, so naming them changes nothing.
-    #[test]
-    fn frame_choices_are_the_ops_own_choices() {
-        let gpu = pollster::block_on(Gpu::new(&kiln::GpuOptions::default()))
-            .expect("GPU tests need an adapter (Mesa lavapipe in CI)");
-        for (count, res) in [(128, 256), (8, 512), (64, 1024)] {
-            let m = Model::new(count, res, 1);
-            let f = GpuFrame::new(&gpu, &m).unwrap();
-            let freq = Tensor::from_slice(&gpu, &[m.count()], &m.freq(), DType::F32).unwrap();
-            let own = [
-                ops::sinusoid::plan(&freq, &f.phase, &f.right, 0.0, m.step(), None)
-                    .unwrap()
-                    .1,
-                ops::matmul::plan(
-                    &f.left,
-                    &f.right,
-                    &f.planes.reshape(&[4 * res, res]).unwrap(),
-                    None,
-                )
-                .unwrap()
-                .1,
-                ops::rgba8::plan(&f.planes, &f.pixels, SCALE, BIAS, None)
-                    .unwrap()
-                    .1,
-            ];
-            let own: Vec<String> = own
-                .iter()
-                .map(|c| format!("{} {}", c.variant.family, c.variant.name))
-                .collect();
-            assert_eq!(f.variants(), own, "{count} waves at {res}x{res}");
-        }
-    }
-
-    /// Without a device every stage still has its words and its code, the kernels rendered for
-    /// a stored profile and said to be.
-    #[test]
-    fn the_walkthrough_needs_no_device() {
-        for name in ["webgpu-defaults", "chromium-swiftshader", "nvidia-h200"] {
-            let stored = Stored::profile(name).unwrap();
-            let target = Target::Stored(&stored);
-            let model = Model::new(128, 256, 1);
-            let choices = frame_choices(target, &model).unwrap();
-            let stages = walkthrough(&model, target, &choices);
-            talk::check(&stages).unwrap();
-            assert_eq!(stages.len(), RATES + 1);
-            for s in &stages {
-                let code = s.code.as_ref().expect("every stage shows code");
-                assert!(!code.text().trim().is_empty(), "{}", s.title);
-            }
-            for i in [FACTORS, PRODUCT, COLOUR] {
-                let code = stages[i].code.as_ref().unwrap();
-                assert_eq!(code.language, "wgsl");
-                assert!(code.caption.contains("stored profile"), "{}", code.caption);
-            }
-            assert!(
-                stages[PRODUCT].text.contains("CPU path"),
-                "{}",
-                stages[PRODUCT].text
-            );
         }
     }
 }

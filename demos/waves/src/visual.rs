@@ -338,7 +338,7 @@ mod tests {
         let left = cpu::Array::new(&[4 * m.res, 2 * m.count()], m.left()).unwrap();
         let right = cpu::sinusoid(&m.freq(), &m.phases(t), m.res, 0.0, m.step()).unwrap();
         let planes_ = cpu::matmul(&left, &right).unwrap();
-        let frame = crate::cpu_frame(m, &left, t).unwrap();
+        let frame = crate::frame::cpu_frame(m, &left, t).unwrap();
         vec![
             parameters(m, t),
             factors(m, &left.data, &right.data),
@@ -370,7 +370,7 @@ mod tests {
             assert!(changed(&pair[0], &pair[1]) > 10_000);
         }
         let left = cpu::Array::new(&[4 * m.res, 2 * m.count()], m.left()).unwrap();
-        let frame = crate::cpu_frame(&m, &left, 0.3).unwrap();
+        let frame = crate::frame::cpu_frame(&m, &left, 0.3).unwrap();
         let unmeasured = rates(&m, &frame, None);
         assert!(
             changed(&unmeasured, &now[3]) > 1000,
@@ -390,7 +390,7 @@ mod tests {
             gpu_clock: Clock::GpuTimestamps,
         };
         let left = cpu::Array::new(&[4 * m.res, 2 * m.count()], m.left()).unwrap();
-        let frame = crate::cpu_frame(&m, &left, 0.3).unwrap();
+        let frame = crate::frame::cpu_frame(&m, &left, 0.3).unwrap();
         let mut all = pictures(&m, 0.3, Some(&r));
         all.push(rates(&m, &frame, None));
         all.push(waiting("copying from the GPU..."));

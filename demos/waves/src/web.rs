@@ -13,8 +13,10 @@ use kiln_app::web::js_error;
 use wasm_bindgen::prelude::*;
 use web_time::Instant;
 
+use crate::frame::{cpu_frame, frame_choices};
 use crate::model::Model;
-use crate::{COLOUR, FACTORS, PARAMETERS, PRODUCT, visual};
+use crate::stages::{COLOUR, FACTORS, PARAMETERS, PRODUCT, walkthrough};
+use crate::visual;
 
 /// How many frame times the CPU rate is the median of.
 const TIMED: usize = 5;
@@ -99,8 +101,8 @@ impl CpuWaves {
     pub fn talk_stages(&self) -> Result<String, JsError> {
         let stored = Stored::webgpu_defaults().map_err(js_error)?;
         let target = Target::Stored(&stored);
-        let choices = crate::frame_choices(target, &self.model).map_err(js_error)?;
-        serde_json::to_string(&crate::walkthrough(&self.model, target, &choices)).map_err(js_error)
+        let choices = frame_choices(target, &self.model).map_err(js_error)?;
+        serde_json::to_string(&walkthrough(&self.model, target, &choices)).map_err(js_error)
     }
 
     /// The frame's side in pixels.
@@ -126,7 +128,7 @@ impl CpuWaves {
     /// The CPU path's frame at `t`, its wall-clock time kept for the rate.
     fn timed_frame(&mut self, t: f32) -> Result<Vec<u32>, JsError> {
         let start = Instant::now();
-        let pixels = crate::cpu_frame(&self.model, &self.left, t).map_err(js_error)?;
+        let pixels = cpu_frame(&self.model, &self.left, t).map_err(js_error)?;
         if self.times_ms.len() == TIMED {
             self.times_ms.pop_front();
         }

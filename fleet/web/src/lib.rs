@@ -13,7 +13,7 @@ mod web {
     use kiln_app::web::{js_value, page_gpu};
     use kiln_fleet::campaign;
     use kiln_fleet::report::Platform;
-    use kiln_fleet::talk::{self, CeilingMeter, Race, RacePlan};
+    use kiln_fleet::talk::{self, CeilingMeter, Race, RaceSetup};
     use wasm_bindgen::prelude::*;
 
     thread_local! {
@@ -70,7 +70,7 @@ mod web {
         kiln_app::web::start();
         let stored = Stored::webgpu_defaults().map_err(js_value)?;
         let target = Target::Stored(&stored);
-        let race = RacePlan::new(target).map_err(js_value)?;
+        let race = RaceSetup::new(target).map_err(js_value)?;
         let ceilings = talk::ceiling_choices(target).map_err(js_value)?;
         serde_json::to_string(&serde_json::json!({
             "profile": &stored.profile,

@@ -17,7 +17,7 @@ pub(crate) const SETTINGS: crate::optim::AdamW = crate::optim::AdamW {
 };
 
 pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
-    use crate::families::copy::plan as plan_copy;
+    use crate::families::copy::launch as launch_copy;
     let mut inputs = Inputs::for_family("adamw");
     // Whole vec4s: the resets are copies.
     let n = z.elementwise.next_multiple_of(4);
@@ -41,14 +41,14 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         flops: 16.0 * n as f64,
         bytes: 7.0 * n as f64 * 4.0,
         outputs: vec![o_p, o_m, o_v],
-        plan: Box::new(move |name| {
+        launch: Box::new(move |name| {
             let (step, choice) =
-                crate::families::adamw::plan(&p, &g, &m, &v, &h, &corrections, name)?;
-            Ok(Planned {
+                crate::families::adamw::launch(&p, &g, &m, &v, &h, &corrections, name)?;
+            Ok(Launches {
                 all: vec![
-                    plan_copy(&p0, &p, None)?.0,
-                    plan_copy(&m0, &m, None)?.0,
-                    plan_copy(&v0, &v, None)?.0,
+                    launch_copy(&p0, &p, None)?.0,
+                    launch_copy(&m0, &m, None)?.0,
+                    launch_copy(&v0, &v, None)?.0,
                     step,
                 ],
                 timed: vec![3],

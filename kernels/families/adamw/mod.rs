@@ -10,7 +10,9 @@ use crate::optim::AdamW;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::launch::{check_input_shape, check_no_alias, check_operands, plan_elementwise, record};
+use crate::launch::{
+    check_input_shape, check_no_alias, check_operands, launch_elementwise, record,
+};
 
 const OP: &str = "adamw";
 
@@ -57,13 +59,13 @@ pub fn adamw_into(
     corrections: &Tensor,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(p.gpu(), plan(p, g, m, v, h, corrections, named)?)
+    record(p.gpu(), launch(p, g, m, v, h, corrections, named)?)
 }
 
 /// Checks the call and prepares its launch. The learning rate, betas and weight decay are baked
 /// into the launch's parameters; the step's bias corrections are read from `corrections` when it
 /// runs.
-pub fn plan(
+pub fn launch(
     p: &Tensor,
     g: &Tensor,
     m: &Tensor,
@@ -91,7 +93,7 @@ pub fn plan(
         weight_decay: h.weight_decay,
         _pad: [0; 2],
     };
-    plan_elementwise(
+    launch_elementwise(
         OP,
         p,
         None,

@@ -94,7 +94,7 @@ impl Fixture {
     pub fn resets(&self, which: &[usize]) -> Result<Vec<Dispatch>> {
         which
             .iter()
-            .map(|&i| Ok(crate::families::copy::plan(&self.starts[i], &self.spans[i], None)?.0))
+            .map(|&i| Ok(crate::families::copy::launch(&self.starts[i], &self.spans[i], None)?.0))
             .collect()
     }
 }
@@ -124,12 +124,12 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             values(sm, &ma.data),
             values(sv, &va.data),
         ],
-        plan: Box::new(move |name| {
+        launch: Box::new(move |name| {
             let [p, g, m, v] = &f.groups;
-            let (step, choice) = super::plan(p, g, m, v, &f.h, &f.corrections, name)?;
+            let (step, choice) = super::launch(p, g, m, v, &f.h, &f.corrections, name)?;
             let mut all = f.resets(&[0, 2, 3])?;
             all.push(step);
-            Ok(Planned {
+            Ok(Launches {
                 all,
                 timed: vec![3],
                 choice,

@@ -9,7 +9,9 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::families::adamw::check_corrections;
 use crate::gpu::Dispatch;
-use crate::launch::{check_input_shape, check_no_alias, check_operands, plan_elementwise, record};
+use crate::launch::{
+    check_input_shape, check_no_alias, check_operands, launch_elementwise, record,
+};
 use crate::optim::AdamW;
 use crate::select::Choice;
 use crate::tensor::Tensor;
@@ -108,11 +110,11 @@ pub fn adamw_table(
     let first = p
         .first()
         .ok_or_else(|| Error::shape(OP, "no tensors to update"))?;
-    record(first.gpu(), plan(p, g, m, v, h, corrections, None)?)
+    record(first.gpu(), launch(p, g, m, v, h, corrections, None)?)
 }
 
 /// Checks the call and prepares its launch (the table uploaded once, here).
-pub fn plan(
+pub fn launch(
     p: &[Tensor],
     g: &[Tensor],
     m: &[Tensor],
@@ -125,7 +127,7 @@ pub fn plan(
     let table: Vec<u32> = checked.rows.iter().flat_map(Row::words).collect();
     let [sp, sg, sm, sv] = &checked.spans;
     let table = Tensor::from_u32(sp.gpu(), &[checked.rows.len(), 4], &table)?;
-    plan_elementwise(
+    launch_elementwise(
         OP,
         sp,
         None,

@@ -23,7 +23,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 flops: (r * c) as f64,
                 bytes: (2 * r * c + nb) as f64 * dtype.size() as f64,
                 outputs: vec![o],
-                plan: Box::new(move |v| Ok(single(crate::families::add::plan(&a, &b, &y, v)?))),
+                launch: Box::new(move |v| Ok(single(crate::families::add::launch(&a, &b, &y, v)?))),
             });
         }
     }

@@ -72,7 +72,7 @@ pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// Writes A + B into `c`, with the named variant or the selector's choice.
 pub fn add_into(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<Choice> {
-    record(a.gpu(), plan(a, b, c, named)?)
+    record(a.gpu(), launch(a, b, c, named)?)
 }
 
 /// An add call as the selector sees it.
@@ -141,7 +141,12 @@ pub fn call(dtype: DType, a: &[usize], b: &[usize]) -> Result<Call> {
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(a: &Tensor, b: &Tensor, c: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+pub fn launch(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
     check_operands(OP, &[a, b, c])?;
     let bc = Broadcast::new(OP, a.shape(), b.shape())?;
     check_out_shape(OP, c, &bc.shape)?;

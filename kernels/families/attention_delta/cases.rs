@@ -28,7 +28,7 @@ pub(crate) enum Pass {
 /// The backward families' cases: each runs after a GPU forward by the selector's choice and
 /// checks its own outputs. The one-pass kernel takes f32 only.
 pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Case>> {
-    use crate::ops::attention::{BackwardVariants, Grads, plan_backward};
+    use crate::ops::attention::{BackwardVariants, Grads, launch_backward};
     let family = match pass {
         Pass::Delta => "attention_delta",
         Pass::DkDv => "flash_bwd_dkdv",
@@ -123,7 +123,7 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Cas
             flops,
             bytes,
             outputs,
-            plan: Box::new(move |name| {
+            launch: Box::new(move |name| {
                 let mut named = BackwardVariants::default();
                 match pass {
                     Pass::Delta => named.delta = name,
@@ -131,15 +131,15 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Cas
                     Pass::Dq => named.dq = name,
                     Pass::Fused => named.fused = name,
                 }
-                let plan = plan_backward(&q, &k, &v, &o, &lse, &d_o, &g, causal, scale, named)?;
+                let plan = launch_backward(&q, &k, &v, &o, &lse, &d_o, &g, causal, scale, named)?;
                 let choice = plan.choices[index].clone();
                 let mut all = plan.dispatches;
                 if pass == Pass::Delta {
                     let (add, _) =
-                        crate::families::add::plan(&plan.delta, &zeros, &delta_out, None)?;
+                        crate::families::add::launch(&plan.delta, &zeros, &delta_out, None)?;
                     all.push(add);
                 }
-                Ok(Planned {
+                Ok(Launches {
                     all,
                     timed: vec![index],
                     choice,

@@ -25,7 +25,7 @@ struct Params {
 
 /// Prepares D [.., Nq] (f32) = rowsum(dO ∘ O) for a checked backward call of dims `d` (the
 /// head dimension a multiple of 4).
-pub(crate) fn plan(
+pub(crate) fn launch(
     d_o: &Tensor,
     o: &Tensor,
     delta: &Tensor,

@@ -18,6 +18,6 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         flops: 0.0,
         bytes: 2.0 * n as f64 * 4.0,
         outputs: vec![o],
-        plan: Box::new(move |v| Ok(single(crate::families::copy::plan(&x, &y, v)?))),
+        launch: Box::new(move |v| Ok(single(crate::families::copy::launch(&x, &y, v)?))),
     }])
 }

@@ -11,21 +11,21 @@ use crate::select::Choice;
 use crate::tensor::Tensor;
 
 use crate::launch::{
-    CountParams, check_no_alias, check_operands, check_out_shape, plan_elementwise,
+    CountParams, check_no_alias, check_operands, check_out_shape, launch_elementwise,
 };
 
 /// What the launcher reads of a variant: its dtype and threads per workgroup.
 pub type Design = crate::launch::ElementDesign;
 
 /// Prepares Y = X as a vec4 copy.
-pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+pub fn launch(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
     let params = CountParams::new(x.numel() / 4);
-    plan_flat("copy", x, y, 4, &params, named)
+    launch_flat("copy", x, y, 4, &params, named)
 }
 
 /// Both ceiling kernels: one invocation per `per_invocation` elements of flat f32 tensors
 /// whose length is a multiple of it.
-pub(crate) fn plan_flat(
+pub(crate) fn launch_flat(
     op: &'static str,
     x: &Tensor,
     y: &Tensor,
@@ -46,7 +46,7 @@ pub(crate) fn plan_flat(
             ),
         ));
     }
-    plan_elementwise(
+    launch_elementwise(
         op,
         x,
         None,

@@ -24,8 +24,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         flops: 5.0 * rc,
         bytes: 2.0 * rc * 4.0,
         outputs: vec![o_loss, o_d],
-        plan: Box::new(move |v| {
-            Ok(single(crate::families::cross_entropy::plan(
+        launch: Box::new(move |v| {
+            Ok(single(crate::families::cross_entropy::launch(
                 &logits, &t, &loss, &d, scale, v,
             )?))
         }),

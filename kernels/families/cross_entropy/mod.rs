@@ -57,12 +57,12 @@ pub fn cross_entropy_into(
 ) -> Result<Choice> {
     record(
         logits.gpu(),
-        plan(logits, targets, loss, dlogits, grad_scale, named)?,
+        launch(logits, targets, loss, dlogits, grad_scale, named)?,
     )
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     logits: &Tensor,
     targets: &Tensor,
     loss: &Tensor,

@@ -22,6 +22,10 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         flops: 0.0,
         bytes: 2.0 * (rows * width) as f64 * 4.0,
         outputs: vec![o],
-        plan: Box::new(move |v| Ok(single(crate::families::embedding::plan(&table, &t, &y, v)?))),
+        launch: Box::new(move |v| {
+            Ok(single(crate::families::embedding::launch(
+                &table, &t, &y, v,
+            )?))
+        }),
     }])
 }

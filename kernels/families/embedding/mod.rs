@@ -10,7 +10,7 @@ use crate::shape::embedding_table;
 use crate::tensor::Tensor;
 
 use crate::launch::{
-    check_ids, check_no_alias, check_operands, check_out_shape, plan_elementwise, record,
+    check_ids, check_no_alias, check_operands, check_out_shape, launch_elementwise, record,
 };
 
 const OP: &str = "embedding";
@@ -45,11 +45,11 @@ pub fn embedding_into(
     y: &Tensor,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(table.gpu(), plan(table, tokens, y, named)?)
+    record(table.gpu(), launch(table, tokens, y, named)?)
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     table: &Tensor,
     tokens: &Tensor,
     y: &Tensor,
@@ -67,7 +67,7 @@ pub fn plan(
         vocab: vocab as u32,
         nan_bits: f32::NAN.to_bits(),
     };
-    plan_elementwise(
+    launch_elementwise(
         OP,
         table,
         None,

@@ -25,8 +25,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: (rows * width) as f64,
             bytes: ((rows + vocab) * width) as f64 * 4.0,
             outputs: vec![o],
-            plan: Box::new(move |v| {
-                Ok(single(crate::families::embedding_backward::plan(
+            launch: Box::new(move |v| {
+                Ok(single(crate::families::embedding_backward::launch(
                     &dy, &t, &d, v,
                 )?))
             }),

@@ -28,7 +28,8 @@ struct Params {
 
 /// Runs a long token list is cut into (`segments` in the template): a thread per (id,
 /// column) walking all of a Medium step's 1,024 tokens left most of the H200 idle (0.05 ms a
-/// launch, kernels/PERF.md 2026-12-05). Short lists keep one run: the CPU path's order.
+/// launch, kernels/perf/embedding-under-cuda-graph.md). Short lists keep one run: the CPU
+/// path's order.
 fn segments(n: usize, wg: u32) -> u32 {
     let want = if n >= 256 { 8 } else { 1 };
     want.min(wg.max(1))
@@ -60,11 +61,11 @@ pub fn embedding_backward_into(
     d_table: &Tensor,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(dy.gpu(), plan(dy, tokens, d_table, named)?)
+    record(dy.gpu(), launch(dy, tokens, d_table, named)?)
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     dy: &Tensor,
     tokens: &Tensor,
     d_table: &Tensor,

@@ -17,7 +17,7 @@ const OP: &str = "flash_bwd_dq";
 pub type Design = FlashDesign;
 
 /// Prepares dQ for a checked backward call.
-pub(crate) fn plan(
+pub(crate) fn launch(
     bound: &Bound<'_>,
     grads: &Grads,
     causal: bool,

@@ -16,7 +16,7 @@ use crate::tensor::Tensor;
 pub type Design = FlashDesign;
 
 /// The one-pass launch and the reset of dQ it adds into.
-pub(crate) struct Planned {
+pub(crate) struct OnePass {
     /// dQ ← 0, copied on the GPU from `zeros`.
     pub clear: Dispatch,
     pub clear_choice: Choice,
@@ -26,13 +26,13 @@ pub(crate) struct Planned {
 }
 
 /// Prepares the one pass of `choice` for a checked backward call.
-pub(crate) fn plan(bound: &Bound<'_>, grads: &Grads, choice: Choice) -> Result<Planned> {
+pub(crate) fn launch(bound: &Bound<'_>, grads: &Grads, choice: Choice) -> Result<OnePass> {
     // dQ is added to by every key block: it starts from zeros copied in on the GPU.
     let zeros = Tensor::full(bound.q.gpu(), grads.dq.shape(), 0.0, DType::F32)?;
-    let (clear, clear_choice) = crate::families::copy::plan(&zeros, &grads.dq, None)?;
+    let (clear, clear_choice) = crate::families::copy::launch(&zeros, &grads.dq, None)?;
     let outputs = [&grads.dk, &grads.dv, &grads.dq];
     let dispatch = launch_backward(bound, &choice, Owns::Keys, &outputs)?;
-    Ok(Planned {
+    Ok(OnePass {
         clear,
         clear_choice,
         dispatch,

@@ -25,10 +25,10 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: p.flops,
             bytes: p.kv_bytes,
             outputs: vec![o, lse],
-            plan: Box::new(move |name| {
+            launch: Box::new(move |name| {
                 let plan =
-                    super::plan(&q, &k, &v, &length, len, &o_t, &lse_t, causal, scale, name)?;
-                Ok(Planned {
+                    super::launch(&q, &k, &v, &length, len, &o_t, &lse_t, causal, scale, name)?;
+                Ok(Launches {
                     all: vec![plan.split, plan.combine],
                     timed: vec![0, 1],
                     choice: plan.choice,

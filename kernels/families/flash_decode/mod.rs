@@ -140,7 +140,7 @@ impl Call for DecodeCall {
                     },
                 ),
                 // H100, f16 and f32, B 1 and 8, Hq 32 / Hkv 8, D 128, N 1k to 128k: 1.06–1.48×
-                // the keys route's pick (kernels/PERF.md, 2026-12-05 evening).
+                // the keys route's pick (kernels/perf/decode-lane-teams.md).
                 prefer("the lanes route", |v| {
                     Ok(i64::from(Design::parse(v)?.lanes > 0))
                 }),
@@ -282,7 +282,7 @@ pub fn flash_decode_into(
     scale: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    let plan = plan(q, k, v, length, len, o, lse, causal, scale, named)?;
+    let plan = launch(q, k, v, length, len, o, lse, causal, scale, named)?;
     q.gpu().record_all(vec![plan.split, plan.combine])?;
     Ok(plan.choice)
 }
@@ -290,7 +290,7 @@ pub fn flash_decode_into(
 /// Checks a decoding call and prepares its two launches, the split planned for `len` keys (the
 /// kernels read the length itself from `length` when they run).
 #[allow(clippy::too_many_arguments)]
-pub fn plan(
+pub fn launch(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
@@ -347,7 +347,7 @@ pub fn plan(
         groups,
     )?;
     let (combine, combine_choice) =
-        flash_decode_combine::plan(&part_out, &part_max_sum, o, lse, None)?;
+        flash_decode_combine::launch(&part_out, &part_max_sum, o, lse, None)?;
     Ok(DecodePlan {
         split,
         combine,

@@ -127,8 +127,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             bytes: ((rows * parts.chunks * (d + 2)) * 4) as f64
                 + (rows * d) as f64 * p.dtype.size() as f64,
             outputs: vec![o, lse],
-            plan: Box::new(move |name| {
-                Ok(single(super::plan(
+            launch: Box::new(move |name| {
+                Ok(single(super::launch(
                     &part_out, &part_ms, &o_t, &lse_t, name,
                 )?))
             }),

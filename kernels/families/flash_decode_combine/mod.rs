@@ -44,11 +44,11 @@ pub fn flash_decode_combine_into(
     lse: &Tensor,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(o.gpu(), plan(part_out, part_max_sum, o, lse, named)?)
+    record(o.gpu(), launch(part_out, part_max_sum, o, lse, named)?)
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     part_out: &Tensor,
     part_max_sum: &Tensor,
     o: &Tensor,

@@ -44,12 +44,12 @@ fn case(gpu: &Gpu, z: &Sizes, p: &Attention, merged: bool) -> Result<Case> {
         flops: p.flops,
         bytes: 4.0 * p.tensor_bytes,
         outputs: vec![o, lse],
-        plan: Box::new(move |name| {
+        launch: Box::new(move |name| {
             let planned = match merged {
-                false => super::plan_forward(&q, &k, &v, &o_t, &lse_t, causal, scale, name),
-                true => {
-                    super::plan_forward_merged(&q, &k, &v, &o_t, &lse_t, heads, causal, scale, name)
-                }
+                false => super::launch_forward(&q, &k, &v, &o_t, &lse_t, causal, scale, name),
+                true => super::launch_forward_merged(
+                    &q, &k, &v, &o_t, &lse_t, heads, causal, scale, name,
+                ),
             };
             Ok(single(planned?))
         }),

@@ -49,13 +49,13 @@ pub fn flash_attention_into(
 ) -> Result<Choice> {
     record(
         q.gpu(),
-        plan_forward(q, k, v, o, lse, causal, scale, named)?,
+        launch_forward(q, k, v, o, lse, causal, scale, named)?,
     )
 }
 
 /// Checks a flash forward call and prepares its launch.
 #[allow(clippy::too_many_arguments)]
-pub fn plan_forward(
+pub fn launch_forward(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
@@ -66,15 +66,15 @@ pub fn plan_forward(
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
     check_out_shape(OP, o, q.shape())?;
-    launch(q, k, v, o, lse, causal, scale, named, 1)
+    launch_rows(q, k, v, o, lse, causal, scale, named, 1)
 }
 
-/// [`plan_forward`] with O written with its heads merged into rows: for Q [B, H, Nq, D] (any
+/// [`launch_forward`] with O written with its heads merged into rows: for Q [B, H, Nq, D] (any
 /// B · H matrices seen as `heads` heads of B′ = B · H / heads batches), `y` is [B′, Nq, heads,
 /// D], what swapping O's middle axes would make (a transformer's attention output before its
 /// projection), written by the same launch.
 #[allow(clippy::too_many_arguments)]
-pub fn plan_forward_merged(
+pub fn launch_forward_merged(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
@@ -96,11 +96,11 @@ pub fn plan_forward_merged(
         ));
     }
     check_out_shape(OP, y, &[d.batch_heads / heads, d.q_len, heads, d.head_dim])?;
-    launch(q, k, v, y, lse, causal, scale, named, heads)
+    launch_rows(q, k, v, y, lse, causal, scale, named, heads)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn launch(
+fn launch_rows(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,

@@ -19,8 +19,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         flops: 2.0 * n as f64 * f64::from(iters),
         bytes: 2.0 * n as f64 * 4.0,
         outputs: vec![o],
-        plan: Box::new(move |v| {
-            Ok(single(crate::families::fma_chain::plan(
+        launch: Box::new(move |v| {
+            Ok(single(crate::families::fma_chain::launch(
                 &x, &y, iters, a, b, v,
             )?))
         }),

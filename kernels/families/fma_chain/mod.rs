@@ -1,5 +1,5 @@
 //! Four independent chains of dependent multiply-adds per invocation: the arithmetic-rate
-//! ceiling the fleet campaign measures a device with, and the work `bench::heat` brings a
+//! ceiling the fleet campaign measures a device with, and the work `bench::warm_up_clocks` brings a
 //! hardware GPU's clocks up with. Not used by a model.
 
 pub(crate) mod cases;
@@ -24,7 +24,7 @@ struct Params {
 
 /// Prepares Y = `iters` steps of v ← v·a + b from X: 2·iters FLOPs per element (X's length a
 /// multiple of 16).
-pub fn plan(
+pub fn launch(
     x: &Tensor,
     y: &Tensor,
     iters: u32,
@@ -39,5 +39,5 @@ pub fn plan(
         a,
         b,
     };
-    super::copy::plan_flat("fma_chain", x, y, 16, &params, named)
+    super::copy::launch_flat("fma_chain", x, y, 16, &params, named)
 }

@@ -66,14 +66,14 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: 0.0,
             bytes: vocab as f64 * dtype.size() as f64 + ((vocab + 1) * 4) as f64,
             outputs,
-            plan: Box::new(move |name| {
-                let launch = || super::plan(&logits, &tok, &pos, &len, &log, name);
+            launch: Box::new(move |name| {
+                let launch = || super::launch(&logits, &tok, &pos, &len, &log, name);
                 let (first, choice) = launch()?;
                 let mut all = vec![first];
                 for _ in 1..launches {
                     all.push(launch()?.0);
                 }
-                Ok(Planned {
+                Ok(Launches {
                     all,
                     timed: vec![launches - 1],
                     choice,

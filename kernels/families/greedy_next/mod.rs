@@ -43,12 +43,12 @@ pub fn greedy_next_into(
 ) -> Result<Choice> {
     record(
         logits.gpu(),
-        plan(logits, token, position, length, log, named)?,
+        launch(logits, token, position, length, log, named)?,
     )
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     logits: &Tensor,
     token: &Tensor,
     position: &Tensor,

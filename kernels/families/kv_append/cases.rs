@@ -45,10 +45,10 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 flops: 0.0,
                 bytes: 4.0 * (b * h * n * d) as f64 * dtype.size() as f64,
                 outputs: vec![values(&kc, &kca.data), values(&vc, &vca.data)],
-                plan: Box::new(move |name| {
-                    let (append, choice) = super::plan(&k, &v, &kc, &vc, &after, len, name)?;
-                    let (restore, _) = super::plan(&k0, &v0, &kc, &vc, &full, 0, None)?;
-                    Ok(Planned {
+                launch: Box::new(move |name| {
+                    let (append, choice) = super::launch(&k, &v, &kc, &vc, &after, len, name)?;
+                    let (restore, _) = super::launch(&k0, &v0, &kc, &vc, &full, 0, None)?;
+                    Ok(Launches {
                         all: vec![restore, append],
                         timed: vec![1],
                         choice,

@@ -46,12 +46,12 @@ pub fn kv_append_into(
     len: usize,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(k.gpu(), plan(k, v, k_cache, v_cache, length, len, named)?)
+    record(k.gpu(), launch(k, v, k_cache, v_cache, length, len, named)?)
 }
 
 /// Checks the call (`len`, the rows held before it, against the capacity) and prepares its
 /// launch.
-pub fn plan(
+pub fn launch(
     k: &Tensor,
     v: &Tensor,
     k_cache: &Tensor,
@@ -278,7 +278,7 @@ impl KvCache {
     /// do not fit.
     pub fn append(&mut self, k: &Tensor, v: &Tensor) -> Result<()> {
         let n = k.shape().get(2).copied().unwrap_or(0);
-        let plan = plan(k, v, &self.k, &self.v, &self.length, self.len, None)?;
+        let plan = launch(k, v, &self.k, &self.v, &self.length, self.len, None)?;
         self.grow(n)?;
         record(k.gpu(), plan)?;
         Ok(())

@@ -40,9 +40,9 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 flops: 8.0 * rc,
                 bytes: if residual { 4.0 } else { 2.0 } * rc * dtype.size() as f64,
                 outputs,
-                plan: Box::new(move |v| {
+                launch: Box::new(move |v| {
                     let residual = sum.as_ref().map(|sum| (&r, sum));
-                    Ok(single(crate::families::layernorm::plan_with(
+                    Ok(single(crate::families::layernorm::launch_with(
                         &x, residual, &g, &b, &y, 1e-5, v,
                     )?))
                 }),

@@ -37,7 +37,7 @@ pub fn layernorm_into(
     eps: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(x.gpu(), plan(x, gamma, beta, y, eps, named)?)
+    record(x.gpu(), launch(x, gamma, beta, y, eps, named)?)
 }
 
 /// The selector's call for a layer norm over rows of `cols` (of x + r with `residual`).
@@ -61,10 +61,10 @@ pub fn add_layernorm(
 ) -> Result<(Tensor, Tensor)> {
     let sum = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
     let y = Tensor::uninit(x.gpu(), x.shape(), x.dtype())?;
-    let (dispatch, choice) = plan_with(x, Some((r, &sum)), gamma, beta, &y, eps, None)?;
+    let (dispatch, choice) = launch_with(x, Some((r, &sum)), gamma, beta, &y, eps, None)?;
     // Where x is a split product whose sum is the newest launch, one launch does both, in the
     // norm's design.
-    let fold = crate::families::reduce_layernorm::fold;
+    let fold = crate::fusion::add_layernorm;
     if !fold(x, r, gamma, beta, [&sum, &y], eps, &choice.variant)? {
         x.gpu().record_owned(dispatch)?;
     }
@@ -72,7 +72,7 @@ pub fn add_layernorm(
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     x: &Tensor,
     gamma: &Tensor,
     beta: &Tensor,
@@ -80,11 +80,11 @@ pub fn plan(
     eps: f32,
     named: Option<&str>,
 ) -> Result<(Dispatch, Choice)> {
-    plan_with(x, None, gamma, beta, y, eps, named)
+    launch_with(x, None, gamma, beta, y, eps, named)
 }
 
 /// [`plan`], with a residual `(r, sum)`: the row normalised is x + r, and it is written to sum.
-pub fn plan_with(
+pub fn launch_with(
     x: &Tensor,
     residual: Option<(&Tensor, &Tensor)>,
     gamma: &Tensor,

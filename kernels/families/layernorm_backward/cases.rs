@@ -35,15 +35,15 @@ fn accumulate_case(gpu: &Gpu, z: &Sizes) -> Result<Case> {
         flops: 13.0 * rc,
         bytes: 5.0 * rc * 4.0,
         outputs: vec![o],
-        plan: Box::new(move |v| {
-            use crate::families::layernorm_backward::{BackwardVariants, plan_add};
+        launch: Box::new(move |v| {
+            use crate::families::layernorm_backward::{BackwardVariants, launch_add};
             let named = BackwardVariants {
                 rows: v,
                 params: None,
             };
-            let plan = plan_add(&x, &g, &dy, &acc, &dx, &dg, &db, 1e-5, named)?;
+            let plan = launch_add(&x, &g, &dy, &acc, &dx, &dg, &db, 1e-5, named)?;
             let choice = plan.choices[0].clone();
-            Ok(Planned {
+            Ok(Launches {
                 all: plan.dispatches,
                 timed: vec![0],
                 choice,
@@ -91,8 +91,8 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, index: usize) -> Result<Vec<C
         flops: 12.0 * rc,
         bytes,
         outputs,
-        plan: Box::new(move |v| {
-            use crate::families::layernorm_backward::{BackwardVariants, plan};
+        launch: Box::new(move |v| {
+            use crate::families::layernorm_backward::{BackwardVariants, launch};
             let named = if index == 0 {
                 BackwardVariants {
                     rows: v,
@@ -104,9 +104,9 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, index: usize) -> Result<Vec<C
                     params: v,
                 }
             };
-            let plan = plan(&x, &g, &dy, &dx, &dg, &db, 1e-5, named)?;
+            let plan = launch(&x, &g, &dy, &dx, &dg, &db, 1e-5, named)?;
             let choice = plan.choices[index].clone();
-            Ok(Planned {
+            Ok(Launches {
                 all: plan.dispatches,
                 timed: vec![index],
                 choice,

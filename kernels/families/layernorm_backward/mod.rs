@@ -6,7 +6,7 @@ pub(crate) mod cases;
 pub mod cpu;
 
 use crate::error::Result;
-use crate::families::layernorm_params_backward::plan_norm_backward;
+use crate::families::layernorm_params_backward::launch_norm_backward;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
@@ -56,13 +56,13 @@ pub fn layernorm_backward_into(
     eps: f32,
     named: BackwardVariants<'_>,
 ) -> Result<Vec<Choice>> {
-    let plan = plan(x, gamma, dy, dx, dgamma, dbeta, eps, named)?;
+    let plan = launch(x, gamma, dy, dx, dgamma, dbeta, eps, named)?;
     record_folding(plan, x, gamma, dy, None, dx, eps)
 }
 
 /// Checks the call and prepares its two launches.
 #[allow(clippy::too_many_arguments)]
-pub fn plan(
+pub fn launch(
     x: &Tensor,
     gamma: &Tensor,
     dy: &Tensor,
@@ -73,7 +73,7 @@ pub fn plan(
     named: BackwardVariants<'_>,
 ) -> Result<BackwardPlan> {
     let outputs = (dx, dgamma, Some(dbeta));
-    plan_norm_backward(OP, x, gamma, dy, outputs, Some(None), eps, named)
+    launch_norm_backward(OP, x, gamma, dy, outputs, Some(None), eps, named)
 }
 
 /// [`layernorm_backward_into`] with `acc` added to dX as it is written: dX = acc + the layer
@@ -91,7 +91,7 @@ pub fn layernorm_backward_add_into(
     eps: f32,
     named: BackwardVariants<'_>,
 ) -> Result<Vec<Choice>> {
-    let plan = plan_add(x, gamma, dy, acc, dx, dgamma, dbeta, eps, named)?;
+    let plan = launch_add(x, gamma, dy, acc, dx, dgamma, dbeta, eps, named)?;
     record_folding(plan, x, gamma, dy, Some(acc), dx, eps)
 }
 
@@ -108,7 +108,7 @@ fn record_folding(
 ) -> Result<Vec<Choice>> {
     let outputs = [dx, &plan.stats];
     let norm = plan.choices[0].variant.clone();
-    let fold = crate::families::reduce_layernorm_backward::fold;
+    let fold = crate::fusion::layernorm_backward;
     match fold(x, gamma, dy, acc, outputs, eps, &norm)? {
         Some(choice) => {
             let BackwardPlan {
@@ -126,7 +126,7 @@ fn record_folding(
 
 /// Checks a call of [`layernorm_backward_add_into`] and prepares its two launches.
 #[allow(clippy::too_many_arguments)]
-pub fn plan_add(
+pub fn launch_add(
     x: &Tensor,
     gamma: &Tensor,
     dy: &Tensor,
@@ -138,7 +138,7 @@ pub fn plan_add(
     named: BackwardVariants<'_>,
 ) -> Result<BackwardPlan> {
     let outputs = (dx, dgamma, Some(dbeta));
-    plan_norm_backward(OP, x, gamma, dy, outputs, Some(Some(acc)), eps, named)
+    launch_norm_backward(OP, x, gamma, dy, outputs, Some(Some(acc)), eps, named)
 }
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).

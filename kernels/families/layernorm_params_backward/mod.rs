@@ -2,7 +2,7 @@
 //! sum every (wg / 16)-th row and add their sums in a fixed tree order (deterministic, no
 //! atomics). The second launch of a normalisation's backward (`layernorm_backward`,
 //! `rmsnorm_backward`), whose row kernel writes the statistics it reads; both plan through
-//! [`plan_norm_backward`] here.
+//! [`launch_norm_backward`] here.
 
 pub(crate) mod cases;
 pub mod cpu;
@@ -24,8 +24,8 @@ const OP: &str = "layernorm_params_backward";
 pub type Design = crate::launch::ElementDesign;
 
 /// Prepares dgamma and dbeta from x, dy and the row statistics `stats` ([rows, 2]: mean and
-/// 1/std) that the row kernel wrote; the call was checked in [`plan_norm_backward`].
-fn plan_columns(
+/// 1/std) that the row kernel wrote; the call was checked in [`launch_norm_backward`].
+fn launch_columns(
     x: &Tensor,
     dy: &Tensor,
     stats: &Tensor,
@@ -81,7 +81,7 @@ impl BackwardPlan {
 /// dbeta then goes to a scratch tensor the launch holds. `acc` is `Some` for a row kernel with
 /// an `accumulate` variable: with a tensor, it is added to dX as dX is written.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn plan_norm_backward(
+pub(crate) fn launch_norm_backward(
     op: &'static str,
     x: &Tensor,
     gamma: &Tensor,
@@ -143,7 +143,7 @@ pub(crate) fn plan_norm_backward(
         }
     };
     let (col_dispatch, col_choice) =
-        plan_columns(x, dy, &stats, (dgamma, dbeta), &params, named.params)?;
+        launch_columns(x, dy, &stats, (dgamma, dbeta), &params, named.params)?;
     Ok(BackwardPlan {
         dispatches: vec![row_dispatch, col_dispatch],
         choices: vec![row_choice, col_choice],

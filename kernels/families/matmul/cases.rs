@@ -2,7 +2,7 @@
 //! multiples (the last with sides multiples of 16, for whole cooperative fragments), in every
 //! dtype and with every epilogue (the two-output ones in f32, both results checked).
 use crate::cases::prelude::*;
-use crate::families::matmul::{Epilogue, Layout, Second};
+use crate::families::matmul::{Epilogue, Layout, SecondOutput};
 
 /// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
 /// by `kiln::cases::campaign_tolerance`.
@@ -86,20 +86,20 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 flops: 2.0 * (m * k * n) as f64,
                 bytes: (m * k + k * n + m * n) as f64 * e,
                 outputs,
-                plan: Box::new(move |v| {
+                launch: Box::new(move |v| {
                     let second = y.as_ref().map(|y| match epilogue {
-                        Epilogue::BiasAndGelu => Second::Gelu { y },
-                        Epilogue::BiasAndHeads => Second::Heads { y, heads },
-                        _ => Second::GeluGrad { x: &x, y },
+                        Epilogue::BiasAndGelu => SecondOutput::Gelu { y },
+                        Epilogue::BiasAndHeads => SecondOutput::Heads { y, heads },
+                        _ => SecondOutput::GeluGrad { x: &x, y },
                     });
                     let layout = Layout::default();
                     Ok(single(match second {
-                        Some(second) => crate::families::matmul::plan_second(
+                        Some(second) => crate::families::matmul::launch_second(
                             &a, &b, &c, layout, &bias, second, v,
                         )?,
                         None => {
                             let e = (epilogue != Epilogue::None).then_some((&bias, epilogue));
-                            crate::families::matmul::plan_with(&a, &b, &c, layout, e, v)?
+                            crate::families::matmul::launch_with(&a, &b, &c, layout, e, v)?
                         }
                     }))
                 }),

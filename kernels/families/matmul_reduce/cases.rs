@@ -30,9 +30,9 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: (splits * rows * n) as f64,
             bytes: ((splits + 1) * rows * n) as f64 * 4.0,
             outputs: vec![o],
-            plan: Box::new(move |v| {
+            launch: Box::new(move |v| {
                 let e = with_bias.then_some((&bias, epilogue));
-                Ok(single(crate::families::matmul_reduce::plan(
+                Ok(single(crate::families::matmul_reduce::launch(
                     &partials, &c, n, e, v,
                 )?))
             }),

@@ -1,5 +1,5 @@
 //! The second pass of a split-K product: the f32 slices a matmul wrote for parts of K, added in
-//! order, then the epilogue (bias, bias + gelu). `matmul::plan_split` launches it when it cuts K.
+//! order, then the epilogue (bias, bias + gelu). `matmul::launch_split` launches it when it cuts K.
 
 pub(crate) mod cases;
 pub mod cpu;
@@ -48,7 +48,7 @@ struct Params {
 /// The sum of a split product's slices, `partials` [splits, count] (f32) into `c` (f32, count
 /// elements, rows of `n`), with the epilogue's bias [n]: the second launch of a cut K, with the
 /// named `matmul_reduce` variant or the selector's choice.
-pub fn plan(
+pub fn launch(
     partials: &Tensor,
     c: &Tensor,
     n: usize,

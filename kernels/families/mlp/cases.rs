@@ -2,7 +2,7 @@
 //! chunk (more output columns than the narrowest tile), the hidden units in one slice, in a
 //! slice a chunk, and in between.
 use crate::cases::prelude::*;
-use crate::families::mlp::{Design, per_slice, plan};
+use crate::families::mlp::{Design, launch, per_slice};
 
 /// This family's campaign tolerance for f32 (`tolerance`'s `campaign`), also read without a GPU
 /// by `kiln::cases::campaign_tolerance`.
@@ -49,8 +49,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 flops: 2.0 * (m * h * (d + n)) as f64,
                 bytes: ((m * d + d * h + h * n) + parts * m * n) as f64 * 4.0,
                 outputs: vec![o],
-                plan: Box::new(move |v| {
-                    let planned = plan(&x, &w1, &b1, &w2, &partials, v)?;
+                launch: Box::new(move |v| {
+                    let planned = launch(&x, &w1, &b1, &w2, &partials, v)?;
                     if per_slice(Design::parse(&planned.1.variant)?, h, parts) != Some(per) {
                         return Err(crate::Error::shape(
                             "mlp",

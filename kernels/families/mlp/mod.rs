@@ -1,7 +1,7 @@
 //! A transformer's feed-forward block, gelu(x · W1 + b1) · W2 + b2, with the hidden layer kept in
 //! workgroup memory: one launch writes the second product as slices over parts of the hidden
 //! units, and the launch after it adds them with the bias — `matmul_reduce` here, or the
-//! residual layer norm that reads the block (`reduce_layernorm`, as `ops::fuse` plans it for a
+//! residual layer norm that reads the block (`reduce_layernorm`, as `kiln::fusion` plans it for a
 //! captured pass whose hidden layer nothing reads). Two launches where the products took two to
 //! four, and the [M, H] hidden layer never goes through memory.
 
@@ -72,7 +72,7 @@ pub struct Call {
 impl Call {
     /// The call for a block of dimensions [M, D, H, N] (`dims`) into `slices` slices or as
     /// many as the pick makes.
-    fn of([m, d, hidden, n]: [usize; 4], slices: Option<usize>) -> Call {
+    pub(crate) fn of([m, d, hidden, n]: [usize; 4], slices: Option<usize>) -> Call {
         Call {
             m,
             d,
@@ -238,7 +238,7 @@ pub fn workspace(
 
 /// Checks the call and prepares its launch: `partials` [S, M · N] gets slice s of
 /// gelu(x · W1 + b1) · W2, the hidden units cut in S parts of whole chunks.
-pub fn plan(
+pub fn launch(
     x: &Tensor,
     w1: &Tensor,
     b1: &Tensor,
@@ -311,9 +311,9 @@ pub fn mlp(x: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor) -> Re
         DType::F32,
     )?;
     let gpu = x.gpu();
-    record(gpu, plan(&flat, w1, b1, w2, &partials, Some(&variant))?)?;
+    record(gpu, launch(&flat, w1, b1, w2, &partials, Some(&variant))?)?;
     let sum =
-        crate::families::matmul_reduce::plan(&partials, &y, n, Some((b2, Epilogue::Bias)), None)?;
+        crate::families::matmul_reduce::launch(&partials, &y, n, Some((b2, Epilogue::Bias)), None)?;
     record(gpu, sum)?;
     Ok(y)
 }

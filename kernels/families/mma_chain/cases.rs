@@ -29,6 +29,10 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         flops: fragments * 2.0 * 4096.0 * f64::from(iters),
         bytes: fragments * 1024.0,
         outputs: vec![o],
-        plan: Box::new(move |v| Ok(single(crate::families::mma_chain::plan(&x, &y, iters, v)?))),
+        launch: Box::new(move |v| {
+            Ok(single(crate::families::mma_chain::launch(
+                &x, &y, iters, v,
+            )?))
+        }),
     }])
 }

@@ -96,7 +96,12 @@ impl select::Call for Call {
 
 /// Prepares Y [groups, 8, 4, 256] (f32) from X [4, 512] (f16: four copies of A then B):
 /// 2 · 16³ · iters FLOPs per fragment.
-pub fn plan(x: &Tensor, y: &Tensor, iters: u32, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+pub fn launch(
+    x: &Tensor,
+    y: &Tensor,
+    iters: u32,
+    named: Option<&str>,
+) -> Result<(Dispatch, Choice)> {
     check_same_device(OP, &[x, y])?;
     check_no_alias(OP, y, &[x])?;
     if x.dtype() != DType::F16 || x.numel() != 2048 {

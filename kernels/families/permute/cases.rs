@@ -33,8 +33,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 flops: 0.0,
                 bytes: 2.0 * xa.data.len() as f64 * dtype.size() as f64,
                 outputs: vec![o],
-                plan: Box::new(move |v| {
-                    Ok(single(crate::families::permute::plan(&x, order, &y, v)?))
+                launch: Box::new(move |v| {
+                    Ok(single(crate::families::permute::launch(&x, order, &y, v)?))
                 }),
             });
         }

@@ -10,7 +10,7 @@ use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::launch::{check_no_alias, check_operands, check_out_shape, plan_elementwise, record};
+use crate::launch::{check_no_alias, check_operands, check_out_shape, launch_elementwise, record};
 
 const OP: &str = "permute";
 
@@ -31,14 +31,12 @@ struct Params {
 /// product cut along K whose sum was the last launch recorded, that sum is folded in
 /// (`reduce_permute`); when it is an f32 product of one matrix recorded last, whole, and the
 /// order splits it into heads ([2, 0, 3, 1]), that launch writes Y too where its design has the
-/// two-output forms (`matmul::fold`).
+/// two-output forms (`kiln::fusion`).
 pub fn permute(x: &Tensor, order: [usize; 4]) -> Result<Tensor> {
     let (shape, _) = cpu::permuted(x.shape(), order)?;
     let y = Tensor::uninit(x.gpu(), &shape, x.dtype())?;
-    let planned = plan(x, order, &y, None)?;
-    let folded = crate::families::reduce_permute::fold(x, order, &y)?
-        || (order == [2, 0, 3, 1] && crate::families::matmul::fold::heads(x, &y)?);
-    if !folded {
+    let planned = launch(x, order, &y, None)?;
+    if !crate::fusion::permute(x, order, &y)? {
         record(x.gpu(), planned)?;
     }
     Ok(y)
@@ -52,11 +50,11 @@ pub fn permute_into(
     y: &Tensor,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(x.gpu(), plan(x, order, y, named)?)
+    record(x.gpu(), launch(x, order, y, named)?)
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     x: &Tensor,
     order: [usize; 4],
     y: &Tensor,
@@ -72,7 +70,7 @@ pub fn plan(
         strides: strides.map(|s| s as u32),
         _pad: [0; 3],
     };
-    plan_elementwise(OP, x, None, x.numel(), named, &[x, y], &params)
+    launch_elementwise(OP, x, None, x.numel(), named, &[x, y], &params)
 }
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).

@@ -57,13 +57,13 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             values(sm, &ma.data),
             values(sv, &va.data),
         ],
-        plan: Box::new(move |name| {
+        launch: Box::new(move |name| {
             let [p, g, m, v] = &f.groups;
             let (step, choice) =
-                super::plan(p, g, m, v, &f.h, &f.corrections, &partials, &cuts, name)?;
+                super::launch(p, g, m, v, &f.h, &f.corrections, &partials, &cuts, name)?;
             let mut all = f.resets(&[0, 1, 2, 3])?;
             all.push(step);
-            Ok(Planned {
+            Ok(Launches {
                 all,
                 timed: vec![4],
                 choice,

@@ -2,7 +2,7 @@
 //! training step's weight-gradient products (Xᵀ · dY over every token) are small in M and N and
 //! long in K, so on a large GPU they are cut along K, each followed by a sum launch
 //! (`matmul_reduce`) into its place in the gradient arena, which nothing reads but the AdamW
-//! table step at the end. A captured step is rewritten (`ops::fuse`): the slices go into one
+//! table step at the end. A captured step is rewritten (`kiln::fusion`): the slices go into one
 //! arena, the sums are dropped and this family's launch adds each cut gradient's slices as it
 //! steps on it, writing the gradient too. The model code calls what it always did.
 
@@ -13,7 +13,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::families::adamw_table::{self, Checked};
 use crate::gpu::Dispatch;
-use crate::launch::{check_no_alias, check_operands, plan_elementwise};
+use crate::launch::{check_no_alias, check_operands, launch_elementwise};
 use crate::optim::AdamW;
 use crate::select::Choice;
 use crate::tensor::Tensor;
@@ -28,7 +28,7 @@ pub type Design = crate::launch::ElementDesign;
 /// packed alike), where `cuts[i]` (for tensor `i`, in the order given) names the slices of
 /// `partials` (f32, flat) that sum to `g[i]`; those are summed, written to `g[i]` and stepped on.
 #[allow(clippy::too_many_arguments)]
-pub fn plan(
+pub fn launch(
     p: &[Tensor],
     g: &[Tensor],
     m: &[Tensor],
@@ -71,7 +71,7 @@ pub fn plan(
         })
         .collect();
     let table = Tensor::from_u32(sp.gpu(), &[rows.len(), 8], &table)?;
-    plan_elementwise(
+    launch_elementwise(
         OP,
         &sp,
         None,

@@ -40,8 +40,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: (splits as f64 + 10.0) * rc,
             bytes: (splits as f64 + 5.0) * rc * 4.0,
             outputs: vec![o_c, o_s, o_y],
-            plan: Box::new(move |v| {
-                Ok(single(crate::families::reduce_layernorm::plan(
+            launch: Box::new(move |v| {
+                Ok(single(crate::families::reduce_layernorm::launch(
                     &partials,
                     with_bias.then_some(&bias),
                     &r,

@@ -11,7 +11,7 @@ pub mod cpu;
 use crate::contract::Param;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::gpu::{Bindable, Dispatch};
+use crate::gpu::Dispatch;
 use crate::launch::{
     RowParams, Rowwise, check_eps, check_input_shape, check_no_alias, check_operands,
     check_out_shape,
@@ -21,7 +21,7 @@ use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
 
-const OP: &str = "reduce_layernorm";
+pub(crate) const OP: &str = "reduce_layernorm";
 
 /// What the launcher reads of a variant: dtype, threads per row, how a row is reduced.
 pub type Design = crate::launch::RowDesign;
@@ -39,7 +39,7 @@ pub fn call(cols: usize, bias: bool) -> Rowwise {
 /// Checks the call and prepares its launch: C = Σ partials (+ bias), S = C + r, Y =
 /// layernorm(S).
 #[allow(clippy::too_many_arguments)]
-pub fn plan(
+pub fn launch(
     partials: &Tensor,
     bias: Option<&Tensor>,
     r: &Tensor,
@@ -94,65 +94,12 @@ pub(crate) fn design_of(registry: &Registry, norm: &Variant, bias: bool) -> Opti
 
 /// The variant of this family in the design of the `layernorm` variant the selector picks for a
 /// residual norm over rows of `cols` (as [`design_of`]).
-pub(crate) fn design_for(gpu: &crate::Gpu, cols: usize, bias: bool) -> Option<String> {
+pub(crate) fn design_for(
+    sel: &crate::select::Selector<'_>,
+    cols: usize,
+    bias: bool,
+) -> Option<String> {
     let call = crate::families::layernorm::call(DType::F32, cols, true);
-    let norm = gpu.selector().choose(&call, None).ok()?;
-    design_of(gpu.registry(), &norm.variant, bias)
-}
-
-/// `add_layernorm(x, r)` as one launch with the sum of the split product that wrote `x` or
-/// `r`, when that sum (with a bias or none) is the newest launch recorded: it is replaced by
-/// this family's launch in `norm`'s design (the `layernorm` variant the call would have taken:
-/// [`design_of`]), which writes the product too, and the other operand is the residual (x + r
-/// is r + x to the bit). Returns whether it folded; when it did not (another launch came after
-/// the sum, the sum ends a chain a capture may rewrite, or no variant takes the call), nothing
-/// was changed.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fold(
-    x: &Tensor,
-    r: &Tensor,
-    gamma: &Tensor,
-    beta: &Tensor,
-    [sum, y]: [&Tensor; 2],
-    eps: f32,
-    norm: &Variant,
-) -> Result<bool> {
-    let gpu = x.gpu();
-    let Ok((rows, cols)) = rows_cols(OP, x.shape()) else {
-        return Ok(false);
-    };
-    if x.dtype() != DType::F32 || r.shape() != x.shape() {
-        return Ok(false);
-    }
-    let count = rows * cols;
-    gpu.replace_last(|last| {
-        let slices = crate::families::matmul_reduce::recorded(last.label, last.buffers)?;
-        let written = slices.c.key();
-        let (product, residual) = if written == x.slice().key() {
-            (x, r)
-        } else if written == r.slice().key() {
-            (r, x)
-        } else {
-            return None;
-        };
-        if slices.bias.is_some_and(|b| b.size != cols as u64 * 4) {
-            return None;
-        }
-        let partials = slices.partials(gpu, count);
-        let bias = slices
-            .bias
-            .map(|b| Tensor::over(gpu, b.clone(), &[cols], DType::F32));
-        let named = design_of(gpu.registry(), norm, bias.is_some())?;
-        let planned = plan(
-            &partials,
-            bias.as_ref(),
-            residual,
-            gamma,
-            beta,
-            [product, sum, y],
-            eps,
-            Some(&named),
-        );
-        planned.ok().map(|(dispatch, _)| dispatch)
-    })
+    let norm = sel.choose(&call, None).ok()?;
+    design_of(sel.registry, &norm.variant, bias)
 }

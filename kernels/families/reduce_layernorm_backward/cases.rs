@@ -44,8 +44,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: (splits as f64 + 13.0) * rc,
             bytes: (splits as f64 + 5.0) * rc * 4.0,
             outputs: vec![o_dy, o_dx, o_stats],
-            plan: Box::new(move |v| {
-                Ok(single(crate::families::reduce_layernorm_backward::plan(
+            launch: Box::new(move |v| {
+                Ok(single(crate::families::reduce_layernorm_backward::launch(
                     &partials,
                     &x,
                     &g,

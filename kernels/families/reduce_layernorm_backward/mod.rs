@@ -10,17 +10,16 @@ pub mod cpu;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::gpu::{Bindable, Dispatch};
+use crate::gpu::Dispatch;
 use crate::launch::{
     RowParams, Rowwise, check_eps, check_input_shape, check_no_alias, check_operands,
     check_out_shape,
 };
-use crate::registry::Variant;
 use crate::select::Choice;
 use crate::shape::rows_cols;
 use crate::tensor::Tensor;
 
-const OP: &str = "reduce_layernorm_backward";
+pub(crate) const OP: &str = "reduce_layernorm_backward";
 
 /// What the launcher reads of a variant: dtype, threads per row, how a row is reduced.
 pub type Design = crate::launch::RowDesign;
@@ -38,7 +37,7 @@ pub fn call(cols: usize, accumulate: bool) -> Rowwise {
 /// Checks the call and prepares its launch: dY = Σ partials, dX = the layer norm's input
 /// gradient from it (+ acc), each row's mean and rstd into `stats` [rows, 2].
 #[allow(clippy::too_many_arguments)]
-pub fn plan(
+pub fn launch(
     partials: &Tensor,
     x: &Tensor,
     gamma: &Tensor,
@@ -83,44 +82,4 @@ pub fn plan(
     let groups = gpu.groups(OP, rows as u64)?;
     let dispatch = Dispatch::new(gpu, &choice.variant, &bound, &params, groups)?;
     Ok((dispatch, choice))
-}
-
-/// The first launch of the layer norm's backward (dX and the row statistics into `stats`) as
-/// this family's, with the sum of the split product that wrote `dy` when that sum (no
-/// epilogue) is the newest launch recorded: it is replaced, and the caller records the
-/// dgamma/dbeta launch after it, in the design of `norm`, the variant `layernorm_backward`
-/// chose: the same threads and reductions, so the same bits.
-/// Returns the choice when it folded; when it did not (another launch came after the sum, the
-/// sum ends a chain a capture may rewrite, or no variant takes the call), nothing was changed.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fold(
-    x: &Tensor,
-    gamma: &Tensor,
-    dy: &Tensor,
-    acc: Option<&Tensor>,
-    [dx, stats]: [&Tensor; 2],
-    eps: f32,
-    norm: &Variant,
-) -> Result<Option<Choice>> {
-    let gpu = x.gpu();
-    let Ok((rows, cols)) = rows_cols(OP, x.shape()) else {
-        return Ok(None);
-    };
-    if dy.dtype() != DType::F32 || dy.shape() != x.shape() {
-        return Ok(None);
-    }
-    let mut chosen = None;
-    gpu.replace_last(|last| {
-        let sum = crate::families::matmul_reduce::recorded(last.label, last.buffers)?;
-        if sum.c.key() != dy.slice().key() || sum.bias.is_some() {
-            return None;
-        }
-        let partials = sum.partials(gpu, rows * cols);
-        let design = gpu.registry().like(OP, norm, &[]).ok()?;
-        let outputs = [dy, dx, stats];
-        let planned = plan(&partials, x, gamma, acc, outputs, eps, Some(&design.name)).ok()?;
-        chosen = Some(planned.1);
-        Some(planned.0)
-    })?;
-    Ok(chosen)
 }

@@ -40,9 +40,9 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: (splits * count) as f64,
             bytes: ((splits + 2) * count) as f64 * 4.0,
             outputs: vec![o_c, o_y],
-            plan: Box::new(move |v| {
+            launch: Box::new(move |v| {
                 let e = with_bias.then_some(&bias);
-                Ok(single(crate::families::reduce_permute::plan(
+                Ok(single(crate::families::reduce_permute::launch(
                     &partials, e, &c_out, order, &y_out, v,
                 )?))
             }),

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::families::matmul::Epilogue;
 use crate::families::matmul_reduce;
 use crate::families::permute::cpu::permuted;
-use crate::gpu::{Bindable, Dispatch};
+use crate::gpu::Dispatch;
 use crate::launch::{
     ElementDesign, check_input_shape, check_no_alias, check_operands, check_out_shape,
 };
@@ -38,7 +38,7 @@ struct Params {
 
 /// Checks the call and prepares its launch: C = Σ partials (+ bias), Y = C with its leading
 /// axes in `order` (as `permute` takes them).
-pub fn plan(
+pub fn launch(
     partials: &Tensor,
     bias: Option<&Tensor>,
     c: &Tensor,
@@ -97,31 +97,6 @@ pub fn plan(
     let groups = gpu.groups(OP, (count as u64).div_ceil(wg))?;
     let dispatch = Dispatch::new(gpu, &choice.variant, &all, &params, groups)?;
     Ok((dispatch, choice))
-}
-
-/// `permute(x, order)` into `y` as one launch with the sum of the split product that wrote
-/// `x`, when that sum (with a bias or none) is the newest launch recorded: it is replaced by
-/// this family's launch, which writes `x` too. Returns whether it folded; when it did not
-/// (another launch came after the sum, the sum ends a chain a capture may rewrite, or no variant
-/// takes the call), nothing was changed.
-pub(crate) fn fold(x: &Tensor, order: [usize; 4], y: &Tensor) -> Result<bool> {
-    let gpu = x.gpu();
-    if x.dtype() != DType::F32 {
-        return Ok(false);
-    }
-    let count = x.numel();
-    gpu.replace_last(|last| {
-        let sum = matmul_reduce::recorded(last.label, last.buffers)?;
-        if sum.c.key() != x.slice().key() || count == 0 {
-            return None;
-        }
-        let bias = sum.bias.map(|b| {
-            let n = (b.size / 4) as usize;
-            Tensor::over(gpu, b.clone(), &[n], DType::F32)
-        });
-        let planned = plan(&sum.partials(gpu, count), bias.as_ref(), x, order, y, None);
-        planned.ok().map(|(dispatch, _)| dispatch)
-    })
 }
 
 /// The selector's call for a split product's sum and its permutation (its variants chosen as

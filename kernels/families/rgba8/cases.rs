@@ -22,8 +22,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: 0.0,
             bytes: (4 * h * w) as f64 * dtype.size() as f64 + (h * w) as f64 * 4.0,
             outputs: vec![Output::Words { t: pixels, want }],
-            plan: Box::new(move |v| {
-                Ok(single(crate::families::rgba8::plan(
+            launch: Box::new(move |v| {
+                Ok(single(crate::families::rgba8::launch(
                     &planes, &px, 100.0, 128.0, v,
                 )?))
             }),

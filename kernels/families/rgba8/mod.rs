@@ -9,7 +9,9 @@ use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::launch::{check_no_alias, check_out_shape, check_same_device, plan_elementwise, record};
+use crate::launch::{
+    check_no_alias, check_out_shape, check_same_device, launch_elementwise, record,
+};
 
 const OP: &str = "rgba8";
 
@@ -42,7 +44,7 @@ pub fn rgba8_into(
     bias: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(planes.gpu(), plan(planes, pixels, scale, bias, named)?)
+    record(planes.gpu(), launch(planes, pixels, scale, bias, named)?)
 }
 
 fn plane_dims(planes: &Tensor) -> Result<[usize; 3]> {
@@ -56,7 +58,7 @@ fn plane_dims(planes: &Tensor) -> Result<[usize; 3]> {
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     planes: &Tensor,
     pixels: &Tensor,
     scale: f32,
@@ -83,7 +85,7 @@ pub fn plan(
         bias,
         _pad: 0,
     };
-    plan_elementwise(
+    launch_elementwise(
         OP,
         planes,
         Some(count),

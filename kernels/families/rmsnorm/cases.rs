@@ -24,7 +24,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: 4.0 * rc,
             bytes: 2.0 * rc * dtype.size() as f64,
             outputs: vec![o],
-            plan: Box::new(move |v| Ok(single(super::plan(&x, &g, &y, 1e-5, v)?))),
+            launch: Box::new(move |v| Ok(single(super::launch(&x, &g, &y, 1e-5, v)?))),
         });
     }
     Ok(cases)

@@ -36,7 +36,7 @@ pub fn rmsnorm_into(
     eps: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(x.gpu(), plan(x, gamma, y, eps, named)?)
+    record(x.gpu(), launch(x, gamma, y, eps, named)?)
 }
 
 /// The selector's call for an RMS norm over rows of `cols`.
@@ -50,7 +50,7 @@ pub fn call(dtype: DType, cols: usize) -> Rowwise {
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     x: &Tensor,
     gamma: &Tensor,
     y: &Tensor,

@@ -28,14 +28,14 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         // The timed dispatch reads X and dY and writes dX.
         bytes: 3.0 * rc * 4.0,
         outputs: vec![o_dx, o_dg],
-        plan: Box::new(move |v| {
+        launch: Box::new(move |v| {
             let named = super::BackwardVariants {
                 rows: v,
                 params: None,
             };
-            let plan = super::plan(&x, &g, &dy, &dx, &dg, 1e-5, named)?;
+            let plan = super::launch(&x, &g, &dy, &dx, &dg, 1e-5, named)?;
             let choice = plan.choices[0].clone();
-            Ok(Planned {
+            Ok(Launches {
                 all: plan.dispatches,
                 timed: vec![0],
                 choice,

@@ -6,7 +6,7 @@ pub(crate) mod cases;
 pub mod cpu;
 
 use crate::error::Result;
-use crate::families::layernorm_params_backward::plan_norm_backward;
+use crate::families::layernorm_params_backward::launch_norm_backward;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
@@ -42,13 +42,13 @@ pub fn rmsnorm_backward_into(
     eps: f32,
     named: BackwardVariants<'_>,
 ) -> Result<Vec<Choice>> {
-    plan(x, gamma, dy, dx, dgamma, eps, named)?.record(x.gpu())
+    launch(x, gamma, dy, dx, dgamma, eps, named)?.record(x.gpu())
 }
 
 /// Checks the call and prepares its two launches: this family's row kernel writes each row's
 /// (0, rstd), so the layer norm's column kernel, Σ dy · (x − mean) · rstd, sums rmsnorm's
 /// dgamma exactly (its dbeta goes to a scratch tensor).
-pub fn plan(
+pub fn launch(
     x: &Tensor,
     gamma: &Tensor,
     dy: &Tensor,
@@ -57,7 +57,7 @@ pub fn plan(
     eps: f32,
     named: BackwardVariants<'_>,
 ) -> Result<BackwardPlan> {
-    plan_norm_backward(OP, x, gamma, dy, (dx, dgamma, None), None, eps, named)
+    launch_norm_backward(OP, x, gamma, dy, (dx, dgamma, None), None, eps, named)
 }
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).

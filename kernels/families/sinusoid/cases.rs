@@ -28,8 +28,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: 2.0 * (2 * waves * n) as f64,
             bytes: (2 * waves * n) as f64 * dtype.size() as f64,
             outputs: vec![o],
-            plan: Box::new(move |v| {
-                Ok(single(crate::families::sinusoid::plan(
+            launch: Box::new(move |v| {
+                Ok(single(crate::families::sinusoid::launch(
                     &f, &ph, &y, 0.0, 0.01, v,
                 )?))
             }),

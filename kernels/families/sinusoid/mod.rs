@@ -5,7 +5,7 @@ pub mod cpu;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::gpu::{Dispatch, fold_groups};
+use crate::gpu::{Dispatch, wrap_groups};
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
@@ -51,11 +51,11 @@ pub fn sinusoid_into(
     step: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(freq.gpu(), plan(freq, phase, out, start, step, named)?)
+    record(freq.gpu(), launch(freq, phase, out, start, step, named)?)
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     freq: &Tensor,
     phase: &Tensor,
     out: &Tensor,
@@ -100,8 +100,8 @@ pub fn plan(
     let gpu = freq.gpu();
     let max = gpu.profile().limits.max_compute_workgroups_per_dimension;
     let wg = u64::from(Design::parse(&choice.variant)?.wg.max(1));
-    let [y, z, _] = fold_groups(OP, rows as u64, max)?;
-    let [x, _, _] = fold_groups(OP, (n as u64).div_ceil(wg), max)?;
+    let [y, z, _] = wrap_groups(OP, rows as u64, max)?;
+    let [x, _, _] = wrap_groups(OP, (n as u64).div_ceil(wg), max)?;
     if u64::from(x) * wg < n as u64 {
         return Err(Error::OverLimit {
             op: OP,

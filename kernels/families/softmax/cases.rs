@@ -27,8 +27,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 flops: 5.0 * rc,
                 bytes: 2.0 * rc * dtype.size() as f64,
                 outputs: vec![o],
-                plan: Box::new(move |v| {
-                    Ok(single(crate::families::softmax::plan(
+                launch: Box::new(move |v| {
+                    Ok(single(crate::families::softmax::launch(
                         &x, &y, causal, 0.5, v,
                     )?))
                 }),

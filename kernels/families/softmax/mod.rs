@@ -44,7 +44,7 @@ pub fn softmax_into(
     scale: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(x.gpu(), plan(x, y, causal, scale, named)?)
+    record(x.gpu(), launch(x, y, causal, scale, named)?)
 }
 
 /// The selector's call for a softmax over rows of `cols`.
@@ -58,7 +58,7 @@ pub fn call(dtype: DType, cols: usize, causal: bool) -> Rowwise {
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     x: &Tensor,
     y: &Tensor,
     causal: bool,

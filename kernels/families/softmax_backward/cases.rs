@@ -28,8 +28,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: 4.0 * rc,
             bytes: 3.0 * rc * dtype.size() as f64,
             outputs: vec![o],
-            plan: Box::new(move |v| {
-                Ok(single(crate::families::softmax_backward::plan(
+            launch: Box::new(move |v| {
+                Ok(single(crate::families::softmax_backward::launch(
                     &p, &dp, &dx, 0.5, v,
                 )?))
             }),

@@ -34,11 +34,11 @@ pub fn softmax_backward_into(
     scale: f32,
     named: Option<&str>,
 ) -> Result<Choice> {
-    record(p.gpu(), plan(p, dp, dx, scale, named)?)
+    record(p.gpu(), launch(p, dp, dx, scale, named)?)
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(
+pub fn launch(
     p: &Tensor,
     dp: &Tensor,
     dx: &Tensor,

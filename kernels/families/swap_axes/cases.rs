@@ -20,7 +20,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: 0.0,
             bytes: 2.0 * (a * b * c) as f64 * dtype.size() as f64,
             outputs: vec![o],
-            plan: Box::new(move |v| Ok(single(crate::families::swap_axes::plan(&x, &y, v)?))),
+            launch: Box::new(move |v| Ok(single(crate::families::swap_axes::launch(&x, &y, v)?))),
         });
         if z.full {
             let (x, xa) = inputs.pair(gpu, &[2, a, b, c], dtype)?;
@@ -33,7 +33,9 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 flops: 0.0,
                 bytes: 4.0 * (a * b * c) as f64 * dtype.size() as f64,
                 outputs: vec![o],
-                plan: Box::new(move |v| Ok(single(crate::families::swap_axes::plan12(&x, &y, v)?))),
+                launch: Box::new(move |v| {
+                    Ok(single(crate::families::swap_axes::plan12(&x, &y, v)?))
+                }),
             });
         }
     }

@@ -10,7 +10,7 @@ use crate::gpu::Dispatch;
 use crate::select::Choice;
 use crate::tensor::Tensor;
 
-use crate::launch::{check_no_alias, check_operands, check_out_shape, plan_elementwise, record};
+use crate::launch::{check_no_alias, check_operands, check_out_shape, launch_elementwise, record};
 
 const OP: &str = "swap_axes";
 
@@ -36,28 +36,18 @@ pub fn swap_axes01(x: &Tensor) -> Result<Tensor> {
 
 /// Writes `x` with its first two axes swapped into `y`.
 pub fn swap_axes01_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
-    record(x.gpu(), plan(x, y, named)?)
+    record(x.gpu(), launch(x, y, named)?)
 }
 
 /// [a, b, c, d] → [a, c, b, d]. When x is a product cut along K whose sum was the last launch
 /// recorded, that sum is folded in (`reduce_permute`, over [a, b, c, 1, d]); when it is a whole
-/// product recorded last, the product writes the swap too (`matmul::fold`, as heads: rows of
+/// product recorded last, the product writes the swap too (`kiln::fusion`, as heads: rows of
 /// b, one part of c heads of d).
 pub fn swap_axes12(x: &Tensor) -> Result<Tensor> {
     let shape = swapped12(x.shape())?;
     let y = Tensor::uninit(x.gpu(), &shape, x.dtype())?;
     let planned = plan12(x, &y, None)?;
-    let folded = match *x.shape() {
-        [a, b, c, d] => {
-            let (x5, y5) = (x.reshape(&[a, b, c, 1, d])?, y.reshape(&[a, c, b, 1, d])?);
-            crate::families::reduce_permute::fold(&x5, [0, 2, 1, 3], &y5)? || {
-                let (x5, y5) = (x.reshape(&[a, b, 1, c, d])?, y.reshape(&[1, a, c, b, d])?);
-                crate::families::matmul::fold::heads(&x5, &y5)?
-            }
-        }
-        _ => false,
-    };
-    if !folded {
+    if !crate::fusion::swap12(x, &y)? {
         record(x.gpu(), planned)?;
     }
     Ok(y)
@@ -89,21 +79,21 @@ fn swapped(shape: &[usize]) -> Result<Vec<usize>> {
 }
 
 /// Checks a rank-3 call ([a, b, c] → [b, a, c]) and prepares its launch.
-pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+pub fn launch(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
     let want = swapped(x.shape())?;
     let s = x.shape();
-    launch(x, y, &want, [1, s[0], s[1], s[2]], named)
+    launch_blocks(x, y, &want, [1, s[0], s[1], s[2]], named)
 }
 
 /// Checks a rank-4 call ([a, b, c, d] → [a, c, b, d]) and prepares its launch.
 pub fn plan12(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
     let want = swapped12(x.shape())?;
     let s = x.shape();
-    launch(x, y, &want, [s[0], s[1], s[2], s[3]], named)
+    launch_blocks(x, y, &want, [s[0], s[1], s[2], s[3]], named)
 }
 
 /// `outer` blocks of [a, b, c] → [b, a, c]; `want` is the output shape the call makes.
-fn launch(
+fn launch_blocks(
     x: &Tensor,
     y: &Tensor,
     want: &[usize],
@@ -119,7 +109,7 @@ fn launch(
         c: c as u32,
         outer: outer as u32,
     };
-    plan_elementwise(OP, x, None, x.numel(), named, &[x, y], &params)
+    launch_elementwise(OP, x, None, x.numel(), named, &[x, y], &params)
 }
 
 /// What `kiln::ops` offers of this family (the build script re-exports it).

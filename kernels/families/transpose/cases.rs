@@ -20,7 +20,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             flops: 0.0,
             bytes: 2.0 * (b * r * c) as f64 * dtype.size() as f64,
             outputs: vec![o],
-            plan: Box::new(move |v| Ok(single(crate::families::transpose::plan(&x, &y, v)?))),
+            launch: Box::new(move |v| Ok(single(crate::families::transpose::launch(&x, &y, v)?))),
         });
     }
     Ok(cases)

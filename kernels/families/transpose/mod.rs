@@ -46,7 +46,7 @@ pub fn transpose(x: &Tensor) -> Result<Tensor> {
 
 /// Writes the transpose of `x` into `y`, with the named variant or the selector's choice.
 pub fn transpose_into(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<Choice> {
-    record(x.gpu(), plan(x, y, named)?)
+    record(x.gpu(), launch(x, y, named)?)
 }
 
 fn transposed_shape(shape: &[usize]) -> Result<Vec<usize>> {
@@ -63,7 +63,7 @@ fn transposed_shape(shape: &[usize]) -> Result<Vec<usize>> {
 }
 
 /// Checks the call and prepares its launch.
-pub fn plan(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
+pub fn launch(x: &Tensor, y: &Tensor, named: Option<&str>) -> Result<(Dispatch, Choice)> {
     check_operands(OP, &[x, y])?;
     let want = transposed_shape(x.shape())?;
     check_out_shape(OP, y, &want)?;

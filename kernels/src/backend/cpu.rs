@@ -1,6 +1,7 @@
 //! The CPU path: kiln's CPU references, on one thread or split across the cores.
 
 use crate::cpu::{self, Array};
+use crate::elementwise::ElementOp;
 use crate::error::{Error, Result};
 use crate::optim::AdamW;
 
@@ -233,11 +234,8 @@ impl Backend for CpuBackend {
     ) -> Result<(Array, Array, Array)> {
         cpu::layernorm_backward(x, g, dy, eps)
     }
-    fn gelu(&self, x: &Array) -> Result<Array> {
-        cpu::gelu(x)
-    }
-    fn gelu_backward(&self, x: &Array, dy: &Array) -> Result<Array> {
-        cpu::gelu_backward(x, dy)
+    fn elementwise(&self, op: ElementOp, operands: &[&Array]) -> Result<Array> {
+        crate::elementwise::cpu(op, operands)
     }
     fn transpose(&self, x: &Array) -> Result<Array> {
         cpu::transpose(x)

@@ -3,10 +3,11 @@
 use crate::Gpu;
 use crate::cpu::Array;
 use crate::dtype::DType;
+use crate::elementwise::ElementOp;
 use crate::error::{Error, Result};
+use crate::fusion::{Normed, Noted, Stepped, note};
 use crate::gpu::Plan;
 use crate::ops;
-use crate::ops::fuse::{Normed, Noted, Stepped, note};
 use crate::optim::AdamW;
 use crate::tensor::Tensor;
 
@@ -29,11 +30,11 @@ pub struct GpuBackend {
 
 impl GpuBackend {
     /// Runs `op`; inside a capture, notes what it made (`what` of its output) on the steps it
-    /// recorded, for `ops::fuse`.
+    /// recorded, for `kiln::fusion`.
     fn noted(
         &self,
         op: impl FnOnce() -> Result<Tensor>,
-        what: impl FnOnce(Tensor) -> Noted,
+        what: impl FnOnce(Tensor) -> Noted<Tensor>,
     ) -> Result<Tensor> {
         let from = self.gpu.note_from();
         let out = op()?;
@@ -67,7 +68,7 @@ impl Backend for GpuBackend {
         t.reshape(shape)
     }
     // The products, the softmax and the residual norm note what they made in a capture, for
-    // `ops::fuse`.
+    // `kiln::fusion`.
     fn matmul(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         self.noted(
             || ops::matmul(a, b),
@@ -94,7 +95,7 @@ impl Backend for GpuBackend {
     fn linear(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
         self.noted(
             || ops::linear(x, w, b),
-            |y| Noted::Projected {
+            |y| Noted::Linear {
                 x: x.clone(),
                 w: w.clone(),
                 b: b.clone(),
@@ -105,7 +106,7 @@ impl Backend for GpuBackend {
     fn linear_gelu(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
         self.noted(
             || ops::linear_gelu(x, w, b),
-            |h| Noted::Expanded {
+            |h| Noted::LinearGelu {
                 x: x.clone(),
                 w: w.clone(),
                 b: b.clone(),
@@ -141,7 +142,7 @@ impl Backend for GpuBackend {
         let from = self.gpu.note_from();
         let (sum, y) = ops::add_layernorm(x, r, g, b, eps)?;
         note(&self.gpu, from, || {
-            Noted::Normed(Box::new(Normed {
+            Noted::AddLayerNorm(Box::new(Normed {
                 x: x.clone(),
                 r: r.clone(),
                 gamma: g.clone(),
@@ -162,11 +163,8 @@ impl Backend for GpuBackend {
     ) -> Result<(Tensor, Tensor, Tensor)> {
         ops::layernorm_backward(x, g, dy, eps)
     }
-    fn gelu(&self, x: &Tensor) -> Result<Tensor> {
-        ops::gelu(x)
-    }
-    fn gelu_backward(&self, x: &Tensor, dy: &Tensor) -> Result<Tensor> {
-        ops::gelu_backward(x, dy)
+    fn elementwise(&self, op: ElementOp, operands: &[&Tensor]) -> Result<Tensor> {
+        crate::elementwise::apply(op, operands)
     }
     fn transpose(&self, x: &Tensor) -> Result<Tensor> {
         ops::transpose(x)
@@ -303,7 +301,7 @@ impl Backend for GpuBackend {
         if p.len() > 1 && ops::packed_alike(p, g, m, v) {
             let from = self.gpu.note_from();
             ops::adamw_table(p, g, m, v, h, corrections)?;
-            // Noted for `ops::fuse`, which may fold the weight gradients' sums into the step.
+            // Noted for `kiln::fusion`, which may fold the weight gradients' sums into the step.
             note(&self.gpu, from, || {
                 Noted::Optimizer(Box::new(Stepped {
                     p: p.to_vec(),
@@ -320,7 +318,7 @@ impl Backend for GpuBackend {
         // Every launch planned (and checked) before any is recorded.
         let launches = (0..p.len())
             .map(|i| {
-                crate::families::adamw::plan(&p[i], &g[i], &m[i], &v[i], &h[i], corrections, None)
+                crate::families::adamw::launch(&p[i], &g[i], &m[i], &v[i], &h[i], corrections, None)
                     .map(|(launch, _)| launch)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -410,7 +408,7 @@ impl Backend for GpuBackend {
         self.gpu.idle().await
     }
     fn capture<R>(&self, build: impl FnOnce() -> Result<R>) -> Result<Option<(Plan, R)>> {
-        Ok(Some(crate::ops::fuse::capture(&self.gpu, build)?))
+        Ok(Some(crate::fusion::capture(&self.gpu, build)?))
     }
     fn replay(&self, pass: &Plan) -> Result<()> {
         pass.replay()

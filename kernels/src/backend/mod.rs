@@ -14,6 +14,7 @@ mod gpu;
 use std::future::Future;
 
 use crate::cpu::Array;
+use crate::elementwise::ElementOp;
 use crate::error::{Error, Result};
 use crate::optim::AdamW;
 
@@ -74,8 +75,15 @@ pub trait Backend {
         dy: &Self::T,
         eps: f32,
     ) -> Result<(Self::T, Self::T, Self::T)>;
-    fn gelu(&self, x: &Self::T) -> Result<Self::T>;
-    fn gelu_backward(&self, x: &Self::T, dy: &Self::T) -> Result<Self::T>;
+    /// An elementwise op (gelu, silu, …) over operands of one shape: every elementwise family,
+    /// on every path, through this one method.
+    fn elementwise(&self, op: ElementOp, operands: &[&Self::T]) -> Result<Self::T>;
+    fn gelu(&self, x: &Self::T) -> Result<Self::T> {
+        self.elementwise(ElementOp::Gelu, &[x])
+    }
+    fn gelu_backward(&self, x: &Self::T, dy: &Self::T) -> Result<Self::T> {
+        self.elementwise(ElementOp::GeluBackward, &[x, dy])
+    }
     /// The last two axes swapped: [.., r, c] → [.., c, r].
     fn transpose(&self, x: &Self::T) -> Result<Self::T>;
     /// [a, b, c, d] → [a, c, b, d].

@@ -32,16 +32,16 @@ pub enum Output {
 /// What [`Case::check`] writes into every word of a u32 output before the launch.
 pub(crate) const POISON_WORD: u32 = 0xdead_beef;
 
-/// A planned launch: every dispatch in order, the ones to time, and the named variant's choice.
+/// A case's launches: every dispatch in order, the ones to time, and the named variant's choice.
 #[derive(Debug)]
-pub struct Planned {
+pub struct Launches {
     pub all: Vec<Dispatch>,
     pub timed: Vec<usize>,
     pub choice: Choice,
 }
 
-/// The launch of a named variant, or of the selector's choice with `None`.
-pub(crate) type Plan = Box<dyn Fn(Option<&str>) -> Result<Planned>>;
+/// Makes a case's launches with a named variant, or the selector's choice with `None`.
+pub(crate) type Launcher = Box<dyn Fn(Option<&str>) -> Result<Launches>>;
 
 /// One family on one fixed shape.
 pub struct Case {
@@ -55,7 +55,7 @@ pub struct Case {
     pub flops: f64,
     pub bytes: f64,
     pub outputs: Vec<Output>,
-    pub(crate) plan: Plan,
+    pub(crate) launch: Launcher,
 }
 
 impl std::fmt::Debug for Case {
@@ -72,20 +72,20 @@ impl Case {
     /// The launch of `variant` on this case, or of the selector's choice with `None`.
     /// `Error::Shape` when the variant does not take the call (another dtype, head dim, a shape
     /// its route refuses).
-    pub fn plan(&self, variant: Option<&str>) -> Result<Planned> {
-        (self.plan)(variant)
+    pub fn launches(&self, variant: Option<&str>) -> Result<Launches> {
+        (self.launch)(variant)
     }
 
     /// Poisons the outputs (NaN, or a marker for pixels), runs every planned dispatch once and
     /// returns the relative L2 error against the CPU reference. A GPU error is returned as such.
-    pub async fn check(&self, gpu: &Gpu, planned: &Planned) -> Result<f64> {
+    pub async fn check(&self, gpu: &Gpu, launches: &Launches) -> Result<f64> {
         for o in &self.outputs {
             match o {
                 Output::Values { t, .. } => t.write(&vec![f32::NAN; t.numel()])?,
                 Output::Words { t, .. } => t.write_u32(&vec![POISON_WORD; t.numel()])?,
             }
         }
-        let all: Vec<_> = planned.all.iter().collect();
+        let all: Vec<_> = launches.all.iter().collect();
         gpu.submit(&all)?;
         gpu.check()?;
         let (mut got, mut want) = (Vec::new(), Vec::new());
@@ -257,7 +257,7 @@ pub(crate) type Table = fn(&Gpu, &Sizes) -> Result<Vec<Case>>;
 /// What the case tables (`families/<family>/cases.rs`) build with.
 pub(crate) mod prelude {
     pub(crate) use super::{
-        Attention, Case, Inputs, Output, Planned, Sizes, dtype_is, dtypes, out, single, tolerance,
+        Attention, Case, Inputs, Launches, Output, Sizes, dtype_is, dtypes, out, single, tolerance,
         values,
     };
     pub(crate) use crate::contract::Param;
@@ -398,8 +398,8 @@ pub(crate) fn values(t: &Tensor, want: &[f32]) -> Output {
 }
 
 /// One dispatch, timed.
-pub(crate) fn single((dispatch, choice): (Dispatch, Choice)) -> Planned {
-    Planned {
+pub(crate) fn single((dispatch, choice): (Dispatch, Choice)) -> Launches {
+    Launches {
         all: vec![dispatch],
         timed: vec![0],
         choice,

@@ -63,8 +63,8 @@ pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
         let mut took = 0;
         let mut bad = Vec::new();
         for case in cases.iter().filter(|c| variant.takes(&c.fixed)) {
-            let planned = match case.plan(Some(name)) {
-                Ok(planned) => planned,
+            let launches = match case.launches(Some(name)) {
+                Ok(launches) => launches,
                 // The variant's route refuses this shape (whole fragments, equal shapes, …).
                 Err(Error::Shape { .. }) => continue,
                 Err(e) => {
@@ -74,7 +74,7 @@ pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
             };
             took += 1;
             p.runs += 1;
-            match case.check(gpu, &planned).await {
+            match case.check(gpu, &launches).await {
                 Ok(err) => {
                     let worst = p
                         .worst
@@ -106,15 +106,15 @@ pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
     // The selector's own pick on every case (the tuned table's or the rule's), as a model
     // would call the op: it must plan and be right too.
     for case in &cases {
-        let checked = match case.plan(None) {
-            Ok(planned) => case.check(gpu, &planned).await.map(|err| (err, planned)),
+        let checked = match case.launches(None) {
+            Ok(launches) => case.check(gpu, &launches).await.map(|err| (err, launches)),
             Err(e) => Err(e),
         };
         match checked {
             Ok((err, _)) if err <= case.tolerance => {}
-            Ok((err, planned)) => p.failures.push(format!(
+            Ok((err, launches)) => p.failures.push(format!(
                 "{}: the selector's pick {} is off by relative L2 {err:.3e} (over {:.0e})",
-                case.name, planned.choice.variant.name, case.tolerance
+                case.name, launches.choice.variant.name, case.tolerance
             )),
             Err(e) => p
                 .failures

@@ -31,7 +31,7 @@ pub struct GpuOptions {
     /// integer division by zero guarded, workgroup memory zeroed at each workgroup's start. Off
     /// by default: Kiln's templates index within bounds, end their loops, divide only by
     /// parameters the host checked, and write the workgroup memory they read; on the H200 the
-    /// checks cost 8–17 % (kernels/PERF.md, 2026-12-02). On to debug a kernel or to compare.
+    /// checks cost 8–17 % (kernels/perf/runtime-checks-off.md). On to debug a kernel or to compare.
     /// Buffers stay guarded either way where the platform does it (Vulkan's robust buffer
     /// access, the browser's WebGPU, which ignores this option).
     pub runtime_checks: bool,
@@ -61,8 +61,9 @@ fn unchecked_module(
     // SAFETY: Kiln's templates index their arrays within bounds, end every loop and divide
     // only by parameters the host checked (indices past a tile's edge are guarded or clamped in
     // the template itself, `min` where a band repeats). Every variant is proven against the
-    // CPU reference on shapes that are not tile multiples (kernels/tests/every_variant.rs), on
-    // lavapipe with these checks off; on the H200 last with them on (kernels/PERF.md).
+    // CPU reference on shapes that are not tile multiples (kernels/tests/every_variant.rs) with
+    // these checks off, on lavapipe in CI and on the H200 and the H100 in bench-gpu.sh's check
+    // stage (kernels/perf/bench-gpu-one-lease.md).
     unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
 }
 
@@ -505,10 +506,10 @@ impl Gpu {
         Live::bump(&self.inner.counters.readbacks, 1);
     }
 
-    /// Workgroup counts for `groups` workgroups in a row on this device, folded into y past
-    /// its per-dimension limit (see [`fold_groups`]).
+    /// Workgroup counts for `groups` workgroups in a row on this device, wrapped into y past
+    /// its per-dimension limit (see [`wrap_groups`]).
     pub(crate) fn groups(&self, op: &'static str, groups: u64) -> Result<[u32; 3]> {
-        fold_groups(
+        wrap_groups(
             op,
             groups,
             self.inner
@@ -554,9 +555,9 @@ impl Gpu {
     }
 }
 
-/// Workgroup counts for `groups` workgroups in a row, folded into y past the per-dimension
+/// Workgroup counts for `groups` workgroups in a row, wrapped into y past the per-dimension
 /// limit (kernels index them as x + y · num_workgroups.x).
-pub(crate) fn fold_groups(op: &'static str, groups: u64, max_per_dim: u32) -> Result<[u32; 3]> {
+pub(crate) fn wrap_groups(op: &'static str, groups: u64, max_per_dim: u32) -> Result<[u32; 3]> {
     let max = u64::from(max_per_dim);
     if groups <= max {
         return Ok([groups.max(1) as u32, 1, 1]);

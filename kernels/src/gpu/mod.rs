@@ -19,11 +19,11 @@ pub(crate) mod memory;
 mod plan;
 pub(crate) mod readback;
 mod record;
-mod submit;
+pub(crate) mod submit;
 mod timing;
 
 pub use counters::Counters;
-pub(crate) use device::fold_groups;
+pub(crate) use device::wrap_groups;
 pub use device::{Gpu, GpuOptions};
 pub(crate) use dispatch::Bindable;
 pub use dispatch::Dispatch;

@@ -18,9 +18,9 @@ use super::counters::Live;
 use super::device::Gpu;
 use super::dispatch::Dispatch;
 use super::memory::{Block, Slice, lock};
-use super::record::{Capture, Command, MAX_COMMANDS, Note, Step};
+use super::record::{Capture, Command, MAX_COMMANDS, Step};
 use crate::error::{Error, Result};
-use crate::platform::Noting;
+use crate::trace::{Noting, Trace};
 
 /// Launches and copies captured once, their parameters written and their bind groups made:
 /// [`replay`](Self::replay) runs them again on the buffers they were captured with. Tensors the
@@ -127,13 +127,7 @@ impl Gpu {
                 detail: why,
             });
         }
-        Ok((
-            Captured {
-                steps: captured.steps,
-                notes: captured.notes,
-            },
-            out,
-        ))
+        Ok((captured.trace, out))
     }
 
     /// [`capture`](Self::capture)'s second half: the steps frozen into a plan.
@@ -166,10 +160,10 @@ impl Gpu {
     /// outside a capture), read before the call records, to [`annotate`](Self::annotate) what
     /// it made. A fold made before it is not the call's.
     pub(crate) fn note_from(&self) -> Option<usize> {
-        lock(&self.inner.recorder).capture.as_mut().map(|c| {
-            c.replaced = None;
-            c.steps.len()
-        })
+        lock(&self.inner.recorder)
+            .capture
+            .as_mut()
+            .map(|c| c.trace.begin_call())
     }
 
     /// Notes `what` of the steps recorded since step `from` of the capture under way — or,
@@ -178,15 +172,8 @@ impl Gpu {
     /// link of a chain a rewrite takes whole, [`Note::links`]. (A call that folded a launch and
     /// then recorded more would be noted on what it appended only: none does.)
     pub(crate) fn annotate(&self, from: usize, what: Arc<dyn Noting>, links: bool) {
-        if let Some(c) = lock(&self.inner.recorder).capture.as_mut()
-            && from <= c.steps.len()
-        {
-            let start = match c.replaced.take() {
-                Some(i) if from == c.steps.len() && i + 1 == from => i,
-                _ => from,
-            };
-            let steps = start..c.steps.len();
-            c.notes.push(Note { steps, what, links });
+        if let Some(c) = lock(&self.inner.recorder).capture.as_mut() {
+            c.trace.annotate(from, what, links);
         }
     }
 
@@ -250,12 +237,9 @@ impl Gpu {
 }
 
 /// A capture's steps and notes before they are frozen into a [`Plan`].
-pub(crate) struct Captured {
-    steps: Vec<Step>,
-    pub notes: Vec<Note>,
-}
+pub(crate) type Captured = Trace<Step>;
 
-impl Captured {
+impl Trace<Step> {
     /// How many steps (launches and copies) it holds.
     pub fn len(&self) -> usize {
         self.steps.len()
@@ -296,40 +280,15 @@ impl Captured {
         }
     }
 
-    /// Removes step `i`; the notes on it go, later notes move up.
-    pub fn remove(&mut self, i: usize) {
-        if i >= self.steps.len() {
-            return;
-        }
-        self.steps.remove(i);
-        self.notes.retain(|n| !n.steps.contains(&i));
-        for n in &mut self.notes {
-            if n.steps.start > i {
-                n.steps = n.steps.start - 1..n.steps.end - 1;
-            }
-        }
-    }
-
     /// Replaces the steps `range` (at least one) with the launch `with`; the notes on them go,
     /// later notes move up.
     pub fn replace(&mut self, range: Range<usize>, with: Dispatch) {
-        self.replace_with(range, vec![with]);
+        self.replace_launches(range, vec![with]);
     }
 
-    /// Replaces the steps `range` (at least one) with the launches `with`, in order; the notes
-    /// on them go, later notes move by the difference.
-    pub fn replace_with(&mut self, range: Range<usize>, with: Vec<Dispatch>) {
-        let (start, end) = (range.start, range.end);
-        let added = with.len();
-        self.steps.splice(range, with.into_iter().map(Step::from));
-        self.notes
-            .retain(|n| n.steps.end <= start || n.steps.start >= end);
-        let moved = |i: usize| i + added - (end - start);
-        for n in &mut self.notes {
-            if n.steps.start >= end {
-                n.steps = moved(n.steps.start)..moved(n.steps.end);
-            }
-        }
+    /// Replaces the steps `range` (at least one) with the launches `with`, in order.
+    pub fn replace_launches(&mut self, range: Range<usize>, with: Vec<Dispatch>) {
+        self.replace_with(range, with.into_iter().map(Step::from).collect());
     }
 }
 

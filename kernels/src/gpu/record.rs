@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::kernel::Kernel;
 use super::memory::Slice;
+use crate::trace::Trace;
 
 /// Bytes of the parameter ring; a recording whose parameters would overflow it is submitted
 /// first, and the next one starts at the ring's beginning again (the queue orders the write
@@ -21,7 +22,7 @@ pub(super) const MAX_BIND_GROUPS: usize = 8192;
 /// Launches in the first piece of a submission; each later piece holds twice the one before.
 /// A long recording is submitted in pieces so the GPU starts on the first launches while the
 /// host encodes the rest (on the H200 wgpu encodes a launch in about 3 µs and a small model's
-/// launch runs in about 5: kernels/PERF.md, 2026-12-03).
+/// launch runs in about 5: kernels/perf/plans-and-pieces.md).
 pub(super) const FIRST_PIECE: usize = 8;
 /// Timestamp queries per timing session (wgpu allows 4096 per query set).
 pub(super) const MAX_QUERIES: u32 = 4096;
@@ -49,7 +50,7 @@ pub struct PassTime {
 }
 
 /// A recorded command.
-pub(super) enum Command {
+pub(crate) enum Command {
     Dispatch {
         kernel: Arc<Kernel>,
         bind: wgpu::BindGroup,
@@ -73,31 +74,14 @@ pub(super) enum Command {
 /// What a capture (`plan.rs`) has seen so far, in order.
 #[derive(Default)]
 pub(super) struct Capture {
-    pub steps: Vec<Step>,
-    /// What op calls said of the steps they made, for a rewrite before freezing.
-    pub notes: Vec<Note>,
+    /// The steps and what op calls said of them, for a rewrite before freezing.
+    pub trace: Trace<Step>,
     /// Why the capture cannot be a plan (a submission or readback was asked for inside it).
     pub refused: Option<String>,
-    /// The step the newest fold ([`Gpu::replace_last`](super::device::Gpu::replace_last)) put
-    /// its launch in, unless an op call has begun since ([`Gpu::note_from`](super::device::Gpu::note_from)
-    /// clears it): the call that folded it is noted on that step
-    /// ([`Gpu::annotate`](super::device::Gpu::annotate)).
-    pub replaced: Option<usize>,
-}
-
-/// What an op call said of the steps it recorded in a capture: its own description (the
-/// `ops` layer's type: this layer does not read it).
-pub(crate) struct Note {
-    pub steps: std::ops::Range<usize>,
-    pub what: Arc<dyn crate::platform::Noting>,
-    /// Whether the call is a link of a chain the capture's rewrite takes as a whole (attention's
-    /// scores, softmax and weighted values): a fold must not take a link's launch when the
-    /// link before it ends right where it starts.
-    pub links: bool,
 }
 
 /// One captured step: a launch, whose bind group is made when the plan is frozen, or a copy.
-pub(super) enum Step {
+pub(crate) enum Step {
     Launch {
         kernel: Arc<Kernel>,
         buffers: Vec<Slice>,

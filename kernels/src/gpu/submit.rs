@@ -84,36 +84,27 @@ impl Gpu {
     /// launch into its own this way. Nothing changes when `make` declines or the newest entry
     /// is not a launch (anything recorded after it, or a submission since, keeps it), and in
     /// a capture when that launch is part of a chain of noted op calls (a call noted right after
-    /// another: attention's scores, softmax and weighted values), which `ops::fuse` may rewrite
-    /// as a whole. `make` runs under the recorder's lock, so it must not record.
+    /// another: attention's scores, softmax and weighted values), which `kiln::fusion` may
+    /// rewrite as a whole. `make` runs under the recorder's lock, so it must not record.
     pub(crate) fn replace_last(
         &self,
         make: impl FnOnce(&Last<'_>) -> Option<Dispatch>,
     ) -> Result<bool> {
         let mut rec = lock(&self.inner.recorder);
         let replacement = if let Some(capture) = rec.capture.as_mut() {
+            let trace = &mut capture.trace;
+            if trace.newest_ends_a_chain() {
+                return Ok(false);
+            }
             let Some(Step::Launch {
                 kernel,
                 buffers,
                 params,
                 groups,
-            }) = capture.steps.last()
+            }) = trace.steps.last()
             else {
                 return Ok(false);
             };
-            let last = capture.steps.len() - 1;
-            // Only links count: a swap or an optimiser step noted before a product does not
-            // make the product's sum the end of a chain.
-            let chained = capture.notes.windows(2).any(|pair| {
-                pair[0].links
-                    && pair[1].links
-                    && !pair[0].steps.is_empty()
-                    && pair[1].steps.contains(&last)
-                    && pair[0].steps.end == pair[1].steps.start
-            });
-            if chained {
-                return Ok(false);
-            }
             let last = Last {
                 label: &kernel.label,
                 buffers,
@@ -123,17 +114,8 @@ impl Gpu {
             let Some(d) = make(&last) else {
                 return Ok(false);
             };
-            capture.steps.pop();
-            // A note on the step taken keeps the steps before it: the call that made them still
-            // made its result, now written by the launch that takes the step's place (the call
-            // folding it notes that launch: `Capture::replaced`; `ops::fuse` may rewrite the two
-            // calls together).
-            let len = capture.steps.len();
-            for n in &mut capture.notes {
-                n.steps = n.steps.start.min(len)..n.steps.end.min(len);
-            }
-            capture_launch(capture, d, self.inner.epoch.load(Ordering::Relaxed));
-            capture.replaced = Some(len);
+            mark_used(&d, self.inner.epoch.load(Ordering::Relaxed));
+            trace.fold_last(d.into());
             return Ok(true);
         } else {
             let Some(Command::Dispatch {
@@ -213,7 +195,7 @@ impl Gpu {
         let mut rec = lock(&self.inner.recorder);
         if let Some(capture) = rec.capture.as_mut() {
             mark(&c, self.inner.epoch.load(Ordering::Relaxed));
-            capture.steps.push(Step::Copy(c));
+            capture.trace.steps.push(Step::Copy(c));
             return Ok(());
         }
         if rec.commands.len() >= MAX_COMMANDS {
@@ -409,10 +391,15 @@ impl Gpu {
 
 /// Appends launch `d` to a capture, its buffers marked as used in recording `epoch`.
 fn capture_launch(capture: &mut Capture, d: Dispatch, epoch: u64) {
+    mark_used(&d, epoch);
+    capture.trace.steps.push(d.into());
+}
+
+/// Marks the launch's buffers as used by the recording of `epoch`.
+fn mark_used(d: &Dispatch, epoch: u64) {
     for s in &d.buffers {
         s.block.used_in.store(epoch, Ordering::Relaxed);
     }
-    capture.steps.push(d.into());
 }
 
 /// A launch as a captured step (its bind group is made when the plan is frozen).

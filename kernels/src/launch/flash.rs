@@ -266,8 +266,9 @@ impl select::Call for FlashCall {
     /// that still leaves enough workgroups to fill the device (128 on a GPU, 8 on a software
     /// adapter; on a GPU no smaller than 32), the streamed block as large as it goes, on GPUs the
     /// tiled route, except for the forward at head dim 16 (measured faster on the H200, slower
-    /// there on the H100, PERF.md), unrolled, subgroup reductions where the family has
-    /// them. The outer and stream routes are reached by name or the tuned table only.
+    /// there on the H100, kernels/perf/flash-attention-2.md and
+    /// kernels/perf/mega-products-tall-tiles.md), unrolled, subgroup reductions where the family
+    /// has them. The outer and stream routes are reached by name or the tuned table only.
     fn request(&self, profile: &DeviceProfile) -> Request<'_> {
         let d = self.dims;
         let gpu_device = !software(profile);
@@ -281,15 +282,17 @@ impl select::Call for FlashCall {
         // A GPU takes no block under 32: where blocks of 32 make fewer than 128 workgroups, a
         // larger block's shorter walk over the other sequence counted for more than filling the
         // device, even where blocks of 16 or 4 made 128 (the H100 at MiniLM's, the built-in
-        // weights' and the small preset's shapes: 1.1-1.7x faster, PERF.md).
+        // weights' and the small preset's shapes: 1.1-1.7x faster,
+        // kernels/perf/mega-products-tall-tiles.md).
         let floor = if gpu_device { 32 } else { 4 };
         let target = [64, 32, 16, 8, 4]
             .into_iter()
             .find(|&b| groups(b) >= enough)
             .unwrap_or(4)
             .max(floor) as i64;
-        // At head dim 16 the forward's tiled route is slower (the H100, PERF.md); the backward
-        // passes there were not timed and keep it.
+        // At head dim 16 the forward's tiled route is slower (the H100,
+        // kernels/perf/mega-products-tall-tiles.md); the backward passes there were not timed and
+        // keep it.
         let tiled_pays = d.head_dim >= 32 || self.family != "flash_fwd";
         Request {
             key: self.key(),

@@ -299,7 +299,7 @@ pub(crate) fn choose_elementwise(
 /// element count its tuned entries are bucketed by, if any), one invocation per each of
 /// `threads` items, binding `tensors` in order.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn plan_elementwise<P: bytemuck::Pod>(
+pub(crate) fn launch_elementwise<P: bytemuck::Pod>(
     op: &'static str,
     like: &Tensor,
     bucket: Option<usize>,

@@ -35,7 +35,7 @@ use crate::select::Choice;
 use crate::shape::AttentionDims;
 use crate::tensor::Tensor;
 
-pub use crate::families::flash_fwd::{flash_attention, flash_attention_into, plan_forward};
+pub use crate::families::flash_fwd::{flash_attention, flash_attention_into, launch_forward};
 pub use crate::launch::flash::{FlashCall, FlashDesign, FlashRoute, Grads, HEAD_DIMS, dims};
 
 const OP: &str = "attention";
@@ -94,7 +94,7 @@ pub fn flash_attention_backward_into(
     causal: bool,
     scale: f32,
 ) -> Result<Vec<Choice>> {
-    let plan = plan_backward(
+    let plan = launch_backward(
         q,
         k,
         v,
@@ -112,7 +112,7 @@ pub fn flash_attention_backward_into(
 
 /// Checks a flash backward call and prepares its three launches.
 #[allow(clippy::too_many_arguments)]
-pub fn plan_backward(
+pub fn launch_backward(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
@@ -151,7 +151,7 @@ pub fn plan_backward(
     let gpu = q.gpu();
     let delta = Tensor::uninit(gpu, &lse_shape(q), DType::F32)?;
 
-    let (pre, delta_choice) = attention_delta::plan(d_o, o, &delta, &d, named.delta)?;
+    let (pre, delta_choice) = attention_delta::launch(d_o, o, &delta, &d, named.delta)?;
 
     let bound = Bound {
         q,
@@ -164,7 +164,7 @@ pub fn plan_backward(
         params: params(&d, scale),
     };
     if let Some(choice) = choose_fused(&d, q, causal, named)? {
-        let fused = flash_bwd_fused::plan(&bound, grads, choice)?;
+        let fused = flash_bwd_fused::launch(&bound, grads, choice)?;
         return Ok(BackwardPlan {
             dispatches: vec![pre, fused.clear, fused.dispatch],
             choices: vec![delta_choice, fused.clear_choice, fused.choice],
@@ -172,8 +172,8 @@ pub fn plan_backward(
             zeros: Some(fused.zeros),
         });
     }
-    let (dkdv, dkdv_choice) = flash_bwd_dkdv::plan(&bound, grads, causal, named.dkdv)?;
-    let (dq, dq_choice) = flash_bwd_dq::plan(&bound, grads, causal, named.dq)?;
+    let (dkdv, dkdv_choice) = flash_bwd_dkdv::launch(&bound, grads, causal, named.dkdv)?;
+    let (dq, dq_choice) = flash_bwd_dq::launch(&bound, grads, causal, named.dq)?;
     Ok(BackwardPlan {
         dispatches: vec![pre, dkdv, dq],
         choices: vec![delta_choice, dkdv_choice, dq_choice],
@@ -227,14 +227,14 @@ pub fn naive_attention(
     causal: bool,
     scale: f32,
 ) -> Result<NaivePlan> {
-    let plan = plan_naive_forward(q, k, v, causal, scale)?;
+    let plan = launch_naive_forward(q, k, v, causal, scale)?;
     q.gpu()
         .record(&plan.dispatches.iter().collect::<Vec<_>>())?;
     Ok(plan)
 }
 
 /// Prepares the naive forward pass: Q·Kᵀ (K read transposed in place), softmax, P·V.
-pub fn plan_naive_forward(
+pub fn launch_naive_forward(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
@@ -248,9 +248,9 @@ pub fn plan_naive_forward(
     let probs = Tensor::uninit(gpu, s.shape(), q.dtype())?;
     let out = Tensor::uninit(gpu, q.shape(), q.dtype())?;
     let dispatches = vec![
-        crate::ops::matmul::plan_bt(&q3, &k3, &s, None)?.0,
-        crate::ops::softmax::plan(&s, &probs, causal, scale, None)?.0,
-        crate::ops::matmul::plan(&probs, &v3, &out.reshape(q3.shape())?, None)?.0,
+        crate::ops::matmul::launch_bt(&q3, &k3, &s, None)?.0,
+        crate::ops::softmax::launch(&s, &probs, causal, scale, None)?.0,
+        crate::ops::matmul::launch(&probs, &v3, &out.reshape(q3.shape())?, None)?.0,
     ];
     Ok(NaivePlan {
         dispatches,
@@ -271,14 +271,14 @@ pub fn naive_attention_backward(
     scale: f32,
 ) -> Result<Grads> {
     let grads = Grads::like(q, k, v)?;
-    let dispatches = plan_naive_backward(q, k, v, probs, d_o, &grads, scale)?;
+    let dispatches = launch_naive_backward(q, k, v, probs, d_o, &grads, scale)?;
     q.gpu().record_all(dispatches)?;
     Ok(grads)
 }
 
 /// Prepares the naive backward pass: two transposes, four matmuls (dO·Vᵀ reads V transposed in
 /// place) and a softmax backward.
-pub fn plan_naive_backward(
+pub fn launch_naive_backward(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
@@ -304,13 +304,13 @@ pub fn plan_naive_backward(
     let ds = Tensor::uninit(gpu, probs.shape(), q.dtype())?;
     let dst = Tensor::uninit(gpu, &nn, q.dtype())?;
     Ok(vec![
-        crate::ops::transpose::plan(probs, &pt, None)?.0,
-        crate::ops::matmul::plan(&pt, &do3, &dv3, None)?.0,
-        crate::ops::matmul::plan_bt(&do3, &v3, &dp, None)?.0,
-        crate::ops::softmax_backward::plan(probs, &dp, &ds, scale, None)?.0,
-        crate::ops::matmul::plan(&ds, &k3, &dq3, None)?.0,
-        crate::ops::transpose::plan(&ds, &dst, None)?.0,
-        crate::ops::matmul::plan(&dst, &q3, &dk3, None)?.0,
+        crate::ops::transpose::launch(probs, &pt, None)?.0,
+        crate::ops::matmul::launch(&pt, &do3, &dv3, None)?.0,
+        crate::ops::matmul::launch_bt(&do3, &v3, &dp, None)?.0,
+        crate::ops::softmax_backward::launch(probs, &dp, &ds, scale, None)?.0,
+        crate::ops::matmul::launch(&ds, &k3, &dq3, None)?.0,
+        crate::ops::transpose::launch(&ds, &dst, None)?.0,
+        crate::ops::matmul::launch(&dst, &q3, &dk3, None)?.0,
     ])
 }
 

@@ -4,11 +4,11 @@
 //! - `<op>(…) -> Tensor`: an output from the pool, and the chosen variant's launch recorded into
 //!   the device's current recording (submitted at the next readback or flush);
 //! - `<op>_into(…, out, named)`: write into a given tensor, optionally with a named variant;
-//! - `plan(…)`: the `Dispatch` and the `Choice`, for benchmarks that launch it often;
+//! - `launch(…)`: the `Dispatch` and the `Choice` (checked, not recorded), for benchmarks that
+//!   record it often and for fusion, which puts it in another launch's place;
 //! - a `select::Call` describing a call to the selector without tensors (`call(…)` or a struct).
 
 pub mod attention;
-pub mod fuse;
 
 // Every family module, and what each offers models (its `api`), written by the build script.
 include!(concat!(env!("OUT_DIR"), "/ops_exports.rs"));
@@ -18,7 +18,6 @@ pub use attention::{
     flash_attention_backward, flash_attention_backward_into, naive_attention,
     naive_attention_backward,
 };
-pub use fuse::{Fused, Rewrites, capture_reading, capture_reading_with};
 
 use crate::error::Result;
 use crate::tensor::Tensor;

@@ -115,12 +115,6 @@ pub fn variants(family: &str, dtype: DType) -> Vec<kiln::Variant> {
     vs
 }
 
-/// Compares `now` with the pinned text in `tests/snapshots/<file>`, line by line, failing with
-/// the changed lines; `KILN_UPDATE_SNAPSHOTS=1` rewrites the file instead (review the diff).
-pub fn check_snapshot(file: &str, now: &str) {
-    check_file(&format!("tests/snapshots/{file}"), now);
-}
-
 /// Compares the crate's file at `relative` with `now`, the text a test generates;
 /// `KILN_UPDATE_SNAPSHOTS=1` writes `now` there instead.
 pub fn check_file(relative: &str, now: &str) {
@@ -131,6 +125,11 @@ pub fn check_file(relative: &str, now: &str) {
         return;
     }
     let pinned = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_pinned(file, &pinned, now);
+}
+
+/// Fails, listing the changed lines, when `now` is not the `pinned` text of `what`.
+fn assert_pinned(what: &str, pinned: &str, now: &str) {
     let changed: Vec<String> = now
         .lines()
         .zip(pinned.lines())
@@ -139,7 +138,7 @@ pub fn check_file(relative: &str, now: &str) {
         .collect();
     assert!(
         changed.is_empty() && now.lines().count() == pinned.lines().count(),
-        "{file}: {} lines changed ({} lines now, {} pinned); review, then KILN_UPDATE_SNAPSHOTS=1:\n{}",
+        "{what}: {} lines changed ({} lines now, {} pinned); review, then KILN_UPDATE_SNAPSHOTS=1:\n{}",
         changed.len(),
         now.lines().count(),
         pinned.lines().count(),
@@ -147,30 +146,51 @@ pub fn check_file(relative: &str, now: &str) {
     );
 }
 
-/// Compares the text between `<!-- name:begin -->` and `<!-- name:end -->` in the crate's `file`
-/// with `now`, the text a test generates; `KILN_UPDATE_SNAPSHOTS=1` rewrites the block instead.
-pub fn check_generated_block(file: &str, name: &str, now: &str) {
-    let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap();
-    let (begin, end) = (
-        format!("<!-- {name}:begin -->\n"),
-        format!("<!-- {name}:end -->"),
-    );
-    let start = text
-        .find(&begin)
-        .unwrap_or_else(|| panic!("{file} has no {begin:?} marker"))
-        + begin.len();
-    let stop = start
-        + text[start..]
-            .find(&end)
-            .unwrap_or_else(|| panic!("{file} has no {end:?} marker"));
+/// The header of a family's `snapshot.txt`.
+const SNAPSHOT_HEADER: &str = "\
+# What each stored profile is offered of this family, and the selector's picks for the sample
+# calls (kiln::explain) on each: pinned by tests/templates.rs ([offered]) and tests/picks.rs
+# ([picks]), so a change to a contract, a rule or the tuned table shows up as a diff to review.
+# KILN_UPDATE_SNAPSHOTS=1 rewrites a section.
+";
+
+/// Compares section `[name]` of `families/<family>/snapshot.txt` (from its `[name]` line to the
+/// next `[…]` line) with `now`, the text a test generates; `KILN_UPDATE_SNAPSHOTS=1` writes it
+/// there instead (the file and the section made where missing). Everything a family pins lives
+/// in its folder, so a new family touches nothing outside it.
+pub fn check_family_snapshot(family: &str, name: &str, now: &str) {
+    let relative = format!("families/{family}/snapshot.txt");
+    let path = format!("{}/{relative}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut sections: Vec<(String, String)> = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        match line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            Some(section) => sections.push((section.to_string(), String::new())),
+            None => {
+                if let Some((_, body)) = sections.last_mut() {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+            }
+        }
+    }
+    let pinned = sections
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, b)| b.clone())
+        .unwrap_or_default();
     if std::env::var_os("KILN_UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, format!("{}{now}{}", &text[..start], &text[stop..])).unwrap();
+        match sections.iter_mut().find(|(n, _)| n == name) {
+            Some((_, body)) => *body = now.to_string(),
+            None => sections.push((name.to_string(), now.to_string())),
+        }
+        sections.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out = SNAPSHOT_HEADER.to_string();
+        for (n, body) in &sections {
+            out.push_str(&format!("[{n}]\n{body}"));
+        }
+        std::fs::write(&path, out).unwrap();
         return;
     }
-    assert_eq!(
-        &text[start..stop],
-        now,
-        "{file}'s {name} block is stale: KILN_UPDATE_SNAPSHOTS=1 regenerates it (review the diff)"
-    );
+    assert_pinned(&format!("{relative} [{name}]"), &pinned, now);
 }
