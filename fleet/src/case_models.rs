@@ -69,6 +69,32 @@ impl CaseModels {
         &self.right
     }
 
+    /// Whether every result of `report` whose case the curated reports measured names that
+    /// case's family and bucket (the campaign writes the bucket its case's call falls in, so
+    /// another is a claim about another call); the first that does not, as the reason. A case
+    /// no curated report measured cannot be checked here (a newer build's, say): the merge
+    /// never counts it.
+    pub fn check_cases(&self, report: &Report) -> Result<(), String> {
+        for (i, x) in report.results.iter().enumerate() {
+            let Some(model) = self.cases.get(&x.case) else {
+                continue;
+            };
+            if model.family != x.family {
+                return Err(format!(
+                    "results[{i}].family: `{}`, but the case `{}` is one of {}'s",
+                    x.family, x.case, model.family
+                ));
+            }
+            if model.bucket != x.bucket {
+                return Err(format!(
+                    "results[{i}].bucket: `{}` is not the bucket of the case `{}` (`{}`)",
+                    x.bucket, x.case, model.bucket
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn get(&self, case: &str) -> Option<&CaseModel> {
         self.cases.get(case)
     }

@@ -63,10 +63,13 @@ impl Report {
             }
             None => return Err(invalid("`version` is missing or not a whole number".into())),
         }
-        let report: Report = serde_path_to_error::deserialize(&value)
+        let mut report: Report = serde_path_to_error::deserialize(&value)
             .map_err(|e| invalid(format!("{}: {}", e.path(), e.inner())))?;
         // Unknown fields at any depth, also inside `device` (kiln's type, which ignores them).
         json::unknown_field(&value, &report).map_err(invalid)?;
+        // Names in one form before they are checked, stored or compared: a look-alike spelling
+        // of a name is that name.
+        validate::normalize_names(&mut report);
         validate::report(&report).map_err(invalid)?;
         Ok(report)
     }

@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use kiln::{TunedEntry, TunedTable};
 
-use crate::crowd::{CrowdMerge, CrowdPick};
+use crate::crowd::{CrowdMerge, CrowdPick, Repeated, Verdict};
 use crate::merge::{self, Key, Pick};
 use crate::text::one_line;
 
@@ -134,8 +134,11 @@ fn evidence(p: &CrowdPick) -> String {
                 v.fingerprint,
                 one_line(&v.device),
                 v.ms,
-                if v.senders > 1 {
-                    format!(" ({} senders)", v.senders)
+                if v.repeated {
+                    format!(
+                        " (sender {}: a profile another sender reported first)",
+                        v.sender
+                    )
                 } else {
                     String::new()
                 }
@@ -154,18 +157,72 @@ fn evidence(p: &CrowdPick) -> String {
     for v in &p.excluded {
         let _ = write!(
             s,
-            "; {} excluded: wrong on {} device(s), right on {}",
-            v.variant, v.wrong, v.right
+            "; {} excluded: wrong on {} device(s){}, right on {}",
+            v.variant,
+            v.wrong,
+            repeated(v),
+            v.right
         );
     }
     for v in &p.disputed {
         let _ = write!(
             s,
-            "; {} disputed: wrong on {} device(s), right on {}, too few to exclude it",
-            v.variant, v.wrong, v.right
+            "; {} disputed: wrong on {} device(s){}, right on {}, too few to exclude it",
+            v.variant,
+            v.wrong,
+            repeated(v),
+            v.right
         );
     }
     s
+}
+
+/// How many of a verdict's `wrong` devices came with a profile another sender reported first.
+fn repeated(v: &Verdict) -> String {
+    if v.wrong_repeated == 0 {
+        String::new()
+    } else {
+        format!(
+            " ({} of them a profile another sender reported first)",
+            v.wrong_repeated
+        )
+    }
+}
+
+/// Most profiles reported by several senders listed (the rest are counted).
+const MAX_REPEATED_LINES: usize = 20;
+
+/// The profiles more than one sender reported, each with its first report and the others.
+fn repeated_profiles(s: &mut String, repeated: &[Repeated]) {
+    if repeated.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "profiles reported by more than one sender: {} (each sender counts as a device of its own; \
+         none votes on another sender's device)",
+        repeated.len()
+    );
+    for r in repeated.iter().take(MAX_REPEATED_LINES) {
+        let others: Vec<String> = r
+            .others
+            .iter()
+            .map(|(id, sender)| format!("report {id} from sender {sender}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {} {} ({}): first report {} from sender {}; also {}",
+            r.fingerprint,
+            one_line(&r.device),
+            r.class,
+            r.first.0,
+            r.first.1,
+            others.join(", ")
+        );
+    }
+    if repeated.len() > MAX_REPEATED_LINES {
+        let _ = writeln!(s, "  … and {} more", repeated.len() - MAX_REPEATED_LINES);
+    }
 }
 
 /// Most set-aside lines printed (the rest are counted).
@@ -233,6 +290,7 @@ impl Review {
                 self.quorum
             );
         }
+        repeated_profiles(&mut s, &c.repeated);
         if !c.set_aside.is_empty() {
             let _ = writeln!(s, "set aside: {}", c.set_aside.len());
             for a in c.set_aside.iter().take(MAX_ASIDE_LINES) {

@@ -162,6 +162,39 @@ pub fn report(r: &Report) -> Check {
     Ok(())
 }
 
+/// Every name of a report (every string but the messages `error` and `why`) in NFKC
+/// (`text::nfkc`): the form it is checked, stored, fingerprinted and shown in. Messages are
+/// kept as written: nothing compares them.
+pub fn normalize_names(r: &mut Report) {
+    let d = &mut r.device;
+    let p = &mut r.platform;
+    let mut names: Vec<&mut String> = vec![
+        &mut r.kiln_version,
+        &mut p.arch,
+        &mut p.driver,
+        &mut d.name,
+        &mut d.driver,
+        &mut d.driver_info,
+    ];
+    names.extend(p.browser.as_mut());
+    for x in &mut r.results {
+        names.extend([&mut x.family, &mut x.variant, &mut x.case, &mut x.bucket]);
+    }
+    for x in &mut r.skipped {
+        names.extend([&mut x.family, &mut x.variant, &mut x.case]);
+    }
+    for name in names {
+        // One with a character no name may hold is left as written, for the check to refuse
+        // it naming that character (NFKC turns U+3164 into U+1160, invisible too).
+        if name.chars().any(text::is_invisible) {
+            continue;
+        }
+        if let Some(normal) = text::nfkc(name) {
+            *name = normal;
+        }
+    }
+}
+
 /// The profile: its strings, enumerations, and the fields that decide its class agreeing with
 /// each other (subgroup sizes exactly when subgroups are present, cooperative-matrix
 /// configurations exactly when the feature is).

@@ -639,6 +639,122 @@ fn three_liars_cannot_outvote_six_honest_devices() {
     );
 }
 
+/// A sender that reposts `honest`'s device profile as its own (every field, so its fingerprint),
+/// marks every matmul variant but the slowest wrong and times the slowest 10× faster.
+fn reposted(honest: &Report) -> Report {
+    let mut r = new_class(70, 1.0);
+    r.device = honest.device.clone();
+    let slowest = slowest_matmul(&r);
+    for x in r.results.iter_mut().filter(|x| x.family == "matmul") {
+        if x.variant != slowest {
+            make_wrong(x);
+        } else if let Some(t) = &mut x.timing {
+            t.median_ms /= 10.0;
+            t.min_ms /= 10.0;
+            t.max_ms /= 10.0;
+        }
+    }
+    r
+}
+
+#[test]
+fn reposted_profiles_vote_only_for_their_own_senders() {
+    // Issue 61's second finding: four senders repost four of six honest devices' profiles (as
+    // the export publishes them). Grouped by fingerprint, each copied device had one sender
+    // that timed the fast variants and one that marked them wrong, and a tie counted as wrong:
+    // wrong on 4, right on 2, and the review added the slowest variant, 37.8× slower.
+    let honest: Vec<Submission> = (0..6)
+        .map(|i| {
+            sub(
+                i as i64 + 1,
+                &sender(i),
+                new_class(i, 1.0 + i as f64 * 0.02),
+            )
+        })
+        .collect();
+    let (fair, fair_merge) = reviewed(&honest);
+    let copies = |n: usize| -> Vec<Submission> {
+        (0..n)
+            .map(|k| {
+                sub(
+                    100 + k as i64,
+                    &sender(30 + k),
+                    reposted(&honest[k % honest.len()].report),
+                )
+            })
+            .collect()
+    };
+    let mut crowd = honest.clone();
+    crowd.extend(copies(4));
+    let (table, merged) = reviewed(&crowd);
+    assert_eq!(choices(&table), choices(&fair));
+    // The matmul picks and their medians are the honest crowd's (the copies' other results are
+    // their senders' own votes, honest-looking: they count as any sender's would).
+    let picked = |m: &CrowdMerge| -> Vec<(String, String, f64, usize)> {
+        m.picks
+            .iter()
+            .filter(|p| p.family == "matmul")
+            .map(|p| {
+                (
+                    p.bucket.clone(),
+                    p.variant.clone(),
+                    p.median_ms,
+                    p.votes.len(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(picked(&merged), picked(&fair_merge));
+    // Each copy is a device of its own sender: the marks are disputed (4 wrong, all of them
+    // copies, against 6 right), and the review names the profiles reported twice.
+    let matmul: Vec<_> = merged
+        .picks
+        .iter()
+        .filter(|p| p.family == "matmul")
+        .collect();
+    assert!(matmul.iter().all(|p| p.excluded.is_empty()));
+    let disputed: Vec<_> = matmul.iter().flat_map(|p| &p.disputed).collect();
+    assert!(!disputed.is_empty());
+    for v in &disputed {
+        assert_eq!((v.wrong, v.right, v.wrong_repeated), (4, 6, 4), "{v:?}");
+    }
+    assert_eq!(merged.repeated.len(), 4, "{:?}", merged.repeated);
+    let mut named: Vec<_> = merged
+        .repeated
+        .iter()
+        .map(|r| (r.first.0, r.others.clone()))
+        .collect();
+    named.sort();
+    let want: Vec<_> = (0..4)
+        .map(|k| {
+            let copy = (100 + k as i64, sender(30 + k)[..8].to_string());
+            (k as i64 + 1, vec![copy])
+        })
+        .collect();
+    assert_eq!(named, want);
+    let text = review::review(
+        &builtin(),
+        &merge::picks(&curated()),
+        CURATED_SOURCE,
+        merged,
+        "crowd",
+        Rules::default().quorum,
+    )
+    .text();
+    assert!(
+        text.contains("profiles reported by more than one sender: 4")
+            && text.contains("(4 of them a profile another sender reported first)"),
+        "{text}"
+    );
+    // The bound (fleet/SCHEMA.md): as many copies as honest senders still change nothing; one
+    // sender more than the honest ones excludes what they timed, copied profile or not.
+    let mut crowd = honest.clone();
+    crowd.extend(copies(6));
+    assert_eq!(choices(&reviewed(&crowd).0), choices(&fair));
+    crowd.extend(copies(7).into_iter().skip(6));
+    assert_ne!(choices(&reviewed(&crowd).0), choices(&fair));
+}
+
 #[test]
 fn ceilings_come_from_the_class_not_the_claimant() {
     // Three senders claim ceilings of 9e5 GB/s and 9e8 GFLOP/s (under the bounds validation

@@ -73,6 +73,12 @@ ensure_postgresql() {
   ensure_apt postgresql
 }
 
+# nginx, the reverse proxy the collector's forged-sender test posts through (it starts its own
+# on 127.0.0.1 with a configuration of its own; with CI=true a missing nginx fails it).
+ensure_nginx() {
+  ensure_apt nginx
+}
+
 # Python's pip, which scripts/fetch-model.sh downloads the attention model's package with
 # (Debian's python3 comes without it).
 ensure_pip() {

@@ -1,6 +1,7 @@
 //! The HTTP routes: `POST /reports`, `GET /summary`, `GET /export`, `GET /health`; and what
 //! every answer gets: a JSON body and content type, `X-Content-Type-Options: nosniff`, the
-//! body and request timeouts.
+//! body and request timeouts, and (all but `/health`) the rate limit, which counts a request
+//! before anything else answers it (a 413 for a declared length over the limit included).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,11 +22,12 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use kiln_fleet::Report;
-use kiln_fleet::export::{Entry, Export};
+use kiln_fleet::case_models::CaseModels;
 
 use crate::config::Config;
-use crate::db::{Database, Db, Reader, Stored};
+use crate::db::{Database, Db, Stored};
 use crate::error::{Result, ServerError};
+use crate::export::Exports;
 use crate::health::Health;
 use crate::limit::RateLimit;
 use crate::proxy::Proxies;
@@ -35,12 +37,13 @@ use crate::summary::Summary;
 pub struct AppState {
     /// The one writer: a request waits for it without holding a thread.
     writer: Arc<Mutex<Db>>,
-    database: Database,
     limit: RateLimit,
     senders: Senders,
     health: Arc<Health>,
     summary: Arc<Summary>,
-    export_rows: usize,
+    exports: Arc<Exports>,
+    /// The curated reports' cases: a report's result must name its case's family and bucket.
+    cases: CaseModels,
     max_body: usize,
     proxies: Proxies,
 }
@@ -56,14 +59,21 @@ pub fn router(
     let writer = Arc::new(Mutex::new(db));
     // Rows an earlier server stored get their digests, behind the writer's new reports.
     crate::db::spawn_digest_fill(writer.clone());
+    let curated = kiln_fleet::curated::checked_in()
+        .map_err(|e| ServerError::Internal(format!("the curated reports: {e}")))?;
     let state = Arc::new(AppState {
         senders,
-        database,
         writer,
         limit: RateLimit::new(config.rate_per_minute),
         health,
         summary,
-        export_rows: config.export_page_reports,
+        exports: Exports::new(
+            database,
+            config.export_page_reports,
+            config.export_build_ms_per_minute,
+            config.export_in_flight,
+        ),
+        cases: CaseModels::from_curated(&curated),
         max_body: config.max_body_bytes,
         proxies: config.proxies()?,
     });
@@ -78,13 +88,10 @@ pub fn router(
                 .parse()
                 .map_err(|_| ServerError::Internal("header name".into()))?,
         ]);
-    let limited = Router::new()
+    Ok(Router::new()
         .route("/reports", post(post_report))
         .route("/summary", get(get_summary))
         .route("/export", get(export))
-        .layer(middleware::from_fn_with_state(state.clone(), rate_limit));
-    Ok(Router::new()
-        .merge(limited)
         .route("/health", get(get_health))
         // A declared length over the limit is refused before any of the body is read, so the
         // client hears 413 at once; a body without a length is cut off at the limit.
@@ -93,6 +100,9 @@ pub fn router(
             declared_length,
         ))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        // Outside the body limit: a request refused for its size costs its address a token, as
+        // any other does (413s were free, and could be sent without end).
+        .layer(middleware::from_fn_with_state(state.clone(), rate_limit))
         // A body that stops arriving, and a request that takes too long as a whole (a body
         // that trickles in a byte at a time), are cut off with 408.
         .layer(RequestBodyTimeoutLayer::new(config.body_timeout()))
@@ -109,12 +119,17 @@ pub fn router(
         .with_state(state))
 }
 
+/// Takes a token of the client's address for every request but `/health` (which load
+/// balancers and monitors poll), or answers 429.
 async fn rate_limit(
     State(state): State<Arc<AppState>>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
     request: Request,
     next: Next,
 ) -> Response {
+    if request.uri().path() == "/health" {
+        return next.run(request).await;
+    }
     let client = state.proxies.client(addr.ip(), request.headers());
     match state.limit.take(client) {
         Ok(()) => next.run(request).await,
@@ -212,8 +227,16 @@ async fn post_report(
     let received = body.len();
     // Bytes, not a String: a body that is not UTF-8 is a malformed report (422), not a
     // rejection of the extractor (400).
+    let checker = state.clone();
     let report = blocking(move || {
-        Report::parse_bytes("request body", &body).map_err(|e| ServerError::Invalid(e.to_string()))
+        let report = Report::parse_bytes("request body", &body)
+            .map_err(|e| ServerError::Invalid(e.to_string()))?;
+        // A result must be its case's: a bucket of another call is a claim about that call.
+        checker
+            .cases
+            .check_cases(&report)
+            .map_err(|e| ServerError::Invalid(format!("request body: invalid report: {e}")))?;
+        Ok(report)
     })
     .await?;
     let now = std::time::SystemTime::now()
@@ -275,44 +298,17 @@ struct ExportQuery {
     after: i64,
 }
 
-/// About the most bytes of reports one export page holds.
-const EXPORT_BYTES: usize = 8 << 20;
-
 /// A page of stored reports for `fleet merge --from` (`fleet/SCHEMA.md`, "The collector's
-/// export"), read on a connection of its own: each with its id and sender hash; a row that no
-/// longer validates is left out and logged.
+/// export"), at the cost `crate::export` allows the client's address.
 async fn export(
     State(state): State<Arc<AppState>>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Query(q): Query<ExportQuery>,
-) -> Result<Json<Export>> {
-    let (database, per_page) = (state.database.clone(), state.export_rows);
-    let page = blocking(move || {
-        let (rows, more) = Reader::open(&database)?.export_page(q.after, per_page, EXPORT_BYTES)?;
-        let next = if more {
-            rows.last().map(|r| r.id)
-        } else {
-            None
-        };
-        let mut entries = Vec::with_capacity(rows.len());
-        for row in rows {
-            let what = format!("stored report {}", row.id);
-            let report = Report::parse(&what, &row.body)
-                .map_err(|e| e.to_string())
-                .and_then(|r| serde_json::to_value(r).map_err(|e| e.to_string()));
-            match report {
-                Ok(report) => entries.push(Entry {
-                    id: row.id,
-                    received_unix: row.received_unix,
-                    sender: row.sender,
-                    report,
-                }),
-                Err(e) => log::warn!("{e}: left out of the export"),
-            }
-        }
-        Ok(Export::page(entries, next))
-    })
-    .await?;
-    Ok(Json(page))
+) -> Response {
+    let client = state.proxies.client(addr.ip(), &headers);
+    let stored = state.health.snapshot().reports;
+    state.exports.answer(client, q.after, stored).await
 }
 
 /// Reports stored and whether the database can be written, from what the writer and the probe
@@ -328,6 +324,7 @@ async fn get_health(State(state): State<Arc<AppState>>) -> Response {
         "status": if h.writable { "ok" } else { "unavailable" },
         "reports": h.reports,
         "writable": h.writable,
+        "exports": state.exports.stats(),
     });
     if !h.writable {
         body["why"] = json!(h.why);

@@ -21,14 +21,15 @@ pub struct Config {
     /// Largest request body, bytes.
     #[serde(default = "default_body")]
     pub max_body_bytes: usize,
-    /// Requests per minute one address may make (health checks excepted).
+    /// Requests per minute one address may make (health checks excepted; a request refused for
+    /// its size counts).
     #[serde(default = "default_rate")]
     pub rate_per_minute: u32,
     /// Most reports one page of `GET /export` holds.
     #[serde(default = "default_export_page")]
     pub export_page_reports: usize,
-    /// Seconds a client has to send a request's headers (also how long a kept-alive
-    /// connection may wait for its next request).
+    /// Seconds a client has to send a request's headers (a connection serves one request:
+    /// `crate::serve`).
     #[serde(default = "default_header_s")]
     pub header_timeout_s: f64,
     /// Seconds the body may go without a byte arriving.
@@ -66,11 +67,24 @@ pub struct Config {
     #[serde(default = "default_summary_s")]
     pub summary_interval_s: f64,
     /// The proxies in front of the collector (addresses, or networks as `address/prefix`): from
-    /// these only, the client's address is read from `Forwarded` / `X-Forwarded-For` (the
+    /// these only, the client's address is read from the header `forwarding_header` names (the
     /// right-most hop that is not a trusted proxy), and quotas, rate limits and the crowd's
     /// senders use it. Empty: every request's sender is the address it came from.
     #[serde(default)]
     pub trusted_proxies: Vec<String>,
+    /// The one forwarding header the trusted proxies set: `X-Forwarded-For` (the default) or
+    /// `Forwarded`. The other is never read: a proxy passes on what a client sends in a header
+    /// it does not set itself.
+    #[serde(default = "default_forwarding_header")]
+    pub forwarding_header: String,
+    /// Milliseconds of building `/export` pages one address may cause per minute (a page served
+    /// from the cache costs nothing); past them its exports are answered 429 until it has more.
+    #[serde(default = "default_export_build_ms")]
+    pub export_build_ms_per_minute: u64,
+    /// Exports in progress at once, in all (waiting for the builder, being built, or being
+    /// sent; one per address); past them an export is answered 503.
+    #[serde(default = "default_export_in_flight")]
+    pub export_in_flight: usize,
 }
 
 fn default_body() -> usize {
@@ -83,6 +97,18 @@ fn default_rate() -> u32 {
 
 fn default_export_page() -> usize {
     200
+}
+
+fn default_forwarding_header() -> String {
+    "X-Forwarded-For".into()
+}
+
+fn default_export_build_ms() -> u64 {
+    10_000
+}
+
+fn default_export_in_flight() -> usize {
+    16
 }
 
 fn default_header_s() -> f64 {
@@ -149,6 +175,8 @@ impl Config {
             ("quota_reports_per_address", c.quota_reports_per_address),
             ("quota_bytes_per_address", c.quota_bytes_per_address),
             ("quota_bytes_total", c.quota_bytes_total),
+            ("export_build_ms_per_minute", c.export_build_ms_per_minute),
+            ("export_in_flight", c.export_in_flight as u64),
         ];
         for (name, v) in counts {
             if v == 0 {
@@ -174,8 +202,8 @@ impl Config {
                 )));
             }
         }
-        Proxies::parse(&c.trusted_proxies)
-            .map_err(|e| ServerError::Config(format!("{what}: trusted_proxies: {e}")))?;
+        Proxies::parse(&c.trusted_proxies, &c.forwarding_header)
+            .map_err(|e| ServerError::Config(format!("{what}: {e}")))?;
         if !(c.allowed_origin.starts_with("http://") || c.allowed_origin.starts_with("https://")) {
             return Err(ServerError::Config(format!(
                 "{what}: allowed_origin `{}` is not an http(s) origin",
@@ -211,7 +239,7 @@ impl Config {
 
     /// The trusted proxies (checked when the configuration was read).
     pub fn proxies(&self) -> Result<Proxies> {
-        Proxies::parse(&self.trusted_proxies).map_err(ServerError::Config)
+        Proxies::parse(&self.trusted_proxies, &self.forwarding_header).map_err(ServerError::Config)
     }
 
     pub fn summary_interval(&self) -> Duration {

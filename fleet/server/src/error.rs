@@ -41,6 +41,13 @@ pub enum ServerError {
     /// The body is over the size limit.
     #[error("the body is over the limit of {0} bytes")]
     TooLarge(usize),
+    /// An address asked more than its share (one export at a time, its building time): it may
+    /// try again in `retry_s` seconds.
+    #[error("{why}")]
+    TooMany { why: String, retry_s: u64 },
+    /// The collector serves as much of this kind as it takes at once: try again in `retry_s`.
+    #[error("{why}")]
+    Busy { why: String, retry_s: u64 },
     /// The client did not say the user agreed to send the report.
     #[error("a report is accepted only with the user's consent (header X-Kiln-Consent: yes)")]
     NoConsent,
@@ -104,6 +111,8 @@ impl IntoResponse for ServerError {
     fn into_response(self) -> Response {
         let status = match &self {
             ServerError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ServerError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ServerError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ServerError::Quota(_) => StatusCode::INSUFFICIENT_STORAGE,
             ServerError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ServerError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -112,9 +121,24 @@ impl IntoResponse for ServerError {
             ServerError::NoConsent => StatusCode::FORBIDDEN,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        if status.is_server_error() && status != StatusCode::INSUFFICIENT_STORAGE {
+        // A full quota or a busy collector is the load it is built for, not an error of its own.
+        let expected = matches!(self, ServerError::Quota(_) | ServerError::Busy { .. });
+        if status.is_server_error() && !expected {
             log::error!("{self}");
         }
-        (status, Json(json!({ "error": self.to_string() }))).into_response()
+        let retry = match &self {
+            ServerError::TooMany { retry_s, .. } | ServerError::Busy { retry_s, .. } => {
+                Some(*retry_s)
+            }
+            _ => None,
+        };
+        let mut response = (status, Json(json!({ "error": self.to_string() }))).into_response();
+        if let Some(v) = retry.and_then(|s| axum::http::HeaderValue::from_str(&s.to_string()).ok())
+        {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, v);
+        }
+        response
     }
 }

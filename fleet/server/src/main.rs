@@ -9,6 +9,7 @@ mod config;
 mod db;
 mod descriptors;
 mod error;
+mod export;
 mod gate;
 mod health;
 mod limit;

@@ -1,25 +1,61 @@
 //! Senders behind a proxy: from the addresses the configuration trusts (`trusted_proxies`, a
-//! TLS proxy in front of the collector), the client's address is read from the forwarding
-//! headers — `Forwarded`'s `for=` (RFC 7239), else `X-Forwarded-For` — as the right-most hop
-//! that is not itself a trusted proxy. From any other address the headers are ignored: a client
-//! cannot name itself someone else.
+//! TLS proxy in front of the collector), the client's address is read from the one forwarding
+//! header those proxies set (`forwarding_header`: `X-Forwarded-For`, or `Forwarded`'s `for=`,
+//! RFC 7239) as the right-most hop that is not itself a trusted proxy: the hop the last trusted
+//! proxy appended (or wrote) itself, whatever a client put to its left. The other header is
+//! never read: a proxy passes on a header it does not set as the client wrote it (nginx with
+//! only `X-Forwarded-For` set let one client be 105 senders through `Forwarded`). From any other
+//! address both are ignored: a client cannot name itself someone else.
 
 use std::net::IpAddr;
 
 use axum::http::HeaderMap;
 
-/// The trusted proxies: addresses, or networks as `address/prefix`.
+/// The forwarding header the trusted proxies set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Header {
+    /// `X-Forwarded-For: client, proxy1, …`
+    #[default]
+    XForwardedFor,
+    /// `Forwarded: for=client;proto=https, for=proxy1` (RFC 7239)
+    Forwarded,
+}
+
+impl Header {
+    /// `X-Forwarded-For` or `Forwarded`, in any case.
+    fn parse(name: &str) -> Result<Header, String> {
+        if name.eq_ignore_ascii_case("x-forwarded-for") {
+            Ok(Header::XForwardedFor)
+        } else if name.eq_ignore_ascii_case("forwarded") {
+            Ok(Header::Forwarded)
+        } else {
+            Err(format!(
+                "forwarding_header: `{name}` is not X-Forwarded-For or Forwarded (the header the \
+                 trusted proxies set)"
+            ))
+        }
+    }
+}
+
+/// The trusted proxies: addresses, or networks as `address/prefix`; and the header they set.
 #[derive(Clone, Debug, Default)]
 pub struct Proxies {
     nets: Vec<(IpAddr, u8)>,
+    header: Header,
 }
 
 impl Proxies {
-    /// Reads `10.0.0.7`, `10.0.0.0/8` or `fd00::/8` entries; the error names the bad one.
-    pub fn parse(list: &[String]) -> Result<Proxies, String> {
+    /// Reads `10.0.0.7`, `10.0.0.0/8` or `fd00::/8` entries and the header's name; the error
+    /// names the bad one.
+    pub fn parse(list: &[String], header: &str) -> Result<Proxies, String> {
+        let header = Header::parse(header)?;
         let mut nets = Vec::new();
         for entry in list {
-            let bad = || format!("`{entry}` is not an address or a network (address/prefix)");
+            let bad = || {
+                format!(
+                    "trusted_proxies: `{entry}` is not an address or a network (address/prefix)"
+                )
+            };
             let (addr, prefix) = match entry.split_once('/') {
                 Some((a, p)) => (a, Some(p)),
                 None => (entry.as_str(), None),
@@ -37,7 +73,7 @@ impl Proxies {
             };
             nets.push((ip, prefix));
         }
-        Ok(Proxies { nets })
+        Ok(Proxies { nets, header })
     }
 
     /// Whether `ip` is one of the trusted proxies.
@@ -49,14 +85,17 @@ impl Proxies {
     }
 
     /// The address a request comes from: `peer`, or where `peer` is a trusted proxy, the
-    /// right-most hop of the forwarding chain that is not one. A chain that is missing, or
-    /// whose deciding hop cannot be read (`unknown`, an obfuscated name), leaves the proxy's
-    /// own address: its clients then share one sender, never take another's.
+    /// right-most hop of the configured header's chain that is not one. A chain that is
+    /// missing, or whose deciding hop cannot be read (`unknown`, an obfuscated name), leaves
+    /// the proxy's own address: its clients then share one sender, never take another's.
     pub fn client(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
         if !self.contains(peer) {
             return peer;
         }
-        let chain = forwarded_for(headers).or_else(|| x_forwarded_for(headers));
+        let chain = match self.header {
+            Header::XForwardedFor => x_forwarded_for(headers),
+            Header::Forwarded => forwarded_for(headers),
+        };
         let Some(chain) = chain else {
             return peer;
         };
@@ -157,13 +196,15 @@ mod tests {
 
     #[test]
     fn the_right_most_untrusted_hop_from_a_trusted_proxy_only() {
-        let p = Proxies::parse(&["10.0.0.0/8".into(), "2001:db8::1".into()]).unwrap();
+        let nets = ["10.0.0.0/8".to_string(), "2001:db8::1".to_string()];
+        let p = Proxies::parse(&nets, "X-Forwarded-For").unwrap();
         let xff = headers(&[("x-forwarded-for", "203.0.113.9, 198.51.100.4, 10.1.2.3")]);
         // From the proxy: the client is the right-most hop that is not a proxy.
         assert_eq!(p.client(ip("10.0.0.1"), &xff), ip("198.51.100.4"));
         // From anyone else the header is the client's own claim, and ignored.
         assert_eq!(p.client(ip("192.0.2.7"), &xff), ip("192.0.2.7"));
-        // Forwarded wins over X-Forwarded-For; quoted IPv6 with a port, and IPv4 with one.
+        // Only the configured header is read: a client's own `Forwarded` passed on by the proxy
+        // names no one. Quoted IPv6 with a port, and IPv4 with one.
         let fwd = headers(&[
             (
                 "forwarded",
@@ -171,8 +212,10 @@ mod tests {
             ),
             ("x-forwarded-for", "198.51.100.4"),
         ]);
+        assert_eq!(p.client(ip("::ffff:10.0.0.1"), &fwd), ip("198.51.100.4"));
+        let forwarded = Proxies::parse(&nets, "Forwarded").unwrap();
         assert_eq!(
-            p.client(ip("::ffff:10.0.0.1"), &fwd),
+            forwarded.client(ip("::ffff:10.0.0.1"), &fwd),
             ip("2001:db8:cafe::17")
         );
         let port = headers(&[("x-forwarded-for", "198.51.100.4:5555")]);
@@ -180,16 +223,18 @@ mod tests {
         // No chain, or a deciding hop that is no address: the proxy itself.
         assert_eq!(p.client(ip("10.0.0.1"), &HeaderMap::new()), ip("10.0.0.1"));
         let hidden = headers(&[("forwarded", "for=_hidden, for=10.0.0.2")]);
-        assert_eq!(p.client(ip("10.0.0.1"), &hidden), ip("10.0.0.1"));
+        assert_eq!(forwarded.client(ip("10.0.0.1"), &hidden), ip("10.0.0.1"));
     }
 
     #[test]
     fn bad_entries_are_named() {
         for bad in ["10.0.0.0/33", "host.example", "::/129", "1.2.3.4/x"] {
-            let e = Proxies::parse(&[bad.to_string()]).unwrap_err();
+            let e = Proxies::parse(&[bad.to_string()], "Forwarded").unwrap_err();
             assert!(e.contains(bad), "{e}");
         }
-        let none = Proxies::parse(&[]).unwrap();
+        let e = Proxies::parse(&[], "X-Real-IP").unwrap_err();
+        assert!(e.contains("X-Real-IP"), "{e}");
+        let none = Proxies::parse(&[], "x-forwarded-for").unwrap();
         assert!(!none.contains("127.0.0.1".parse().unwrap()));
     }
 }

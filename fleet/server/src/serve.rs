@@ -4,6 +4,14 @@
 //! and is served by the router, hyper's own answers to what it cannot parse made JSON
 //! ([`JsonParseErrors`]); on SIGINT or SIGTERM the listener closes, requests in flight get
 //! `shutdown_deadline_s` to finish, and then the process goes, whatever a client has half sent.
+//!
+//! A connection serves one request: its answer says `Connection: close`, and what the client
+//! sent after that request (pipelined requests) is read and dropped before the socket closes,
+//! so that the close is a clean one (unread input would make it a reset, which can cost the
+//! client the answer). Kept alive, hyper answered a pipelined client's requests until it read
+//! the client's end of input with a request still in flight, and then closed without answering
+//! it (16 of 21 were answered): an answer whose connection says it closes tells the client to
+//! send the rest again; one that never comes does not.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -20,6 +28,7 @@ use hyper::service::{Service, service_fn};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio_io_timeout::TimeoutStream;
 use tower_http::add_extension::AddExtension;
@@ -57,7 +66,8 @@ pub async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header)
-        .keep_alive(true)
+        // One request per connection (the module's comment says why).
+        .keep_alive(false)
         .max_buf_size(HEADER_BYTES);
     tokio::pin!(stop);
     let signal = loop {
@@ -85,7 +95,7 @@ pub async fn serve(
                 let mut io = TimeoutStream::new(stream);
                 io.set_read_timeout(Some(limits.idle));
                 io.set_write_timeout(Some(limits.idle));
-                let io = JsonParseErrors::new(Box::pin(io), HEADER_BYTES);
+                let io = JsonParseErrors::new(Drained(Box::pin(io)), HEADER_BYTES);
                 let router =
                     TowerToHyperService::new(AddExtension::new(app.clone(), ConnectInfo(peer)));
                 let tracker = pass.tracker();
@@ -129,6 +139,70 @@ pub async fn serve(
         }
     }
     Ok(())
+}
+
+/// The most bytes a closing connection reads and drops: pipelined requests, not an upload.
+const DRAIN_BYTES: usize = 1 << 20;
+
+/// A connection's socket, which reads what the client sent and the server did not read (the
+/// requests it pipelined) before it closes, without waiting: closed with unread input, the
+/// socket would reset the connection rather than end it.
+struct Drained(Pin<Box<TimeoutStream<tokio::net::TcpStream>>>);
+
+impl Drop for Drained {
+    fn drop(&mut self) {
+        let stream = self.0.as_ref().get_ref().get_ref();
+        let mut buf = [0u8; 8192];
+        let mut dropped = 0;
+        // Only what has arrived: `try_read` never waits (WouldBlock ends it, as do the end of
+        // input and an error).
+        while dropped < DRAIN_BYTES {
+            match stream.try_read(&mut buf) {
+                Ok(n) if n > 0 => dropped += n,
+                _ => break,
+            }
+        }
+    }
+}
+
+impl AsyncRead for Drained {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        self.0.as_mut().poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Drained {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.0.as_mut().poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        self.0.as_mut().poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.0.as_mut().poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.0.as_mut().poll_shutdown(cx)
+    }
 }
 
 /// An answer's body, holding its request's [`Busy`] until hyper has taken the last of it.

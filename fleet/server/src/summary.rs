@@ -219,6 +219,8 @@ struct Merged {
     counted: usize,
     unreadable: usize,
     set_aside: usize,
+    /// Profiles more than one sender reported (each sender's reports vote as its own device).
+    repeated: usize,
     picks: Vec<CrowdPick>,
     /// The (family, bucket, scope) the crowd cannot decide yet, and the most devices that
     /// timed any one variant of them.
@@ -300,7 +302,7 @@ impl State {
 
     /// The summary: counts of everything, and the first entries of each list.
     fn render(&self, summary: &Summary, started: Instant) -> Result<Vec<u8>> {
-        let (mut counted, mut unreadable, mut set_aside) = (0, 0, 0);
+        let (mut counted, mut unreadable, mut set_aside, mut repeated) = (0, 0, 0, 0);
         let mut picks: Vec<&CrowdPick> = Vec::new();
         let mut undecided: Vec<(&str, &Merged)> = Vec::new();
         let mut undecided_entries = 0;
@@ -309,6 +311,7 @@ impl State {
             counted += m.counted;
             unreadable += m.unreadable;
             set_aside += m.set_aside;
+            repeated += m.repeated;
             picks.extend(&m.picks);
             if m.undecided > 0 {
                 undecided.push((name, m));
@@ -371,6 +374,7 @@ impl State {
             "counted": counted,
             "unreadable": unreadable,
             "set_aside": set_aside,
+            "profiles_repeated": repeated,
             "classes": self.classes.len(),
             "classes_pending": self.dirty.len(),
             "devices_total": self.devices.len(),
@@ -511,6 +515,7 @@ fn merge_class(
         counted: merged.counted,
         unreadable,
         set_aside: merged.set_aside.len(),
+        repeated: merged.repeated.len(),
         undecided: merged.unmet.len(),
         undecided_devices: merged.unmet.iter().map(|u| u.devices).max().unwrap_or(0),
         picks: merged.picks,

@@ -6,8 +6,9 @@
 //!   family's own tolerance, and its time is possible on its class's ceilings (the median of
 //!   the class's devices' claims, never above what any device of its type can do); a report
 //!   whose claimed ceilings sit far off its class's is set aside whole;
-//! - a device (a fingerprint of the report's `device` fields) votes once per variant, with the
-//!   median of its reports (one per sender: the latest), and a sender brings one device per class;
+//! - a sender votes once per class, with the device it reported first there (a fingerprint of
+//!   the report's `device` fields) and its latest report of it; a profile another sender
+//!   reported first is still this sender's own vote, never a vote on that sender's device;
 //! - a variant is picked only when a quorum of devices timed it, by the median of their medians;
 //!   it is excluded when a quorum found it wrong or failed and they outnumber the devices that
 //!   found it right, never where a curated report of the class found it right;
@@ -23,7 +24,7 @@ mod submission;
 mod tally;
 
 pub use checks::Checks;
-pub use picks::{CrowdMerge, CrowdPick, SetAside, Unmet, Verdict, Vote};
+pub use picks::{CrowdMerge, CrowdPick, Repeated, SetAside, Unmet, Verdict, Vote};
 pub use rules::{CEILING_SPREAD, DEFAULT_MARGIN, DEFAULT_QUORUM, Rules};
 pub use submission::{DIGEST_VERSION, Digest, DigestResult, Head, Submission, fingerprint};
 pub use tally::Tally;

@@ -13,15 +13,19 @@ pub struct SetAside {
     pub why: String,
 }
 
-/// One device's vote for a variant.
+/// One sender's device's vote for a variant.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Vote {
     /// The first 12 hex digits of the device's fingerprint.
     pub fingerprint: String,
     pub device: String,
-    /// The median of its senders' times (each the slowest case of the bucket).
+    /// Its time: the slowest case of the bucket in the sender's latest report of the device.
     pub ms: f64,
-    pub senders: usize,
+    /// The first 8 hex digits of the sender's hash.
+    pub sender: String,
+    /// Another sender reported this profile first: the vote is this sender's own, not that
+    /// device's (a copied profile, or two machines alike).
+    pub repeated: bool,
 }
 
 /// What the crowd decided for one (class, family, bucket, scope), and the evidence.
@@ -44,13 +48,29 @@ pub struct CrowdPick {
     pub disputed: Vec<Verdict>,
 }
 
-/// How many of a class's distinct devices found a variant wrong (or failed), and how many
+/// How many of a class's senders' devices found a variant wrong (or failed), and how many
 /// timed it right.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Verdict {
     pub variant: String,
     pub wrong: usize,
     pub right: usize,
+    /// Of the `wrong`, those whose profile another sender reported first.
+    pub wrong_repeated: usize,
+}
+
+/// A device profile (fingerprint) that more than one sender reported: each sender's reports
+/// are a device of that sender's, never votes on the first sender's device.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Repeated {
+    /// The first 12 hex digits of the fingerprint.
+    pub fingerprint: String,
+    pub device: String,
+    pub class: String,
+    /// The first report of it, and its sender (the first 8 hex digits of the hash).
+    pub first: (i64, String),
+    /// Each other sender's first report of it, and the sender.
+    pub others: Vec<(i64, String)>,
 }
 
 /// A (class, family, bucket, scope) the crowd measured but cannot decide yet.
@@ -71,6 +91,8 @@ pub struct CrowdMerge {
     pub picks: Vec<CrowdPick>,
     pub unmet: Vec<Unmet>,
     pub set_aside: Vec<SetAside>,
+    /// Profiles more than one sender reported.
+    pub repeated: Vec<Repeated>,
     /// Reports read, and those that counted (the latest of each sender and device).
     pub reports: usize,
     pub counted: usize,

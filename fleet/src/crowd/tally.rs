@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::checks::{Checks, Obs, Seen, observations};
-use super::picks::{CrowdMerge, CrowdPick, SetAside, Unmet, Verdict, Vote};
+use super::picks::{CrowdMerge, CrowdPick, Repeated, SetAside, Unmet, Verdict, Vote};
 use super::rules::{CEILING_SPREAD, Rules, implausible, physical_limit};
 use super::submission::{Digest, Head, Submission, fingerprint};
 use crate::merge::Key;
@@ -14,10 +14,20 @@ use crate::merge::Key;
 struct Claim {
     id: i64,
     device: String,
-    fingerprint: String,
+    /// The sender's device that claims it: a copied profile's claim is its sender's own.
+    voter: Voter,
     device_type: String,
     copy: f64,
     fma: f64,
+}
+
+/// Who votes with a counted report: its sender's device (the profile's fingerprint and the
+/// sender's hash), and whether another sender reported that profile first.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Voter {
+    fingerprint: String,
+    sender: String,
+    repeated: bool,
 }
 
 /// The merge, fed one report at a time (the collector's summary reads them from its database
@@ -26,9 +36,11 @@ struct Claim {
 pub struct Tally<'c, 'a> {
     checks: &'c mut Checks<'a>,
     rules: Rules,
-    /// (class, family, bucket, scope) → variant → device fingerprint → one observation per
-    /// sender.
-    seen: BTreeMap<Key, BTreeMap<String, BTreeMap<String, Vec<Obs>>>>,
+    /// (class, family, bucket, scope) → variant → voter (a sender's device) → its
+    /// observations (one: the sender's latest report of the device).
+    seen: BTreeMap<Key, BTreeMap<String, BTreeMap<Voter, Vec<Obs>>>>,
+    /// The voter of each counted report (`select`).
+    voters: HashMap<i64, Voter>,
     names: HashMap<String, String>,
     /// Class → every counted report's claimed ceilings.
     claims: BTreeMap<String, Vec<Claim>>,
@@ -41,6 +53,7 @@ impl<'c, 'a> Tally<'c, 'a> {
             checks,
             rules,
             seen: BTreeMap::new(),
+            voters: HashMap::new(),
             names: HashMap::new(),
             claims: BTreeMap::new(),
             out: CrowdMerge::default(),
@@ -50,11 +63,20 @@ impl<'c, 'a> Tally<'c, 'a> {
     /// The ids of the reports that count: per (device fingerprint, sender) the latest, and per
     /// (sender, class) only the first device that sender reported (one address cannot be
     /// several devices of one class). The others are set aside, with why.
+    ///
+    /// Each counted report votes as its sender's device: a profile (fingerprint) reported by
+    /// several senders is one device per sender, never one device whose verdicts all of them
+    /// decide together. A profile is anyone's to copy (every report's is in the export), so a
+    /// copy votes only for the sender that sent it, as an invented profile would: it can neither
+    /// outvote nor tie the sender that reported the profile first. Such profiles are listed
+    /// (`CrowdMerge::repeated`) for the review.
     pub fn select(&mut self, heads: &[Head]) -> HashSet<i64> {
         let mut order: Vec<&Head> = heads.iter().collect();
         order.sort_by_key(|h| h.id);
         let mut device_of: HashMap<(&str, &str), &str> = HashMap::new();
         let mut latest: BTreeMap<(&str, &str), &Head> = BTreeMap::new();
+        // Per fingerprint, its senders in the order of their first counted report.
+        let mut senders_of: BTreeMap<&str, Vec<&Head>> = BTreeMap::new();
         for h in order {
             let first = *device_of
                 .entry((h.sender.as_str(), h.class.as_str()))
@@ -73,6 +95,10 @@ impl<'c, 'a> Tally<'c, 'a> {
                 });
                 continue;
             }
+            let senders = senders_of.entry(h.fingerprint.as_str()).or_default();
+            if !senders.iter().any(|first| first.sender == h.sender) {
+                senders.push(h);
+            }
             if let Some(older) = latest.insert((h.fingerprint.as_str(), h.sender.as_str()), h) {
                 self.out.set_aside.push(SetAside {
                     id: older.id,
@@ -84,6 +110,38 @@ impl<'c, 'a> Tally<'c, 'a> {
                     ),
                 });
             }
+        }
+        for ((fp, sender), h) in &latest {
+            let first = senders_of
+                .get(fp)
+                .and_then(|s| s.first())
+                .is_none_or(|first| first.sender == *sender);
+            self.voters.insert(
+                h.id,
+                Voter {
+                    fingerprint: fp.to_string(),
+                    sender: sender.to_string(),
+                    repeated: !first,
+                },
+            );
+        }
+        for (fp, senders) in senders_of {
+            let [first, others @ ..] = senders.as_slice() else {
+                continue;
+            };
+            if others.is_empty() {
+                continue;
+            }
+            self.out.repeated.push(Repeated {
+                fingerprint: short(fp),
+                device: first.device.clone(),
+                class: first.class.clone(),
+                first: (first.id, short_sender(&first.sender)),
+                others: others
+                    .iter()
+                    .map(|h| (h.id, short_sender(&h.sender)))
+                    .collect(),
+            });
         }
         self.out.counted = latest.len();
         latest.values().map(|h| h.id).collect()
@@ -98,6 +156,12 @@ impl<'c, 'a> Tally<'c, 'a> {
     /// report.
     pub fn add_digest(&mut self, id: i64, r: &Digest) {
         let fp = fingerprint(&r.device);
+        // Every caller selects first; a report it did not select votes as a device of its own.
+        let voter = self.voters.get(&id).cloned().unwrap_or_else(|| Voter {
+            fingerprint: fp.clone(),
+            sender: format!("report {id}"),
+            repeated: false,
+        });
         self.names
             .entry(fp.clone())
             .or_insert_with(|| r.device.name.clone());
@@ -107,7 +171,7 @@ impl<'c, 'a> Tally<'c, 'a> {
             .push(Claim {
                 id,
                 device: r.device.name.clone(),
-                fingerprint: fp.clone(),
+                voter: voter.clone(),
                 device_type: r.device.device_type.clone(),
                 copy: r.copy_gb_per_s,
                 fma: r.fma_gflop_per_s,
@@ -119,7 +183,7 @@ impl<'c, 'a> Tally<'c, 'a> {
                 .or_default()
                 .entry(variant)
                 .or_default()
-                .entry(fp.clone())
+                .entry(voter.clone())
                 .or_default()
                 .push(obs);
         }
@@ -145,10 +209,11 @@ impl<'c, 'a> Tally<'c, 'a> {
             };
             let mut candidates: Vec<(String, f64, Vec<Vote>)> = Vec::new();
             let (mut excluded, mut disputed, mut most) = (Vec::new(), Vec::new(), 0);
-            for (variant, devices) in variants {
+            for (variant, voters) in variants {
                 let mut votes = Vec::new();
-                let mut wrong = 0;
-                for (fp, list) in devices {
+                let (mut wrong, mut wrong_repeated) = (0, 0);
+                for (voter, list) in voters {
+                    let fp = &voter.fingerprint;
                     let (mut times, mut wrongs) = (Vec::new(), 0);
                     for o in list.iter().filter(|o| !dropped.contains(&o.id)) {
                         match o.kind {
@@ -158,7 +223,7 @@ impl<'c, 'a> Tally<'c, 'a> {
                                     None => times.push(ms),
                                     Some(why) => self.out.set_aside.push(SetAside {
                                         id: o.id,
-                                        device: self.names.get(&fp).cloned().unwrap_or_default(),
+                                        device: self.names.get(fp).cloned().unwrap_or_default(),
                                         what: format!("{family} {variant} in bucket {bucket}"),
                                         why,
                                     }),
@@ -169,23 +234,26 @@ impl<'c, 'a> Tally<'c, 'a> {
                     if times.is_empty() && wrongs == 0 {
                         continue;
                     }
-                    // A device is wrong for a variant when at least as many of its senders
-                    // found it wrong as timed it.
+                    // A sender's device is wrong for a variant when its report found it wrong
+                    // (with several reports, as often as it timed it).
                     if wrongs >= times.len() {
                         wrong += 1;
+                        wrong_repeated += usize::from(voter.repeated);
                         continue;
                     }
                     votes.push(Vote {
-                        fingerprint: fp.chars().take(12).collect(),
-                        device: self.names.get(&fp).cloned().unwrap_or_default(),
+                        fingerprint: short(fp),
+                        device: self.names.get(fp).cloned().unwrap_or_default(),
                         ms: median(times),
-                        senders: list.len(),
+                        sender: short_sender(&voter.sender),
+                        repeated: voter.repeated,
                     });
                 }
                 let verdict = Verdict {
                     variant: variant.clone(),
                     wrong,
                     right: votes.len(),
+                    wrong_repeated,
                 };
                 // A `wrong` needs a quorum and a majority of the class's devices that ran the
                 // variant, and never overrules a curated report of the class.
@@ -240,9 +308,9 @@ impl<'c, 'a> Tally<'c, 'a> {
         let mut ceilings = BTreeMap::new();
         let mut dropped = HashSet::new();
         for (class, claims) in &self.claims {
-            let mut per_device: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+            let mut per_device: BTreeMap<&Voter, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
             for c in claims {
-                let d = per_device.entry(c.fingerprint.as_str()).or_default();
+                let d = per_device.entry(&c.voter).or_default();
                 d.0.push(c.copy);
                 d.1.push(c.fma);
             }
@@ -278,6 +346,17 @@ impl<'c, 'a> Tally<'c, 'a> {
         }
         (ceilings, dropped)
     }
+}
+
+/// A fingerprint as the review and the summary show it: its first 12 hex digits.
+fn short(fingerprint: &str) -> String {
+    fingerprint.chars().take(12).collect()
+}
+
+/// A sender as the review shows it: the first 8 hex digits of its salted hash (enough to tell
+/// a class's senders apart; the whole hash is in the export).
+fn short_sender(sender: &str) -> String {
+    sender.chars().take(8).collect()
 }
 
 /// The median; of an even count the upper of the two middle values (the slower: a promise the

@@ -116,6 +116,10 @@ pub struct Row {
     pub received_unix: i64,
     pub sender: String,
     pub body: String,
+    /// It has a digest: this server's writer stored it from a report it had just validated, or
+    /// the digest fill parsed it (a row stored by hand or by an earlier server has none until
+    /// then).
+    pub digested: bool,
 }
 
 /// A report to store: its row and its audit record.
@@ -428,30 +432,18 @@ impl Reader {
         }
     }
 
-    /// Up to `max_rows` stored rows after `after`, in id order, stopping early past
-    /// `max_bytes` of bodies; and whether more follow.
-    pub fn export_page(
+    /// Calls `f` with up to `limit` stored rows after the id `after`, in id order, as they are
+    /// read, until it says to stop.
+    pub fn rows_after(
         &mut self,
         after: i64,
-        max_rows: usize,
-        max_bytes: usize,
-    ) -> Result<(Vec<Row>, bool)> {
-        let (mut out, mut bytes, mut more) = (Vec::new(), 0, false);
-        let mut take = |row: Row| {
-            if out.len() == max_rows || (bytes > max_bytes && !out.is_empty()) {
-                more = true;
-                return false;
-            }
-            bytes += row.body.len();
-            out.push(row);
-            true
-        };
-        let limit = max_rows as i64 + 1;
+        limit: i64,
+        f: &mut dyn FnMut(Row) -> bool,
+    ) -> Result<()> {
         match self {
-            Reader::Sqlite(r) => r.rows_after(after, limit, &mut take)?,
-            Reader::Postgres(r) => r.rows_after(after, limit, &mut take)?,
+            Reader::Sqlite(r) => r.rows_after(after, limit, f),
+            Reader::Postgres(r) => r.rows_after(after, limit, f),
         }
-        Ok((out, more))
     }
 }
 

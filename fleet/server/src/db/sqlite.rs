@@ -431,7 +431,7 @@ impl Reader {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT id, received_unix, sender, body FROM reports WHERE id > ?1
+                "SELECT id, received_unix, sender, body, digest <> '' FROM reports WHERE id > ?1
                  ORDER BY id LIMIT ?2",
             )
             .map_err(ServerError::sql)?;
@@ -444,6 +444,7 @@ impl Reader {
                 received_unix: r.get(1).map_err(ServerError::sql)?,
                 sender: r.get(2).map_err(ServerError::sql)?,
                 body: r.get(3).map_err(ServerError::sql)?,
+                digested: r.get(4).map_err(ServerError::sql)?,
             };
             if !f(row) {
                 break;

@@ -118,7 +118,7 @@ impl Reader {
         let mut rows = self
             .client
             .query_raw(
-                "SELECT id, received_unix, sender, body FROM reports WHERE id > $1
+                "SELECT id, received_unix, sender, body, digest <> '' FROM reports WHERE id > $1
                  ORDER BY id LIMIT $2",
                 params,
             )
@@ -129,6 +129,7 @@ impl Reader {
                 received_unix: r.try_get(1).map_err(ServerError::pg)?,
                 sender: r.try_get(2).map_err(ServerError::pg)?,
                 body: r.try_get(3).map_err(ServerError::pg)?,
+                digested: r.try_get(4).map_err(ServerError::pg)?,
             };
             if !f(row) {
                 break;
