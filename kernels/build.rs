@@ -57,7 +57,7 @@ struct Spec {
     operands: Vec<String>,
     output: String,
     flops: f64,
-    tolerance: f64,
+    tolerance: [f64; 2],
     campaign_tolerance: f64,
 }
 
@@ -372,7 +372,21 @@ fn elementwise_spec(name: &str, path: &Path) -> Result<Option<Spec>, Box<dyn std
             .and_then(text_of)
             .ok_or_else(|| wrong("an `output` name"))?,
         flops: number("flops")?,
-        tolerance: number("tolerance")?,
+        tolerance: match spec
+            .get("tolerance")
+            .and_then(|v| v.as_array())
+            .map(|a| &a[..])
+        {
+            Some([f32, f16]) => {
+                let n = |v: &toml::Value| v.as_float().or(v.as_integer().map(|i| i as f64));
+                [n(f32), n(f16)]
+                    .into_iter()
+                    .collect::<Option<Vec<f64>>>()
+                    .and_then(|v| v.try_into().ok())
+                    .ok_or_else(|| wrong("`tolerance` as [f32, f16] numbers"))?
+            }
+            _ => return Err(wrong("`tolerance` as [f32, f16] numbers").into()),
+        },
         campaign_tolerance: number("campaign_tolerance")?,
     }))
 }
@@ -523,8 +537,8 @@ impl ElementOp {{
 {flops}        }}
     }}
 
-    /// The proof's tolerance in f32 (relative L2 against the CPU reference).
-    pub fn tolerance(self) -> f64 {{
+    /// The proof's tolerance in f32 and f16 (relative L2 against the CPU reference).
+    pub fn tolerance(self) -> [f64; 2] {{
         match self {{
 {tolerance}        }}
     }}

@@ -7,7 +7,7 @@
 # hand (lavapipe without a GPU), bad-input and CLI tests, the collector on SQLite and on a
 # PostgreSQL server its tests start, the demos' headless benchmarks and their native windows
 # under Xvfb — then the browser tests in headless Chromium (WebGPU on SwiftShader) against the
-# built site, and ends with one "N passed, N failed" line.
+# built site, and ends with one "N passed, N failed, N skipped" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
@@ -33,6 +33,7 @@ ensure_rust_parts
 ensure_browser
 ensure_window_tools
 ensure_postgresql
+ensure_nginx
 ensure_wasm_bindgen
 
 stage "cargo fmt --check"
@@ -76,14 +77,8 @@ browser_status=${PIPESTATUS[0]}
 stage ""
 set -e
 
-# Sum cargo's per-binary "test result: ok. N passed; M failed; …" lines and node's
-# "# pass N" / "# fail N" lines.
-read -r passed failed < <(awk '/^test result:/ {
-  for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i }
-}
-/^# pass [0-9]+$/ { p += $3 }
-/^# fail [0-9]+$/ { f += $3 }
-END { print p + 0, f + 0 }' "$log")
+# Sum cargo's and node's results; a test that had nothing to run here counts as skipped.
+read -r passed failed skipped < <(awk -f scripts/lib/tally.awk "$log")
 adapter=$(grep -m1 '^GPU tests on adapter:' "$log" || echo "GPU tests on adapter: none found")
 echo "== $adapter"
 grep -E '^profile .* validated by naga' "$log" || true
@@ -91,5 +86,5 @@ echo "== stage times"
 printf '%s\n' "${times[@]}"
 echo "== $(( $(date +%s) - began )) s in all"
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build failure counts
-echo "kiln: $passed passed, $failed failed"
+echo "kiln: $passed passed, $failed failed, $skipped skipped"
 exit "$status"

@@ -140,7 +140,8 @@ pub async fn bench_decode(options: &GpuOptions, args: DecodeArgs) -> Result<()> 
         });
     }
     let want: Vec<f32> = (0..args.b).flat_map(|_| one.iter().copied()).collect();
-    let tol = if dtype == DType::F16 { 1e-2 } else { 1e-4 };
+    // About 10× the worst measured: 2e-4 in f16 (the H100), f32 as the products' 1.2e-7.
+    let tol = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
 
     let run = Run {
         q,

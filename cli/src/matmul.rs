@@ -179,7 +179,8 @@ pub async fn bench_matmul(options: &GpuOptions, args: MatmulArgs) -> Result<()> 
         });
     }
 
-    let tolerance = if dtype == DType::F16 { 1e-2 } else { 1e-4 };
+    // About 10× the worst measured on the rows checked: 1.2e-7 in f32, 2e-4 in f16 (the H100).
+    let tolerance = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
     report(
         &gpu,
         &args,

@@ -11,12 +11,14 @@ use kiln::cpu::{self, Array};
 use kiln::ops::attention::{self, BackwardVariants, Grads};
 use kiln::{DType, Error, Tensor};
 
-/// Relative L2 tolerances: (forward, backward). f16 inputs and outputs carry 11 significant
-/// bits, and the backward pass multiplies several rounded values.
+/// Relative L2 tolerances: (forward, backward), about 10× the worst these tests measured on
+/// lavapipe (f32 1.17e-6 and 3.05e-6; f16 6.9e-4, the forward held to 5.8× that, and 1.06e-3:
+/// `KILN_PRINT_ERRORS=1` lists every error). f16 inputs and outputs carry 11 significant bits,
+/// and the backward pass multiplies several rounded values.
 fn tolerance(dtype: DType) -> (f64, f64) {
     match dtype {
-        DType::F16 => (4e-3, 2e-2),
-        _ => (2e-5, 1e-4),
+        DType::F16 => (4e-3, 1.1e-2),
+        _ => (1.2e-5, 3.1e-5),
     }
 }
 

@@ -485,6 +485,7 @@ fn adamw_together_is_one_launch_when_packed_and_one_per_tensor_when_not() {
         for i in 0..p.len() {
             let case = format!("adamw_together packed {packed} tensor {i}");
             assert_close(&format!("{case} p"), &read(&p[i]), &want.0[i].data, 1e-5);
+            assert_close(&format!("{case} m"), &read(&m[i]), &want.1[i].data, 1e-5);
             assert_close(&format!("{case} v"), &read(&vv[i]), &want.2[i].data, 1e-5);
         }
     }

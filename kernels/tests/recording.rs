@@ -137,6 +137,46 @@ fn pass_timing_per_submission_and_per_launch() {
     assert_eq!(families, ["matmul", "add", "softmax"], "{each:?}");
 }
 
+/// Samples of work timed before timing was set again are not read with the next unit's: a
+/// unit's reading holds its own submissions alone, and its GPU time is within its wall clock
+/// (`bench::profile_unit` measures both on the same runs and refuses a GPU time above it).
+#[test]
+fn a_units_gpu_time_is_its_own_and_within_its_wall_clock() {
+    let gpu = &fresh();
+    let (a, _) = input(gpu, 5, &[64, 64]);
+    let (b, _) = input(gpu, 6, &[64, 64]);
+    let (bias, _) = input(gpu, 7, &[64]);
+    gpu.set_pass_timing(PassTiming::PerSubmission).unwrap();
+    for _ in 0..3 {
+        read(&chain(&a, &b, &bias));
+    }
+    // Not taken: dropped when timing is set again.
+    gpu.set_pass_timing(PassTiming::PerSubmission).unwrap();
+    read(&chain(&a, &b, &bias));
+    let one = pollster::block_on(gpu.take_pass_times()).unwrap();
+    gpu.set_pass_timing(PassTiming::Off).unwrap();
+    assert_eq!(one.len(), 1, "{one:?}");
+
+    let profile = pollster::block_on(kiln::bench::profile_unit(
+        gpu,
+        async || -> kiln::Result<()> {
+            chain(&a, &b, &bias).read().await?;
+            Ok(())
+        },
+        3,
+    ))
+    .unwrap();
+    let (busy, wall) = (profile.gpu_ms.unwrap(), profile.wall_ms.unwrap());
+    assert!(
+        busy > 0.0 && busy <= wall,
+        "GPU {busy} ms against a wall of {wall} ms"
+    );
+    // A reading over its wall clock is refused, one within it (or a timestamp grid over) is not.
+    assert!(kiln::bench::check_within_wall(2.0, 1.0).is_err());
+    assert!(kiln::bench::check_within_wall(1.0, 1.0).is_ok());
+    assert!(kiln::bench::check_within_wall(0.13, 0.066).is_ok());
+}
+
 /// The CPU reference of `chain` with the stack of its result twice.
 fn chain_cpu(a: &Array, b: &Array, bias: &Array) -> Vec<f32> {
     let y = cpu::softmax(
@@ -290,13 +330,19 @@ fn a_long_recording_goes_in_growing_pieces_lazy_or_replayed() {
 
 /// The attention chain as a model writes it (scores, softmax, weighted values, then an op that
 /// reads the result), on either path: the sum, and the weights.
-fn attend<B: kiln::Backend>(b: &B, [q, k, v, r]: [&B::T; 4]) -> kiln::Result<(B::T, B::T)> {
+fn attend<B: kiln::Backend>(
+    b: &B,
+    [q, k, v, r]: [&B::T; 4],
+    causal: bool,
+) -> kiln::Result<(B::T, B::T)> {
     let s = b.matmul_bt(q, k)?;
-    let p = b.softmax(&s, false, 0.3)?;
+    let p = b.softmax(&s, causal, 0.3)?;
     let o = b.matmul(&p, v)?;
     Ok((b.add(&o, r)?, p))
 }
 
+/// Both of the rewrite's branches, the causal mask and none: fused, the result is the CPU
+/// path's (a wrong mask in the flash launch, or the mask left out, fails here).
 #[test]
 fn a_plan_that_reads_only_the_result_runs_attention_as_one_flash_launch() {
     let gpu = &fresh();
@@ -305,32 +351,38 @@ fn a_plan_that_reads_only_the_result_runs_attention_as_one_flash_launch() {
     let (k, ka) = input(gpu, 42, &[h, n, d]);
     let (v, va) = input(gpu, 43, &[h, n, d]);
     let (r, ra) = input(gpu, 44, &[h, n, d]);
-    let (want, want_p) = attend(&kiln::CpuBackend::plain(), [&qa, &ka, &va, &ra]).unwrap();
-    let path = kiln::GpuBackend { gpu: gpu.clone() };
-    // Only the sum is read: scores, softmax and weighted values are one flash launch.
-    let (plan, (out, _), fused) = kiln::fusion::capture_reading(
-        gpu,
-        || attend(&path, [&q, &k, &v, &r]),
-        |(out, _)| vec![out.clone()],
-    )
-    .unwrap();
-    assert_eq!(fused.attention, 1);
-    assert_eq!(families(&plan), ["flash_fwd", "add"]);
-    plan.replay().unwrap();
-    assert_close("fused attention", &read(&out), &want.data, 5e-7);
+    for causal in [false, true] {
+        let cpu = kiln::CpuBackend::plain();
+        let (want, want_p) = attend(&cpu, [&qa, &ka, &va, &ra], causal).unwrap();
+        let path = kiln::GpuBackend { gpu: gpu.clone() };
+        // Only the sum is read: scores, softmax and weighted values are one flash launch.
+        let (plan, (out, _), fused) = kiln::fusion::capture_reading(
+            gpu,
+            || attend(&path, [&q, &k, &v, &r], causal),
+            |(out, _)| vec![out.clone()],
+        )
+        .unwrap();
+        assert_eq!(fused.attention, 1, "causal {causal}");
+        assert_eq!(families(&plan), ["flash_fwd", "add"]);
+        let flash = &plan.kernels()[0];
+        assert_eq!(flash.ends_with("_causal"), causal, "{flash}");
+        out.write(&vec![f32::NAN; out.numel()]).unwrap();
+        plan.replay().unwrap();
+        assert_close("fused attention", &read(&out), &want.data, 5e-7);
 
-    // The weights read too (a heatmap): nothing is fused, and both are right.
-    let (plan, (out, p), fused) = kiln::fusion::capture_reading(
-        gpu,
-        || attend(&path, [&q, &k, &v, &r]),
-        |(out, p)| vec![out.clone(), p.clone()],
-    )
-    .unwrap();
-    assert_eq!(fused.attention, 0);
-    assert_eq!(families(&plan), ["matmul", "softmax", "matmul", "add"]);
-    plan.replay().unwrap();
-    assert_close("attention", &read(&out), &want.data, 5e-7);
-    assert_close("weights", &read(&p), &want_p.data, 1e-6);
+        // The weights read too (a heatmap): nothing is fused, and both are right.
+        let (plan, (out, p), fused) = kiln::fusion::capture_reading(
+            gpu,
+            || attend(&path, [&q, &k, &v, &r], causal),
+            |(out, p)| vec![out.clone(), p.clone()],
+        )
+        .unwrap();
+        assert_eq!(fused.attention, 0);
+        assert_eq!(families(&plan), ["matmul", "softmax", "matmul", "add"]);
+        plan.replay().unwrap();
+        assert_close("attention", &read(&out), &want.data, 5e-7);
+        assert_close("weights", &read(&p), &want_p.data, 1e-6);
+    }
 }
 
 /// The chain followed by the heads merged into rows (`merge_heads`, a swap of axes), as a

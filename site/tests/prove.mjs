@@ -26,14 +26,22 @@ try {
     return `${a.info.vendor} ${a.info.architecture} ${a.info.description}`.trim();
   });
   let offered = 0, proven = 0;
+  const skipped = [];
   for (const p of proofs) {
     offered += p.offered;
     proven += p.proven;
+    if (p.skipped) {
+      // Nothing offered here: a skip, never a pass.
+      skipped.push(p.family);
+      console.log(`${p.family}: skipped: ${p.skipped}`);
+      continue;
+    }
     console.log(`${p.family}: ${p.proven} of ${p.offered} proven in ${p.runs} runs`);
+    for (const [kind, [err, tol]] of Object.entries(p.worst)) console.log(`  ${kind}: worst ${err.toExponential(2)} (allowed ${tol.toExponential(0)})`);
     for (const f of p.failures) console.log(`  ${f}`);
   }
-  const summary = { adapter, offered, proven, seconds: (Date.now() - started) / 1000, proofs };
-  console.log(JSON.stringify({ adapter, offered, proven, seconds: summary.seconds }));
+  const summary = { adapter, offered, proven, skipped, seconds: (Date.now() - started) / 1000, proofs };
+  console.log(JSON.stringify({ adapter, offered, proven, skipped, seconds: summary.seconds }));
   if (outFile) writeFileSync(outFile, JSON.stringify(summary, null, 1));
   process.exitCode = proven === offered ? 0 : 1;
 } finally {

@@ -501,6 +501,25 @@ pub fn first_divergence(a: &Generation, b: &Generation) -> Option<Divergence> {
     })
 }
 
+/// The largest relative L2 difference between two runs' logits at one step, over the steps
+/// where they agree on every token so far and the first where they do not: how far the paths'
+/// arithmetic is apart, whatever the tokens (what the page's test bounds, as the native test
+/// bounds the cached logits against the uncached).
+pub fn logit_rel_l2(a: &Generation, b: &Generation) -> f64 {
+    let same = a
+        .tokens
+        .iter()
+        .zip(&b.tokens)
+        .take_while(|(x, y)| x == y)
+        .count();
+    a.logits
+        .iter()
+        .zip(&b.logits)
+        .take(same + 1)
+        .map(|(x, y)| kiln_app::kiln::cpu::rel_l2(x, y))
+        .fold(0.0, f64::max)
+}
+
 /// The largest difference between two runs' logits over the steps where they agree on every
 /// token so far.
 pub fn logit_difference(a: &Generation, b: &Generation) -> f32 {

@@ -282,7 +282,7 @@ async fn generate_both(
     Ok(serde_json::json!({
         "tokens": count, "prompt_tokens": ids.len().max(1),
         "gpu": path(&runs[0]), "cpu": path(&runs[1]), "agreement": agreement,
-        "same": same,
+        "same": same, "logit_rel_l2": generate::logit_rel_l2(&runs[0], &runs[1]),
     })
     .to_string())
 }

@@ -18,7 +18,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         family: "embedding",
         fixed: vec![dtype_is(DType::F32)],
         name: format!("embedding {rows} of {vocab}x{width} f32"),
-        tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 0.0),
+        tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, [0.0, 0.0]),
         flops: 0.0,
         bytes: 2.0 * (rows * width) as f64 * 4.0,
         outputs: vec![o],

@@ -35,19 +35,10 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         let (tok, pos, len) = (words(0)?, words(0)?, words(0)?);
         let log = Tensor::uninit(gpu, &[cap, vocab + 1], DType::F32)?;
         let outputs = vec![
-            Output::Words {
-                t: tok.clone(),
-                want: vec![token],
-            },
-            Output::Words {
-                t: pos.clone(),
-                want: vec![position],
-            },
-            Output::Words {
-                t: len.clone(),
-                want: vec![length],
-            },
-            values(&log, &log_a.data),
+            Output::words(&tok, vec![token]).named("token"),
+            Output::words(&pos, vec![position]).named("position"),
+            Output::words(&len, vec![length]).named("length"),
+            values(&log, &log_a.data).named("log"),
         ];
         cases.push(Case {
             family: "greedy_next",
@@ -61,7 +52,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             tolerance: if z.full {
                 0.0
             } else {
-                tolerance(z, dtype, CAMPAIGN_TOLERANCE, 0.0)
+                tolerance(z, dtype, CAMPAIGN_TOLERANCE, [0.0, 0.0])
             },
             flops: 0.0,
             bytes: vocab as f64 * dtype.size() as f64 + ((vocab + 1) * 4) as f64,

@@ -10,7 +10,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
     let mut inputs = Inputs::for_family("kv_append");
     // [B, Hkv, n, Cap, len, D]: a prefill's rows and a decode step's, not multiples of a workgroup.
     let shapes: Vec<[usize; 6]> = if z.full {
-        let [b, h, n] = z.attention[0];
+        let [b, h, _, n] = z.attention[0];
         vec![
             [b, h + 1, n, 2 * n + 3, n - 1, 36],
             [b + 1, h, 1, n + 2, n, 128],
@@ -41,10 +41,13 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                     "kv_append B{b} Hkv{h} n{n} into {len}/{cap} D{d} {}",
                     dtype.wgsl()
                 ),
-                tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 0.0),
+                tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, [0.0, 0.0]),
                 flops: 0.0,
                 bytes: 4.0 * (b * h * n * d) as f64 * dtype.size() as f64,
-                outputs: vec![values(&kc, &kca.data), values(&vc, &vca.data)],
+                outputs: vec![
+                    values(&kc, &kca.data).named("k").exact_in(z),
+                    values(&vc, &vca.data).named("v").exact_in(z),
+                ],
                 launch: Box::new(move |name| {
                     let (append, choice) = super::launch(&k, &v, &kc, &vc, &after, len, name)?;
                     let (restore, _) = super::launch(&k0, &v0, &kc, &vc, &full, 0, None)?;

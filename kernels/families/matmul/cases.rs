@@ -68,7 +68,6 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 None => None,
             };
             let e = dtype.size() as f64;
-            let proof = if epilogue.two_outputs() { 7e-7 } else { 1e-6 };
             let (a, b, bias, x) = (a.clone(), b.clone(), bias.clone(), x.clone());
             let suffix = match epilogue {
                 Epilogue::None => String::new(),
@@ -81,8 +80,8 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                     ("epilogue", Param::Str(epilogue.name().into())),
                 ],
                 name: format!("matmul {m}x{k}x{n}{suffix} {}", dtype.wgsl()),
-                // The two-output forms measured at most 7.0e-8 on lavapipe (both outputs).
-                tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, proof),
+                // 10× lavapipe's worst of every form (1.3e-7 f32, 2.1e-4 f16), each output.
+                tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, [1.3e-6, 2.1e-3]),
                 flops: 2.0 * (m * k * n) as f64,
                 bytes: (m * k + k * n + m * n) as f64 * e,
                 outputs,

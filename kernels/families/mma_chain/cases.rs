@@ -25,7 +25,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         fixed: crate::families::mma_chain::fixed(),
         name: format!("mma_chain {groups}x8x4 fragments × {iters} f16"),
         // f32 sums of equal products: the proof's few steps stay near f32's rounding.
-        tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, 1e-6),
+        tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, [1e-6, 3e-3]),
         flops: fragments * 2.0 * 4096.0 * f64::from(iters),
         bytes: fragments * 1024.0,
         outputs: vec![o],

@@ -29,7 +29,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 family: "permute",
                 fixed: vec![dtype_is(dtype)],
                 name: format!("permute {shape:?} to {order:?} {}", dtype.wgsl()),
-                tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 0.0),
+                tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, [0.0, 0.0]),
                 flops: 0.0,
                 bytes: 2.0 * xa.data.len() as f64 * dtype.size() as f64,
                 outputs: vec![o],

@@ -36,10 +36,10 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
                 "reduce_permute {splits}x{shape:?} to {order:?} {} f32",
                 epilogue.name()
             ),
-            tolerance: tolerance(z, f, CAMPAIGN_TOLERANCE, 0.0),
+            tolerance: tolerance(z, f, CAMPAIGN_TOLERANCE, [0.0, 0.0]),
             flops: (splits * count) as f64,
             bytes: ((splits + 2) * count) as f64 * 4.0,
-            outputs: vec![o_c, o_y],
+            outputs: vec![o_c.named("c"), o_y.named("y")],
             launch: Box::new(move |v| {
                 let e = with_bias.then_some(&bias);
                 Ok(single(crate::families::reduce_permute::launch(

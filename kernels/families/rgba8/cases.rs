@@ -18,10 +18,10 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             family: "rgba8",
             fixed: vec![dtype_is(dtype)],
             name: format!("rgba8 4x{h}x{w} {}", dtype.wgsl()),
-            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 1e-6),
+            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, [0.0, 0.0]),
             flops: 0.0,
             bytes: (4 * h * w) as f64 * dtype.size() as f64 + (h * w) as f64 * 4.0,
-            outputs: vec![Output::Words { t: pixels, want }],
+            outputs: vec![Output::words(&pixels, want)],
             launch: Box::new(move |v| {
                 Ok(single(crate::families::rgba8::launch(
                     &planes, &px, 100.0, 128.0, v,

@@ -19,7 +19,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             family: "rmsnorm",
             fixed: vec![dtype_is(dtype)],
             name: format!("rmsnorm {rows}x{cols} {}", dtype.wgsl()),
-            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 1.5e-6),
+            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, [1.9e-6, 2.1e-3]),
             // A square and an add per element for the sum, two products for Y.
             flops: 4.0 * rc,
             bytes: 2.0 * rc * dtype.size() as f64,

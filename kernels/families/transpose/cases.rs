@@ -16,7 +16,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             family: "transpose",
             fixed: vec![dtype_is(dtype)],
             name: format!("transpose {b}x{r}x{c} {}", dtype.wgsl()),
-            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, 0.0),
+            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, [0.0, 0.0]),
             flops: 0.0,
             bytes: 2.0 * (b * r * c) as f64 * dtype.size() as f64,
             outputs: vec![o],

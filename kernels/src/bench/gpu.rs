@@ -98,6 +98,10 @@ pub struct UnitProfile {
     /// passes, the union of the submissions' spans ([`busy_ms`]; median over the runs); `None`
     /// without timestamp queries.
     pub gpu_ms: Option<f64>,
+    /// The wall clock of the same timed runs, median: the GPU's part of a run can be no longer,
+    /// and [`profile_unit`] refuses a profile whose GPU time is (wrong timestamps, or spans of
+    /// one run counted in another).
+    pub wall_ms: Option<f64>,
     /// The same unit with every launch in a pass of its own, timed: the kernels' GPU time by
     /// family, largest first. Pass boundaries add a little to each, and a pass's span may begin
     /// before the one before it ends, so the families' sum may exceed `gpu_ms`.
@@ -127,14 +131,23 @@ pub async fn profile_unit<E: From<Error>>(
         return Ok(UnitProfile {
             counts,
             gpu_ms: None,
+            wall_ms: None,
             by_family: Vec::new(),
         });
     }
     gpu.set_pass_timing(PassTiming::PerSubmission)?;
     let mut totals = Vec::with_capacity(runs);
+    let mut walls = Vec::with_capacity(runs);
     for _ in 0..runs.max(1) {
+        // Anything queued before the run is done first: its spans are not the run's.
+        gpu.idle().await?;
+        let began = Instant::now();
         work().await?;
-        totals.push(busy_ms(&gpu.take_pass_times().await?));
+        gpu.idle().await?;
+        walls.push(began.elapsed().as_secs_f64() * 1e3);
+        let busy = busy_ms(&gpu.take_pass_times().await?);
+        check_within_wall(busy, walls[walls.len() - 1])?;
+        totals.push(busy);
     }
     gpu.set_pass_timing(PassTiming::PerDispatch)?;
     work().await?;
@@ -159,6 +172,22 @@ pub async fn profile_unit<E: From<Error>>(
     Ok(UnitProfile {
         counts,
         gpu_ms: timestamp_centre(&totals),
+        wall_ms: median(&walls),
         by_family,
     })
+}
+
+/// Refuses a run whose GPU time (the union of its submissions' spans) is longer than the wall
+/// clock around it: no GPU time can be, so the timestamps or their reading are wrong, and no
+/// figure should be printed from them. A timestamp grid (a browser's rounding) may put a short
+/// run's reading a quantum over.
+pub fn check_within_wall(gpu_ms: f64, wall_ms: f64) -> Result<()> {
+    let grid = 0.07; // Chrome rounds timestamps to 65.5 µs.
+    if gpu_ms > wall_ms * 1.01 + grid {
+        return Err(Error::Gpu(format!(
+            "a run's GPU time ({gpu_ms:.3} ms) is over its wall clock ({wall_ms:.3} ms): the \
+             timestamps or the union of their spans are wrong, so no GPU time is reported"
+        )));
+    }
+    Ok(())
 }

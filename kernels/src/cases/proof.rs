@@ -1,13 +1,15 @@
 //! The proof of a family: every variant the adapter offers, run on the family's
 //! [`Scale::Proof`](super::Scale::Proof) cases against the CPU reference. A variant is proven
-//! when at least two cases took it and each was within its tolerance; the selector's own pick
-//! must be right on every case too. `tests/every_variant.rs` runs it natively and the fleet page's module in the browser (`site/tests/prove.mjs`).
+//! when at least two cases took it and each output of each was within its bound; the selector's
+//! own pick must be right on every case too. A family the adapter offers nothing of is skipped,
+//! never proven. `tests/every_variant.rs` runs it natively and the fleet page's module in the
+//! browser (`site/tests/prove.mjs`).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{Scale, for_family};
+use super::{Scale, Scored, for_family};
 use crate::Gpu;
 use crate::error::{Error, Result};
 
@@ -22,8 +24,12 @@ pub struct Proof {
     /// Variants that ran on at least two cases, all within tolerance.
     pub proven: usize,
     pub runs: usize,
-    /// The largest error measured per kind of case (its name without sizes) and the tolerance.
+    /// The largest error measured per kind of case (its name without sizes) and output, and
+    /// that output's bound.
     pub worst: BTreeMap<String, (f64, f64)>,
+    /// Why nothing was run, where the adapter offers no variant of the family: a skip, which
+    /// the test reports as one, never a pass.
+    pub skipped: Option<String>,
     /// `family/variant: why` for each variant not proven.
     pub failures: Vec<String>,
 }
@@ -38,9 +44,10 @@ pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
         .collect();
     if variants.is_empty() {
         // Nothing this adapter can run (the cooperative-matrix ceiling on an adapter without
-        // cooperative matrices): nothing to prove.
+        // cooperative matrices): nothing proven, and said so.
         return Ok(Proof {
             family: family.to_string(),
+            skipped: Some(format!("{} offers no {family} variant", gpu.profile().name)),
             ..Proof::default()
         });
     }
@@ -75,19 +82,19 @@ pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
             took += 1;
             p.runs += 1;
             match case.check(gpu, &launches).await {
-                Ok(err) => {
-                    let worst = p
-                        .worst
-                        .entry(kind_of(&case.name))
-                        .or_insert((0.0, case.tolerance));
-                    if err.is_finite() {
-                        worst.0 = worst.0.max(err);
-                    }
-                    if err.is_nan() || err > case.tolerance {
-                        bad.push(format!(
-                            "{}: relative L2 {err:.3e} over {:.0e}",
-                            case.name, case.tolerance
-                        ));
+                Ok(scores) => {
+                    for score in &scores {
+                        let kind = match score.output {
+                            "" => kind_of(&case.name),
+                            o => format!("{} [{o}]", kind_of(&case.name)),
+                        };
+                        let worst = p.worst.entry(kind).or_insert((0.0, score.tolerance));
+                        if score.err.is_finite() {
+                            worst.0 = worst.0.max(score.err);
+                        }
+                        if !score.ok() {
+                            bad.push(format!("{}: {}", case.name, score.describe()));
+                        }
                     }
                 }
                 Err(e) => bad.push(format!("{} failed: {e}", case.name)),
@@ -107,15 +114,27 @@ pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
     // would call the op: it must plan and be right too.
     for case in &cases {
         let checked = match case.launches(None) {
-            Ok(launches) => case.check(gpu, &launches).await.map(|err| (err, launches)),
+            Ok(launches) => case
+                .check(gpu, &launches)
+                .await
+                .map(|scores| (scores, launches)),
             Err(e) => Err(e),
         };
         match checked {
-            Ok((err, _)) if err <= case.tolerance => {}
-            Ok((err, launches)) => p.failures.push(format!(
-                "{}: the selector's pick {} is off by relative L2 {err:.3e} (over {:.0e})",
-                case.name, launches.choice.variant.name, case.tolerance
-            )),
+            Ok((scores, _)) if scores.iter().all(Scored::ok) => {}
+            Ok((scores, launches)) => {
+                let off: Vec<String> = scores
+                    .iter()
+                    .filter(|s| !s.ok())
+                    .map(Scored::describe)
+                    .collect();
+                p.failures.push(format!(
+                    "{}: the selector's pick {} is off: {}",
+                    case.name,
+                    launches.choice.variant.name,
+                    off.join(", ")
+                ))
+            }
             Err(e) => p
                 .failures
                 .push(format!("{}: the selector's pick failed: {e}", case.name)),
@@ -128,7 +147,10 @@ pub async fn prove_family(gpu: &Gpu, family: &str) -> Result<Proof> {
 fn kind_of(name: &str) -> String {
     name.split(' ')
         .filter(|w| !w.starts_with(|c: char| c.is_ascii_digit()))
-        .filter(|w| !(w.starts_with(['B', 'H', 'N']) && w[1..].parse::<usize>().is_ok()))
+        .filter(|w| {
+            let sizes = |t: &str| t.split('/').all(|n| n.parse::<usize>().is_ok());
+            !(w.starts_with(['B', 'H', 'N']) && sizes(&w[1..]))
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }

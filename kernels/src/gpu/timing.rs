@@ -9,10 +9,15 @@ use crate::error::Result;
 
 impl Gpu {
     /// Times the following submissions with GPU timestamps (a no-op without them); the
-    /// samples are read with [`take_pass_times`](Self::take_pass_times).
+    /// samples are read with [`take_pass_times`](Self::take_pass_times). Samples of work before
+    /// the call that were not taken are dropped: a reading mixed with them would count another
+    /// unit's spans in this one's, past its wall clock.
     pub fn set_pass_timing(&self, timing: PassTiming) -> Result<()> {
         self.flush()?;
         let mut rec = lock(&self.inner.recorder);
+        if let Some(q) = rec.queries.as_mut() {
+            q.labels.clear();
+        }
         rec.timing = timing;
         if timing != PassTiming::Off && rec.queries.is_none() {
             rec.queries = self.new_queries();

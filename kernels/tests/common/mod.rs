@@ -44,6 +44,10 @@ pub fn tolerance(dtype: kiln::DType) -> f64 {
 /// Fails with a message naming the case when `got` is not within `tol` of `want`.
 pub fn assert_close(case: &str, got: &[f32], want: &[f32], tol: f64) {
     let err = kiln::cpu::rel_l2(got, want);
+    // KILN_PRINT_ERRORS=1 lists every error beside its bound, to set bounds from measurement.
+    if std::env::var_os("KILN_PRINT_ERRORS").is_some() {
+        println!("close: {case}: {err:.3e} (allowed {tol:.0e})");
+    }
     assert!(
         err <= tol,
         "{case}: relative L2 error {err:.3e} over tolerance {tol:.0e} (first values got {:?}, want {:?})",

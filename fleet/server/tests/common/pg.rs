@@ -266,7 +266,9 @@ pub fn cluster_or_skip() -> Option<Arc<Cluster>> {
             panic!("this test needs PostgreSQL, which could not be started (CI=true): {why}")
         }
         Err(why) => {
-            eprintln!("skipped: this test needs PostgreSQL, which could not be started: {why}");
+            kiln_testing::skip(&format!(
+                "needs PostgreSQL, which could not be started: {why}"
+            ));
             None
         }
     }
