@@ -76,7 +76,10 @@ pub(crate) fn backward_cases(gpu: &Gpu, z: &Sizes, pass: Pass) -> Result<Vec<Cas
                 let grads = p.grads()?;
                 let outputs = vec![
                     values(&g.dk, &grads.dk.data).named("dk"),
-                    values(&g.dv, &grads.dv.data).named("dv"),
+                    // dv's own f16 bound: 10× its worst on lavapipe (2.2e-4), under dk's.
+                    values(&g.dv, &grads.dv.data)
+                        .named("dv")
+                        .within(proof_bound(z, p.dtype, [3.3e-6, 2.3e-3])),
                 ];
                 (
                     outputs,

@@ -419,8 +419,9 @@ pub(crate) fn dtypes(gpu: &Gpu, z: &Sizes) -> Vec<DType> {
 
 /// The largest relative L2 error a case allows. A campaign (larger shapes, any device) keeps a
 /// margin: `campaign` for f32, 100× that for f16. A proof set allows `proof[0]` in f32 and
-/// `proof[1]` in f16: each at most 10× the worst any variant measured on lavapipe and the H100
-/// (kernels/README.md's table lists both per family), 0 for data moves, which are exact.
+/// `proof[1]` in f16: each at most about 10× the worst any variant measured (kernels/README.md's
+/// "Proofs and their bounds" lists the measurement and the bound per family, output and dtype),
+/// 0 for data moves, which are exact.
 pub(crate) fn tolerance(z: &Sizes, dtype: DType, campaign: f64, proof: [f64; 2]) -> f64 {
     match (dtype == DType::F16, z.full) {
         (true, false) => campaign * 100.0,
