@@ -168,7 +168,10 @@ def models(out):
             g = cmp_["gpu_median_ms_per_step"]
             rows.append([f"flash {cmp_['preset']} training step (drift {cmp_['drift']:.1e})", f"{g:.3f}",
                          fmt(cmp_.get("gpu_recorded_median_ms_per_step")),
-                         fmt(prof.get("gpu_ms")), counts(prof.get("counts", {})),
+                         # The profile's GPU time beside the wall clock of its own runs (the
+                         # profile refuses a run whose GPU time is over that run's wall).
+                         f"{fmt(prof.get('gpu_ms'))} (wall {fmt(prof.get('wall_ms'))})",
+                         counts(prof.get("counts", {})),
                          f"{fmt((cmp_.get('gpu_host') or {}).get('us_per_launch'))}{split(cmp_.get('gpu_host'))} / —",
                          fmt(eager), fmt(graph and graph["wall_ms"]),
                          f"{graph['wall_ms'] / g:.3g}×" if graph else "—",

@@ -37,10 +37,17 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         family: "adamw",
         fixed: vec![dtype_is(DType::F32)],
         name: format!("adamw {n} f32"),
+        // m and v: 2.9× the H100's worst (4.2e-8; lavapipe and SwiftShader 0); p its own
+        // bound, 10× the H100's 9.9e-10.
         tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, [1.2e-7, 3e-3]),
         flops: 16.0 * n as f64,
         bytes: 7.0 * n as f64 * 4.0,
-        outputs: vec![o_p.named("p"), o_m.named("m"), o_v.named("v")],
+        outputs: vec![
+            o_p.named("p")
+                .within(proof_bound(z, DType::F32, [1e-8, 3e-3])),
+            o_m.named("m"),
+            o_v.named("v"),
+        ],
         launch: Box::new(move |name| {
             let (step, choice) =
                 crate::families::adamw::launch(&p, &g, &m, &v, &h, &corrections, name)?;

@@ -116,11 +116,15 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
         family: "adamw_table",
         fixed: vec![dtype_is(DType::F32)],
         name: format!("adamw_table 3 tensors over {span} f32"),
+        // m and v: 2.9× the H100's worst (4.2e-8; lavapipe and SwiftShader 0); p its own
+        // bound, 10× the H100's 9.9e-10.
         tolerance: tolerance(z, DType::F32, CAMPAIGN_TOLERANCE, [1.2e-7, 3e-3]),
         flops: 16.0 * span as f64,
         bytes: 7.0 * span as f64 * 4.0,
         outputs: vec![
-            values(sp, &pa.data).named("p"),
+            values(sp, &pa.data)
+                .named("p")
+                .within(proof_bound(z, DType::F32, [1e-8, 3e-3])),
             values(sm, &ma.data).named("m"),
             values(sv, &va.data).named("v"),
         ],
