@@ -20,6 +20,74 @@ document.addEventListener('kiln:texts', (e) => {
   document.getElementById('canvas').dataset.texts = JSON.stringify(e.detail);
 });
 
+// Presses a key on the demo's canvas, as the page's buttons do (loader.js).
+function pressOnCanvas(key) {
+  const canvas = document.getElementById('canvas');
+  canvas.focus({ preventScroll: true });
+  const init = { key, code: '', bubbles: true };
+  canvas.dispatchEvent(new KeyboardEvent('keydown', init));
+  canvas.dispatchEvent(new KeyboardEvent('keyup', init));
+}
+
+const figure = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x >= 1 ? x.toFixed(2) : x.toPrecision(2));
+
+// The GPU path's measurement found the CPU path faster (kiln:advice, from the demo's uncapped
+// rates): the page says so once, with the reason, and offers the CPU path; a long text runs on
+// it by itself (the demo moves it, the HUD says so).
+let advised = false;
+document.addEventListener('kiln:advice', (e) => {
+  const a = e.detail;
+  if (!a.cpu_faster || advised) return;
+  advised = true;
+  const why = a.software
+    ? 'this adapter is a software one: its "GPU" runs on the CPU too, through a renderer made for drawing, not for these kernels'
+    : 'at this text\'s length each of the GPU path\'s many small launches costs more than its arithmetic';
+  document.getElementById('path-advice-text').textContent =
+    `Measured here, the CPU path is faster: ${figure(a.cpu_fps)} forward passes a second against ` +
+    `${figure(a.gpu_fps)} on the GPU path (${a.gpu_clock.replace('_', ' ')}), because ${why}. ` +
+    `Texts of ${a.long_text} tokens or more run on the CPU path by themselves; Tab switches back.`;
+  const box = document.getElementById('path-advice');
+  const use = document.getElementById('use-cpu');
+  use.hidden = !a.on_gpu;
+  use.onclick = () => {
+    use.hidden = true;
+    pressOnCanvas('Tab');
+  };
+  box.hidden = false;
+  box.dataset.shown = 'true';
+});
+
+// A forward pass under way (kiln:forward): a long one on the GPU path can be stopped — the page
+// draws it on the CPU path instead and drops the GPU's result when it lands.
+let forwardShown = null;
+document.addEventListener('kiln:forward', (e) => {
+  const f = e.detail;
+  const box = document.getElementById('forward-status');
+  clearTimeout(forwardShown);
+  box.dataset.running = String(Boolean(f.running));
+  if (!f.running || f.path !== 'GPU') {
+    box.hidden = true;
+    return;
+  }
+  const began = performance.now();
+  const say = () => {
+    const so = Math.round((performance.now() - began) / 1000);
+    document.getElementById('forward-text').textContent =
+      `The GPU path is computing ${f.tokens} tokens: ${so} s so far` +
+      (f.estimate_s ? `, about ${Math.round(f.estimate_s)} s in all by the last pass.` : '.');
+  };
+  // Shown once a pass has taken a second: a quick one comes and goes unseen.
+  forwardShown = setTimeout(function tick() {
+    say();
+    box.hidden = false;
+    if (box.dataset.running === 'true') forwardShown = setTimeout(tick, 1000);
+  }, 1000);
+  document.getElementById('forward-stop').onclick = () => {
+    box.hidden = true;
+    pressOnCanvas('Tab');
+  };
+});
+
 window.kilnWithoutWebGPU = async (demo, missing) => {
   const kiln = window.kiln;
   kiln.noWebGPU(missing,
@@ -31,7 +99,7 @@ window.kilnWithoutWebGPU = async (demo, missing) => {
   const note = document.getElementById('weights');
   disableForGpu([document.querySelector('button[data-key="Tab"]')],
     `the GPU path needs WebGPU (here: ${missing.short}); the CPU path draws instead.`);
-  disableForGpu([document.getElementById('compare-start')],
+  disableForGpu([document.getElementById('compare-start'), document.getElementById('compare-budget')],
     `the comparison with transformers.js runs both on WebGPU (here: ${missing.short}).`);
   try {
     const params = new URLSearchParams(location.search);

@@ -111,22 +111,16 @@ const LIMITS = [
 const log = (x, top) => Math.min(1, Math.max(0.02, Math.log2(Math.max(1, x)) / Math.log2(top)));
 const pct = (f) => `${(100 * f).toFixed(1)}%`;
 
-export function renderDevice(root, info) {
-  const p = info.profile;
-  const f = p.features;
-  const features = [
-    ['f16', f.shader_f16],
-    [f.subgroup ? `subgroups ${p.subgroup_min_size}–${p.subgroup_max_size}` : 'subgroups', f.subgroup],
-    ['timestamps', f.timestamp_query],
-    ['cooperative matrices', f.cooperative_matrix],
-  ];
-  const chips = el('ul', { class: 'chips', 'aria-label': 'features' },
-    ...features.map(([name, on]) => el('li', { class: on ? 'on' : 'off' },
-      `${on ? '✓' : '✗'} ${name}`)));
-  const limits = el('table', { class: 'limits' },
+// The features as chips: [[name, on]].
+const chipList = (features) => el('ul', { class: 'chips', 'aria-label': 'features' },
+  ...features.map(([name, on]) => el('li', { class: on ? 'on' : 'off' }, `${on ? '✓' : '✗'} ${name}`)));
+
+// The limits table, from limits keyed as Kiln's profile keys them.
+function limitsTable(limitsOf) {
+  return el('table', { class: 'limits' },
     el('caption', {}, 'Limits (bars on a log scale; the tick is WebGPU’s guaranteed minimum)'),
     ...LIMITS.map(([key, label, minimum, top, write]) => {
-      const value = p.limits[key];
+      const value = limitsOf[key];
       const track = el('span', { class: 'track', role: 'img',
         'aria-label': `${label}: ${write(value)} (WebGPU guarantees ${write(minimum)})` },
       el('span', { class: 'fill', style: `width:${pct(log(value, top))}` }),
@@ -134,6 +128,18 @@ export function renderDevice(root, info) {
       return el('tr', {}, el('th', { scope: 'row' }, label), el('td', { class: 'bar-cell' }, track),
         el('td', { class: 'value' }, write(value)));
     }));
+}
+
+export function renderDevice(root, info) {
+  const p = info.profile;
+  const f = p.features;
+  const chips = chipList([
+    ['f16', f.shader_f16],
+    [f.subgroup ? `subgroups ${p.subgroup_min_size}–${p.subgroup_max_size}` : 'subgroups', f.subgroup],
+    ['timestamps', f.timestamp_query],
+    ['cooperative matrices', f.cooperative_matrix],
+  ]);
+  const limits = limitsTable(p.limits);
   // Every family the kernel crate's registry has (the wasm module lists them), with the count.
   const families = info.offered ?? [];
   const offered = el('table', { class: 'limits offered' },
@@ -152,4 +158,28 @@ export function renderDevice(root, info) {
       el('code', {}, info.class)),
     chips, limits, offered);
   root.dataset.ready = 'true';
+}
+
+// The adapter as the browser describes it, at once: what a page shows while Kiln opens the
+// device and reads its kernel registry (seconds on a software adapter), replaced by
+// renderDevice's fuller view (the device class, the variants offered) when that is done.
+// `adapter`: a GPUAdapter.
+export function renderAdapter(root, adapter) {
+  const i = adapter.info ?? {};
+  const name = [i.description, i.vendor, i.architecture].filter(Boolean).join(' · ') || 'an unnamed WebGPU adapter';
+  const has = (f) => adapter.features.has(f);
+  const l = adapter.limits;
+  root.replaceChildren(
+    el('p', { class: 'device-name' }, name),
+    el('p', { class: 'muted' }, 'As the browser describes it. Kiln is opening it and reading its kernel ' +
+      'registry (a few seconds on a software adapter): its device class and the kernel variants it is ' +
+      'offered follow.'),
+    chipList([['f16', has('shader-f16')], ['subgroups', has('subgroups')], ['timestamps', has('timestamp-query')]]),
+    limitsTable({
+      max_compute_workgroup_storage_size: l.maxComputeWorkgroupStorageSize,
+      max_compute_invocations_per_workgroup: l.maxComputeInvocationsPerWorkgroup,
+      max_storage_buffer_binding_size: l.maxStorageBufferBindingSize,
+      max_buffer_size: l.maxBufferSize,
+      max_storage_buffers_per_shader_stage: l.maxStorageBuffersPerShaderStage,
+    }));
 }

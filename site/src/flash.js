@@ -8,6 +8,7 @@
 // "error"), data-state="no-webgpu" or "error"; #flash-visual[data-stage] is the stage (0-based)
 // whose picture the visual shows.
 import { detectWebGPU, plainError } from './device.js';
+import { Tally, duration, painted, ticking } from './work.js';
 
 const $ = (id) => document.getElementById(id);
 const kiln = window.kiln; // talk.js, loaded before this module
@@ -173,6 +174,12 @@ function drawSweep() {
 function renderSweep(s) {
   sweep = s;
   drawSweep();
+  if (!s.points.length) {
+    $('sweep-summary').textContent = 'The sweep was stopped before its first length: nothing measured.';
+    $('variants').replaceChildren(el('li', 'not run: the sweep was stopped'));
+    $('sweep-report').textContent = JSON.stringify(s, null, 2);
+    return;
+  }
   const tbody = $('points').tBodies[0];
   tbody.replaceChildren(...s.points.map((p) => {
     const tr = el('tr');
@@ -192,6 +199,7 @@ function renderSweep(s) {
     `it moves ${fmt(last.flash_mb)} MB where the naive path moves ${fmt(last.naive_mb)} MB ` +
     `(${fmt(last.score_matrix_mb)} MB of them score matrices). GPU times: ${clocks}; ` +
     `CPU path: ${s.cpu_path}, wall clock, in this page's wasm build.` +
+    (s.stopped ? ` Stopped after ${s.points.length} of its ${s.lengths.length} lengths.` : '') +
     (last.cpu_ms !== null && last.cpu_ms < last.flash_ms && document.body.dataset.deviceType === 'cpu'
       ? ' The CPU path is faster here because this adapter is a software one: its "GPU" runs on the ' +
         'CPU too, through a rasterizer made for drawing, not for these kernels. On a hardware GPU the ' +
@@ -206,19 +214,46 @@ function renderSweep(s) {
   $('sweep-report').textContent = JSON.stringify(s, null, 2);
 }
 
-async function runSweep(wasm) {
+// The sweep's Stop button (and Train, which needs the GPU to itself) ask it to stop after the
+// length it is timing; `sweepRun` settles when it has.
+let stopSweep = false;
+let sweepRun = Promise.resolve();
+
+async function runSweep(wasm, lengths) {
   document.body.dataset.sweep = 'running';
-  const json = await wasm.run_sweep((text) => {
-    const p = JSON.parse(text);
-    $('sweep-progress').max = p.total;
-    $('sweep-progress').value = p.done;
-    $('sweep-step').textContent = p.done < p.total
-      ? `timing N = ${p.seq} (${p.done + 1} of ${p.total}): flash, naive GPU, CPU path…`
-      : 'done';
-  });
-  renderSweep(JSON.parse(json));
-  $('sweep-step').textContent = 'done';
-  document.body.dataset.sweep = 'done';
+  stopSweep = false;
+  $('sweep-stop').disabled = false;
+  // The estimate scales the lengths timed so far by N: on a software adapter a length's time goes
+  // mostly to its launches, whose work grows with N (their score tiles with N² on a GPU), and the
+  // first length also compiles the kernels, so an estimate from it alone runs high.
+  const tally = new Tally(lengths.length, { unit: 'length', cost: (i) => lengths[i] / lengths[0] });
+  let current = null;
+  const say = () => {
+    if (!current) return;
+    const est = tally.estimate();
+    $('sweep-step').textContent = `timing N = ${current.seq} (${current.done + 1} of ${current.total}): ` +
+      `flash, naive GPU, CPU path…${est ? ` ${est} (scaled by N${tally.done === 1
+        ? '; the first length also compiled the kernels, so this runs high' : ''})` : ''}` +
+      `${stopSweep ? ' — stopping after this length' : ''}`;
+  };
+  const stopTicking = ticking(say);
+  try {
+    const json = await wasm.run_sweep((text) => {
+      const p = JSON.parse(text);
+      if (p.done > tally.done) tally.finished();
+      $('sweep-progress').max = p.total;
+      $('sweep-progress').value = p.done;
+      current = p.done < p.total && !p.stopped ? p : null;
+      say();
+    }, () => stopSweep);
+    const s = JSON.parse(json);
+    renderSweep(s);
+    $('sweep-step').textContent = s.stopped ? `stopped after ${s.points.length} of ${lengths.length} lengths` : 'done';
+    document.body.dataset.sweep = s.stopped ? 'stopped' : 'done';
+  } finally {
+    stopTicking();
+    $('sweep-stop').disabled = true;
+  }
 }
 
 // Without WebGPU: the CPU column alone, with the byte model (arithmetic: no GPU needed).
@@ -332,13 +367,51 @@ function renderTraining(r) {
   }
   const faster = r.speedup >= 1
     ? `the GPU path is ${fmt(r.speedup, 3)}× as fast as the CPU path`
-    : `the CPU path is ${fmt(1 / r.speedup, 3)}× as fast as the GPU path on this adapter`;
+    : `the CPU path is ${fmt(1 / r.speedup, 3)}× as fast as the GPU path on this adapter, ${cpuWinsWhy('step')}`;
   $('train-summary').textContent =
     `${r.preset}, ${r.parameters.toLocaleString('en')} parameters, ${r.steps} steps per path on ${r.data}: ` +
     `${faster} (median ${fmt(r.gpu_median_ms_per_step)} against ${fmt(r.cpu_median_ms_per_step)} ms per step, ` +
     `${r.clock}). Loss drift at the last step, |GPU − CPU| ÷ CPU: ${(100 * r.drift).toPrecision(3)} % ` +
     `(final loss ${fmt(r.gpu.losses.at(-1), 5)} on the GPU path, ${fmt(r.cpu.losses.at(-1), 5)} on the CPU path).`;
 }
+
+// Why the CPU path beats the GPU path here, for a summary line: `unit` is what was timed (a
+// training step, a generated token).
+function cpuWinsWhy(unit) {
+  if (document.body.dataset.deviceType === 'cpu') {
+    return 'because this adapter is a software one: its "GPU" runs on the CPU too, through a ' +
+      'rasterizer made for drawing, not for these kernels (on a hardware GPU the order reverses)';
+  }
+  return unit === 'token'
+    ? 'because each token is a few small launches and a read-back the browser waits milliseconds ' +
+      'for: at this model size that costs more than the sums (a larger preset gives the GPU more ' +
+      'work per launch)'
+    : 'because at this preset a step is many small launches, each costing the browser ' +
+      'microseconds to encode and submit, more than their arithmetic (a larger preset gives the ' +
+      'GPU more work per launch)';
+}
+
+// The last training run's report, for what generation says about the model it continues.
+let trained = null;
+
+// How far the model is trained, in a sentence, for the generated texts: after a short training
+// the text is gibberish, and the page says so rather than let it pass for the model's best.
+function trainingNote(r) {
+  if (!r) return '';
+  const vocab = presets.find((p) => p.name === r.preset)?.config.vocab;
+  const loss = r.gpu.losses.at(-1);
+  const uniform = vocab ? Math.log(vocab) : null;
+  const base = `The model trained ${r.steps} step${r.steps === 1 ? '' : 's'} (final loss ${fmt(loss, 3)}` +
+    (uniform ? `; guessing uniformly among its ${vocab} characters scores ${fmt(uniform, 3)})` : ')');
+  const barely = uniform ? loss > 0.6 * uniform : r.steps < 100;
+  return barely
+    ? `${base}: it has barely learned yet, so expect gibberish; training for more steps brings the ` +
+      'text closer to the corpus.'
+    : `${base}.`;
+}
+
+// Training's Stop button asks it to stop before its next step.
+let stopTraining = false;
 
 async function train(wasm) {
   const steps = Number($('steps').value);
@@ -348,37 +421,99 @@ async function train(wasm) {
     return;
   }
   const preset = $('preset').value;
-  for (const id of ['train', 'preset', 'steps']) $(id).disabled = true;
+  for (const id of ['train', 'preset', 'steps', 'generate']) $(id).disabled = true;
   document.body.dataset.training = 'running';
   $('train-summary').textContent = '';
   $('step-bars').replaceChildren();
   $('train-progress').max = 2 * steps;
   $('train-progress').value = 0;
-  $('train-step').textContent = 'starting the GPU path…';
+  // The sweep shares the GPU: it stops after the length it is timing, then training starts.
+  if (document.body.dataset.sweep === 'running') {
+    stopSweep = true;
+    $('train-step').textContent = 'waiting for the sweep to finish the length it is timing (Train stopped it)…';
+    await sweepRun.catch(() => {});
+  }
+  stopTraining = false;
+  $('train-stop').disabled = false;
   live = { gpu: [], cpu: [] };
   drawLosses([], []);
+  const name = (path) => (path === 'gpu' ? 'GPU path (WebGPU)' : 'CPU path (wasm, one thread)');
+  // What each phase does before its first step reports, said with the time it has taken so far.
+  const PHASES = {
+    open: 'opening the WebGPU device (kiln reads its kernel registry first: seconds on a software adapter)',
+    build: 'building the model: its parameters made and uploaded',
+    first: `step 1 of ${steps}, the first: it compiles every kernel a step runs for this adapter (on a ` +
+      'software adapter each takes a while), so it is the slowest',
+  };
+  let phase = null;
+  let since = performance.now();
+  // Per path: the steps' times; the GPU path's first step (it compiles) is left out of its
+  // estimate once a second one is in.
+  const tallies = { gpu: new Tally(steps, { unit: 'step' }), cpu: new Tally(steps, { unit: 'step' }) };
+  let last = null;
+  const say = () => {
+    const so = ` — ${duration(performance.now() - since)} so far`;
+    if (phase) {
+      $('train-step').textContent = `${name(phase.path)}: ${PHASES[phase.phase]}${so}${stopTraining ? '; stopping' : ''}`;
+      return;
+    }
+    if (!last) return;
+    const t = tallies[last.path];
+    const est = t.estimate();
+    const then = last.path === 'gpu' ? `; then the CPU path's ${steps} steps` : '';
+    $('train-step').textContent = `${name(last.path)}: step ${last.step} of ${last.steps}, loss ${fmt(last.loss, 5)}` +
+      `${est ? `; ${est}` : ''}${then}${stopTraining ? '; stopping before the next step' : ''}`;
+  };
+  const stopTicking = ticking(say);
   try {
     const json = await wasm.run_training(preset, steps, (text) => {
       const p = JSON.parse(text);
+      if (p.phase) {
+        phase = p;
+        since = performance.now();
+        tallies[p.path].restart();
+        say();
+        return;
+      }
+      phase = null;
+      const t = tallies[p.path];
+      t.finished();
+      if (p.path === 'gpu' && p.step === 2 && steps > 2) {
+        // The first step compiled the kernels: the estimate goes by the steps after it.
+        t.times.shift();
+        t.total = steps - 1;
+      }
+      last = p;
       live[p.path].push(p.loss);
       $('train-progress').value = (p.path === 'gpu' ? 0 : p.steps) + p.step;
-      $('train-step').textContent =
-        `${p.path === 'gpu' ? 'GPU path (WebGPU)' : 'CPU path (wasm, one thread)'}: step ${p.step} of ${p.steps}, loss ${fmt(p.loss, 5)}`;
+      say();
       drawLosses(live.gpu, live.cpu);
-    });
+    }, () => stopTraining);
     const r = JSON.parse(json);
+    if (r.stopped) {
+      $('train-step').textContent = `stopped at the ${name(r.path)}'s step ${r.done + 1} of ${r.steps}`;
+      $('train-summary').textContent = r.path === 'gpu'
+        ? `Stopped before the GPU path finished (${r.done} of ${r.steps} steps): nothing to compare.`
+        : `Stopped during the CPU path (${r.done} of ${r.steps} steps, after all ${r.steps} on the GPU path): ` +
+          'the losses so far are drawn; the comparison needs both paths\' steps.';
+      document.body.dataset.training = 'stopped';
+      return;
+    }
+    trained = r;
     renderTraining(r);
     $('report').textContent = JSON.stringify(r, null, 2);
     window.kilnFlashReport = json;
     $('train-step').textContent = 'done';
     document.body.dataset.training = 'done';
     $('generate-note').textContent =
-      `The ${r.preset} model just trained continues the prompt (characters of its vocabulary).`;
+      `The ${r.preset} model just trained continues the prompt (characters of its vocabulary). ${trainingNote(r)}`;
   } catch (e) {
     $('train-step').textContent = 'failed';
     document.body.dataset.training = 'error';
     fail(`Training failed: ${e}`);
   } finally {
+    stopTicking();
+    $('train-stop').disabled = true;
     for (const id of ['train', 'preset', 'steps']) $(id).disabled = false;
     $('generate').disabled = document.body.dataset.training !== 'done';
   }
@@ -410,11 +545,12 @@ async function generate(wasm) {
     $('generated-cpu').textContent = r.cpu.text;
     const faster = r.gpu.tokens_per_s >= r.cpu.tokens_per_s
       ? `the GPU path ${fmt(r.gpu.tokens_per_s / Math.max(r.cpu.tokens_per_s, 1e-9), 3)}× the CPU path's rate`
-      : `the CPU path ${fmt(r.cpu.tokens_per_s / Math.max(r.gpu.tokens_per_s, 1e-9), 3)}× the GPU path's rate on this adapter`;
+      : `the CPU path ${fmt(r.cpu.tokens_per_s / Math.max(r.gpu.tokens_per_s, 1e-9), 3)}× the GPU path's rate on ` +
+        `this adapter, ${cpuWinsWhy('token')}`;
     $('generate-summary').textContent =
       `${r.tokens} tokens after a ${r.prompt_tokens}-token prompt: GPU ${fmt(r.gpu.tokens_per_s)} tokens/s ` +
       `(prompt pass ${fmt(r.gpu.prefill_ms)} ms), CPU ${fmt(r.cpu.tokens_per_s)} tokens/s ` +
-      `(prompt pass ${fmt(r.cpu.prefill_ms)} ms): ${faster}. ${r.agreement}`;
+      `(prompt pass ${fmt(r.cpu.prefill_ms)} ms, wall clock): ${faster}. ${r.agreement} ${trainingNote(trained)}`;
     window.kilnFlashGeneration = json;
     document.body.dataset.generation = 'done';
   } catch (e) {
@@ -487,6 +623,27 @@ async function main() {
     return;
   }
 
+  // At once, before Kiln opens the device (it reads its kernel registry first: seconds on a
+  // software adapter): the adapter as the browser names it, and the presets to choose from.
+  const named = await navigator.gpu.requestAdapter().then((a) => a?.info).catch(() => null);
+  const what = [named?.description, named?.vendor, named?.architecture].filter(Boolean).join(', ');
+  $('device').textContent = `Adapter: ${what || 'the browser\'s WebGPU adapter'}. Kiln is opening it and ` +
+    'reading its kernel registry (a few seconds on a software adapter); the sweep starts then, and Train ' +
+    'can start once it has.';
+  presets = JSON.parse(wasm.presets());
+  $('preset').replaceChildren(...presets.map((p) => new Option(
+    `${p.name} — ${(p.parameters / 1e6).toPrecision(3)} M parameters, scores ${fmt(p.score_traffic_mb)} MB/layer`,
+    p.name, p.name === 'small', p.name === 'small')));
+  showPreset();
+  $('preset').addEventListener('change', showPreset);
+  $('train').addEventListener('click', () => train(wasm));
+  $('train-stop').addEventListener('click', () => { stopTraining = true; $('train-stop').disabled = true; });
+  $('sweep-stop').addEventListener('click', () => { stopSweep = true; $('sweep-stop').disabled = true; });
+  $('generate').addEventListener('click', () => generate(wasm));
+  // On the screen before the device opens (data-early: when, on the page's clock).
+  await painted();
+  document.body.dataset.early = String(Math.round(performance.now()));
+
   let info;
   try {
     info = JSON.parse(await wasm.describe());
@@ -496,6 +653,14 @@ async function main() {
       fix: 'chrome://gpu shows the WebGPU status; an updated GPU driver may help.' });
     return;
   }
+  document.body.dataset.deviceType = info.device_type;
+  $('device').textContent =
+    `Adapter: ${info.adapter} (${info.backend}, ${info.device_type}). Sequence lengths swept: ` +
+    `${info.lengths.join(', ')}${info.device_type === 'cpu' ? ' (a software adapter: short ones)' : ''}.`;
+  // Train may start while the sweep runs: it stops the sweep after its current length.
+  $('train').disabled = false;
+  $('train-note').textContent = 'Train runs the GPU path, then the CPU path; the sweep, if it is ' +
+    'still running, stops first (both share the GPU, and running them together would spoil both timings).';
   // The walkthrough and the kernel view: the flash kernels rendered for this adapter.
   try {
     kiln.setStages(JSON.parse(await wasm.talk_stages(true)));
@@ -504,28 +669,16 @@ async function main() {
     fail(`The flash kernels could not be rendered for this adapter: ${e}`);
     kiln.setStages(JSON.parse(await wasm.talk_stages(false)));
   }
-  document.body.dataset.deviceType = info.device_type;
-  $('device').textContent =
-    `Adapter: ${info.adapter} (${info.backend}, ${info.device_type}). Sequence lengths swept: ` +
-    `${info.lengths.join(', ')}${info.device_type === 'cpu' ? ' (a software adapter: short ones)' : ''}.`;
-  presets = info.presets;
-  $('preset').replaceChildren(...presets.map((p) => new Option(
-    `${p.name} — ${(p.parameters / 1e6).toPrecision(3)} M parameters, scores ${fmt(p.score_traffic_mb)} MB/layer`,
-    p.name, p.name === 'small', p.name === 'small')));
-  showPreset();
-  $('preset').addEventListener('change', showPreset);
-  $('train').addEventListener('click', () => train(wasm));
-  $('generate').addEventListener('click', () => generate(wasm));
-
-  try {
-    await runSweep(wasm);
-  } catch (e) {
+  if (document.body.dataset.training === 'running') {
+    $('sweep-step').textContent = 'not run: training took the GPU first (reload the page to sweep)';
+    return;
+  }
+  sweepRun = runSweep(wasm, info.lengths).catch((e) => {
     document.body.dataset.sweep = 'error';
     $('sweep-step').textContent = 'failed';
     fail(`The kernel sweep failed: ${e}`);
-  }
-  $('train').disabled = false;
-  $('train-note').textContent = 'Train runs the GPU path, then the CPU path; the button is off while it runs.';
+  });
+  await sweepRun;
 }
 
 main().catch((e) => fail(`The flash page could not start: ${e}`));

@@ -8,7 +8,8 @@
 // and shown, the buttons that measure are off with the reason, and the walkthrough shows its
 // stages for the limits every WebGPU device guarantees (fleet-web's walkthrough_without_adapter),
 // with the fleet's devices and the race's contenders as its visuals.
-import { detectWebGPU, disableForGpu, plainError, renderDevice } from './device.js';
+import { detectWebGPU, disableForGpu, plainError, renderAdapter, renderDevice } from './device.js';
+import { duration, painted } from './work.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -191,6 +192,7 @@ function startRace(wasm) {
 // their stage is shown (in presenter mode) or their button is pressed.
 async function walkthrough(wasm) {
   const info = JSON.parse(await wasm.walkthrough());
+  document.body.dataset.walkthrough = String(Math.round(performance.now()));
   renderDevice($('device-panel'), info);
   renderRace(info.race, false);
   kiln.setStages(info.stages);
@@ -235,6 +237,24 @@ async function showFleet(wasm) {
   document.body.dataset.fleet = String(picks.length);
 }
 
+// How long the campaign has left, in words: from the variants so far (the first ones include
+// the ceilings, so the rate is measured from the first variant on), and the budget, which ends it
+// sooner — after every family has run its first variant, whatever the budget.
+function campaignLeft(p, budget, began, first) {
+  const spent = (performance.now() - began) / 1000;
+  const budgetLeft = Math.max(0, budget - spent);
+  if (!first || p.done <= first.done) {
+    return `the budget of ${budget} s ends it in ${duration(1000 * budgetLeft)} at most, once every family has run a variant`;
+  }
+  const per = (performance.now() - first.at) / (p.done - first.done);
+  const byCount = per * (p.total - p.done);
+  if (spent >= budget) return 'the budget is spent: the families not yet run run one variant each, the rest are skipped';
+  return byCount < 1000 * budgetLeft
+    ? `about ${duration(byCount)} left, from the ${p.done - first.done} variants since the first`
+    : `the budget ends it in ${duration(1000 * budgetLeft)} (all ${p.total} would take about ${duration(byCount)} more, ` +
+      `from the ${p.done - first.done} variants since the first)`;
+}
+
 // ?budget=N: whole seconds within these bounds, or null.
 const BUDGET = { min: 5, max: 3600 };
 function budgetParam(text) {
@@ -256,10 +276,9 @@ function collectorParam(text) {
   }
 }
 
-// No adapter: the explanation, the measuring controls off with the reason, and the walkthrough
-// for WebGPU's guaranteed limits — its census, the fleet's ceilings, the race's contenders and
-// the selector's pick — computed without a GPU.
-function withoutAdapter(wasm, missing) {
+// The explanation and the controls off, at once: what follows needs the kernel registry
+// (seconds to read on a slow machine).
+function explainWithout(missing) {
   kiln.noWebGPU(missing,
     'The campaign and the walkthrough\'s measurements time WebGPU kernels, which have no CPU ' +
     'fallback. Below: the reports checked into Kiln, merged in this page, and the walkthrough ' +
@@ -270,6 +289,12 @@ function withoutAdapter(wasm, missing) {
   disableForGpu([$('measure')], `measuring the ceilings ${why}`);
   disableForGpu([$('start-race')], `the race ${why}`);
   $('step').textContent = 'not run: needs a WebGPU adapter';
+}
+
+// No adapter: the explanation, the measuring controls off with the reason, and the walkthrough
+// for WebGPU's guaranteed limits — its census, the fleet's ceilings, the race's contenders and
+// the selector's pick — computed without a GPU.
+function withoutAdapter(wasm, missing) {
   const info = JSON.parse(wasm.walkthrough_without_adapter());
   const profile = document.createElement('div');
   renderDevice(profile, info);
@@ -284,24 +309,51 @@ function withoutAdapter(wasm, missing) {
 }
 
 async function main() {
+  const webgpu = await detectWebGPU();
+  // Without an adapter the page says so before anything loads (data-explained: when that was on
+  // the screen, on the page's clock).
+  if (!webgpu.ok) {
+    explainWithout(webgpu);
+    await painted();
+    document.body.dataset.explained = String(Math.round(performance.now()));
+  }
   const wasm = await import('./fleet/fleet_web.js');
   await wasm.default();
-  const fleet = showFleet(wasm).catch((e) => {
+  // Merging the reports reads the kernel registry too: on a page with an adapter it waits for the
+  // walkthrough, which the visitor sees first.
+  const reports = () => showFleet(wasm).catch((e) => {
     $('devices').replaceChildren(el('li', `the checked-in reports could not be read: ${e}`));
   });
-  const webgpu = await detectWebGPU();
   if (!webgpu.ok) {
     // Merging needs no GPU: the fleet's reports are shown all the same.
-    await fleet;
+    await reports();
     withoutAdapter(wasm, webgpu);
     return;
   }
-  await fleet;
-  walkthrough(wasm).catch((e) => {
+  // At once, while Kiln opens the device (it reads its kernel registry first: seconds on a
+  // software adapter): the adapter as the browser describes it, stage 1's picture.
+  const adapter = await navigator.gpu.requestAdapter().catch(() => null);
+  if (adapter) renderAdapter($('device-panel'), adapter);
+  if (kiln.presenting && !document.body.dataset.walkthrough) {
+    const text = document.getElementById('talk-text');
+    if (text) {
+      text.textContent = 'Kiln is opening this device and reading its kernel registry (every variant of ' +
+        'every family: a few seconds on a software adapter). Meanwhile the picture shows the adapter ' +
+        'as the browser describes it; the ceilings and the race are measured when their stages are shown.';
+    }
+  }
+  // The walkthrough first (stage 1 needs only the device); the fleet's reports after it. The
+  // campaign, if started meanwhile, waits for both (one thing at a time on the device).
+  // data-early: when the adapter's view was on the screen, on the page's clock.
+  const shown = painted().then(() => {
+    if (adapter) $('device-panel').dataset.early = String(Math.round(performance.now()));
+    return walkthrough(wasm);
+  }).catch((e) => {
     const why = plainError(e);
     fail(`The walkthrough could not start: ${why}.`);
     $('device-panel').replaceChildren(el('p', `The adapter could not be opened: ${why}.`, 'muted'));
-  });
+  }).then(reports);
+  queue = queue.then(() => shown);
   // URL parameters are the visitor's to edit: a value that is not what it should be is left
   // out, and the page says so rather than offering it.
   const ignored = [];
@@ -364,17 +416,32 @@ async function main() {
     $('done').hidden = true;
     document.body.dataset.state = 'running';
     const budget = Number($('budget').value);
+    const began = performance.now();
+    let first = null;
     try {
       report = await wasm.run_campaign(budget, navigator.userAgent, (json) => {
         const p = JSON.parse(json);
         $('progress').max = p.total;
         $('progress').value = p.done;
-        $('step').textContent = `${p.done} / ${p.total}: ${p.step}`;
+        $('step').textContent = `${p.done} / ${p.total}: ${p.step}${cancelled ? ' — cancelling' : `; ${campaignLeft(p, budget, began, first)}`}`;
+        if (p.done > 0 && first === null) first = { at: performance.now(), done: p.done };
       }, () => cancelled);
       wasm.validate_report(report);
-      render(JSON.parse(report));
-      $('download').href = URL.createObjectURL(new Blob([report], { type: 'application/json' }));
-      window.kilnFleetReport = report;
+      const parsed = JSON.parse(report);
+      render(parsed);
+      // A report with no result tells the fleet nothing: it is not offered for sending.
+      const empty = parsed.results.length === 0;
+      $('send').hidden = empty || !collector;
+      $('send-why').hidden = !empty;
+      $('send-why').textContent = empty
+        ? `Nothing to send: the campaign ran no variant (${cancelled ? 'it was cancelled before the first'
+          : 'none could run here'}), and a report without a result tells the fleet nothing. Run it again ` +
+          'to have one to send.'
+        : '';
+      if (empty) report = null;
+      const json = report ?? JSON.stringify(parsed);
+      $('download').href = URL.createObjectURL(new Blob([json], { type: 'application/json' }));
+      window.kilnFleetReport = json;
       $('done').hidden = false;
       $('step').textContent = cancelled ? 'cancelled: the report lists what was skipped' : 'done';
       document.body.dataset.state = 'done';
@@ -386,6 +453,7 @@ async function main() {
     }
   }
   $('run').addEventListener('click', run);
+  $('run').disabled = false;
   if (params.has('autorun')) run();
 }
 

@@ -23,7 +23,9 @@ test('the comparison with transformers.js loads on demand, runs both, and they a
     t.skip('this site was built without the ONNX export or transformers.js');
     return;
   }
-  const query = `text=${encodeURIComponent(TEXT)}&compare-runs=2&compare-warm=1`;
+  // A budget that leaves both sides their two timed runs on SwiftShader (slow-attention.test.mjs
+  // checks a short one).
+  const query = `text=${encodeURIComponent(TEXT)}&compare-runs=2&compare-warm=1&compare-budget=600`;
   const { page, errors } = await site.open(`/attention.html?${query}`, { width: 1280, height: 1100 });
   // Everything the page fetched, from its first request on (the browser's own record).
   const fetched = () => page.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));

@@ -31,18 +31,28 @@ pub fn token_summary(tokens: &Tokens, limit: usize) -> Vec<String> {
     }
     lines.push(line);
     if tokens.full > n {
-        lines.push(format!(
-            "cut: the text has {}{} tokens; the model takes {limit}",
-            over(tokens),
-            tokens.full
-        ));
+        // A count of the part read before the cut is a lower bound, and reads as one.
+        let count = grouped(tokens.full);
+        lines.push(if tokens.counted_all {
+            format!("cut: the text has {count} tokens; the model reads the first {limit}")
+        } else {
+            format!("cut: at least {count} tokens; the model reads the first {limit}")
+        });
     }
     lines
 }
 
-/// "over " where the count is of the part of the text read before the cut, not all of it.
-fn over(tokens: &Tokens) -> &'static str {
-    if tokens.counted_all { "" } else { "over " }
+/// A count with thousands separated by commas: `29,600`.
+pub fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The heatmap's lines under its title: the path and token count, the cut, the weights.
@@ -50,14 +60,47 @@ pub fn view_notes(path: &str, tokens: &Tokens, model: &Model) -> Vec<String> {
     let mut notes = vec![format!("{path} path · {} tokens", tokens.tokens.len())];
     if tokens.full > tokens.tokens.len() {
         notes.push(format!(
-            "cut: {} of {}{} tokens (the model's limit)",
+            "cut: the first {} of {}{} tokens (the model's limit)",
             tokens.tokens.len(),
-            over(tokens),
-            tokens.full
+            if tokens.counted_all { "" } else { "at least " },
+            grouped(tokens.full)
         ));
     }
     if model.synthetic {
         notes.push("SYNTHETIC weights: random, no meaning".into());
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cut(full: usize, counted_all: bool) -> Vec<String> {
+        let tokens = Tokens {
+            tokens: vec!["t".into(); 512],
+            ids: vec![0; 512],
+            full,
+            counted_all,
+        };
+        token_summary(&tokens, 512)
+    }
+
+    /// A count of the part read before the cut reads as a lower bound, with its thousands.
+    #[test]
+    fn a_lower_bound_reads_as_one() {
+        assert_eq!(grouped(7), "7");
+        assert_eq!(grouped(2727), "2,727");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        let lower = cut(2727, false);
+        assert_eq!(
+            lower.last().map(String::as_str),
+            Some("cut: at least 2,727 tokens; the model reads the first 512")
+        );
+        let all = cut(600, true);
+        assert_eq!(
+            all.last().map(String::as_str),
+            Some("cut: the text has 600 tokens; the model reads the first 512")
+        );
+    }
 }

@@ -53,25 +53,44 @@ thread_local! {
 /// The lengths the page sweeps without WebGPU (the CPU path alone): a software adapter's.
 const CPU_LENGTHS: [usize; 3] = [64, 128, 256];
 
-/// The adapter and the presets, as JSON: `{adapter, backend, device_type, presets: [...]}`.
-#[wasm_bindgen]
-pub async fn describe() -> Result<String, JsValue> {
-    let gpu = page_gpu().await?;
-    let p = gpu.profile();
+/// The presets as JSON values: `{name, config, parameters, score_traffic_mb}`.
+fn preset_list() -> Vec<serde_json::Value> {
     let vocab = crate::data::Corpus::synthetic(1, 10).vocab();
-    let presets: Vec<serde_json::Value> = Preset::ALL
+    Preset::ALL
         .iter()
         .map(|&pr| {
             let c = pr.config(vocab);
             serde_json::json!({"name": pr.name(), "config": c, "parameters": c.parameters(),
                 "score_traffic_mb": c.score_traffic_bytes() as f64 / 1e6})
         })
-        .collect();
+        .collect()
+}
+
+/// The presets alone, as a JSON list: arithmetic, no device, so the page shows its training
+/// controls at once while the device opens (kiln reads its kernel registry first: seconds).
+#[wasm_bindgen]
+pub fn presets() -> String {
+    serde_json::Value::from(preset_list()).to_string()
+}
+
+/// The adapter and the presets, as JSON: `{adapter, backend, device_type, presets: [...]}`.
+#[wasm_bindgen]
+pub async fn describe() -> Result<String, JsValue> {
+    let gpu = page_gpu().await?;
+    let p = gpu.profile();
     Ok(serde_json::json!({
         "adapter": p.name, "backend": p.backend, "device_type": p.device_type,
-        "lengths": sweep_lengths(&gpu), "presets": presets,
+        "lengths": sweep_lengths(&gpu), "presets": preset_list(),
     })
     .to_string())
+}
+
+/// Whether the page asked to stop (its `cancelled()` callback answers true).
+fn asked_to_stop(cancelled: &Option<Function>) -> bool {
+    cancelled
+        .as_ref()
+        .and_then(|f| f.call0(&JsValue::NULL).ok())
+        .is_some_and(|v| v.is_truthy())
 }
 
 /// A panic shows in the console with its message.
@@ -80,9 +99,11 @@ pub fn start() {
     kiln_app::web::start();
 }
 
-/// The kernel sweep as JSON (see [`sweep::Sweep`]); `progress(json)` hears `{done, total}`.
+/// The kernel sweep as JSON (see [`sweep::Sweep`], with `stopped`); `progress(json)` hears
+/// `{done, total, seq, ms}` (`ms`: how long the last length took, for the page's estimate);
+/// `cancelled()`, asked before each length, stops it with the lengths measured so far.
 #[wasm_bindgen]
-pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
+pub async fn run_sweep(progress: Function, cancelled: Option<Function>) -> Result<String, JsValue> {
     let gpu = page_gpu().await?;
     let shape = SHAPE;
     let lengths = sweep_lengths(&gpu);
@@ -100,13 +121,20 @@ pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
         }
     });
     let mut all: Option<sweep::Sweep> = None;
+    let mut last_ms = None;
+    let mut stopped = false;
     for (i, &n) in lengths.iter().enumerate() {
         report(
             &progress,
-            &serde_json::json!({"done": i, "total": lengths.len(), "seq": n}),
+            &serde_json::json!({"done": i, "total": lengths.len(), "seq": n, "ms": last_ms}),
         );
-        SWEEPING.with(|w| w.borrow_mut().measuring = Some((i, n, Instant::now())));
         yield_to_page().await?;
+        if asked_to_stop(&cancelled) {
+            stopped = true;
+            break;
+        }
+        let started = Instant::now();
+        SWEEPING.with(|w| w.borrow_mut().measuring = Some((i, n, started)));
         let s = sweep::run(&gpu, shape, &[n], 3, 5_000.0)
             .await
             .map_err(js_value)?;
@@ -129,28 +157,60 @@ pub async fn run_sweep(progress: Function) -> Result<String, JsValue> {
             }
             None => all = Some(s),
         }
+        last_ms = Some(started.elapsed().as_secs_f64() * 1e3);
     }
+    let done = all.as_ref().map_or(0, |a| a.points.len());
     report(
         &progress,
-        &serde_json::json!({"done": lengths.len(), "total": lengths.len()}),
+        &serde_json::json!({"done": done, "total": lengths.len(), "ms": last_ms, "stopped": stopped}),
     );
-    serde_json::to_string(&all).map_err(js_value)
+    let mut json = match &all {
+        Some(a) => serde_json::to_value(a).map_err(js_value)?,
+        // Stopped before the first length: nothing measured.
+        None => serde_json::json!({"adapter": gpu.profile().name, "shape": shape,
+            "points": [], "flash_variants": []}),
+    };
+    if let Some(o) = json.as_object_mut() {
+        o.insert("stopped".into(), stopped.into());
+        o.insert("lengths".into(), lengths.clone().into());
+    }
+    Ok(json.to_string())
 }
 
 /// Trains `preset` for `steps` steps on WebGPU, then on this wasm build; resolves to the
-/// comparison as JSON. `progress(json)` hears `{path, step, steps, loss}` after every step.
+/// comparison as JSON. `progress(json)` hears `{phase, path}` as each path starts (`open`: the
+/// device, `build`: the model, `first`: the first step, which compiles every kernel on the GPU
+/// path) and `{path, step, steps, loss}` after every step. `cancelled()`, asked before each
+/// step, stops it: it then resolves to `{stopped: true, path, done, steps, gpu_losses,
+/// cpu_losses}` and no model is kept for generation.
 #[wasm_bindgen]
 pub async fn run_training(
     preset: String,
     steps: usize,
     progress: Function,
+    cancelled: Option<Function>,
 ) -> Result<String, JsValue> {
     if steps == 0 || steps > 1000 {
         return Err(js_value("steps must be 1..=1000"));
     }
+    let phase = |path: &str, phase: &str| {
+        report(
+            &progress,
+            &serde_json::json!({"phase": phase, "path": path}),
+        );
+    };
+    let stopped = |path: &str, done: usize, g: &[f64], c: &[f64]| {
+        serde_json::json!({"stopped": true, "path": path, "done": done, "steps": steps,
+            "gpu_losses": g, "cpu_losses": c})
+        .to_string()
+    };
+    phase("gpu", "open");
+    yield_to_page().await?;
     let gpu = page_gpu().await?;
     let preset = Preset::parse(&preset).map_err(js_value)?;
     let setup = Setup::new(preset, None, None).map_err(js_value)?;
+    phase("gpu", "build");
+    yield_to_page().await?;
     let mut g = Trainer::new(
         GpuBackend { gpu: gpu.clone() },
         setup.config,
@@ -158,18 +218,34 @@ pub async fn run_training(
         &setup.start,
     )
     .map_err(js_value)?;
+    let mut gpu_losses = Vec::new();
     for s in 0..steps {
+        if s == 0 {
+            phase("gpu", "first");
+            yield_to_page().await?;
+        }
+        if asked_to_stop(&cancelled) {
+            return Ok(stopped("gpu", s, &gpu_losses, &[]));
+        }
         let loss = g.step(&setup.corpus).await.map_err(js_value)?;
+        gpu_losses.push(loss);
         report(
             &progress,
             &serde_json::json!({"path": "gpu", "step": s + 1, "steps": steps, "loss": loss}),
         );
         yield_to_page().await?;
     }
+    phase("cpu", "build");
+    yield_to_page().await?;
     let mut c = Trainer::new(CpuBackend::plain(), setup.config, setup.hyper, &setup.start)
         .map_err(js_value)?;
+    let mut cpu_losses = Vec::new();
     for s in 0..steps {
+        if asked_to_stop(&cancelled) {
+            return Ok(stopped("cpu", s, &gpu_losses, &cpu_losses));
+        }
         let loss = c.step(&setup.corpus).await.map_err(js_value)?;
+        cpu_losses.push(loss);
         report(
             &progress,
             &serde_json::json!({"path": "cpu", "step": s + 1, "steps": steps, "loss": loss}),

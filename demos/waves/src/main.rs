@@ -12,14 +12,13 @@ mod visual;
 #[cfg(target_arch = "wasm32")]
 mod web;
 
-use std::cell::RefCell;
 use std::rc::Rc;
 
 use frame::{GpuFrame, cpu_frame};
 use kiln_app::kiln::cpu::Array;
 use kiln_app::kiln::{self, Choice, DType, Gpu, Tensor, bench};
 use kiln_app::talk::{Stage, Target};
-use kiln_app::{BenchReport, Demo, Image, Options, Rates};
+use kiln_app::{BenchReport, Demo, Image, Options, Rates, RatesSource};
 use model::Model;
 use readback::Readback;
 use stages::{COLOUR, FACTORS, PARAMETERS, PRODUCT, RATES, walkthrough};
@@ -46,8 +45,9 @@ struct Waves {
     /// A stage's picture, drawn on the CPU and uploaded as the frame.
     picture: Tensor,
     readback: Readback,
-    /// The uncapped rates `measure` found last for these settings (the last stage's bars).
-    rates: Rc<RefCell<Option<Rates>>>,
+    /// The uncapped rates for these settings and where they come from (the last stage's bars):
+    /// the same measurement the page's HUD shows.
+    rates: Option<(Rates, RatesSource)>,
 }
 
 impl Waves {
@@ -66,7 +66,7 @@ impl Waves {
             stage: None,
             picture: Tensor::uninit(gpu, &[visual::SIZE, visual::SIZE], DType::U32)?,
             readback: Readback::default(),
-            rates: Rc::default(),
+            rates: None,
         })
     }
 
@@ -136,9 +136,9 @@ impl Waves {
                 g.compute(&self.gpu, m, self.t)?;
                 self.readback
                     .request(stage, Vec::new(), Some(g.pixels.clone()));
-                let rates = self.rates.borrow().clone();
+                let (rates, software) = (self.rates.as_ref(), self.gpu.profile().is_software());
                 self.readback
-                    .with(stage, |l| visual::rates(m, &l.pixels, rates.as_ref()))
+                    .with(stage, |l| visual::rates(m, &l.pixels, rates, software))
                     .unwrap_or_else(waiting)
             }
         };
@@ -265,12 +265,11 @@ impl Demo for Waves {
     }
 
     fn measure(&self) -> impl Future<Output = kiln::Result<Rates>> + 'static {
-        let (gpu, frame, model, left, last) = (
+        let (gpu, frame, model, left) = (
             self.gpu.clone(),
             self.gpu_frame.clone(),
             self.model.clone(),
             self.left.clone(),
-            self.rates.clone(),
         );
         async move {
             // talk:begin measure
@@ -286,9 +285,14 @@ impl Demo for Waves {
                 gpu_clock: g.clock,
             };
             // talk:end measure
-            *last.borrow_mut() = Some(rates.clone());
             Ok(rates)
         }
+    }
+
+    /// The rates the HUD shows, measured here or by the other page for these settings: the
+    /// last stage draws the same figures.
+    fn rates(&mut self, rates: &Rates, source: &RatesSource) {
+        self.rates = Some((rates.clone(), source.clone()));
     }
 
     fn bench(gpu: &Gpu, options: &Options) -> impl Future<Output = kiln::Result<BenchReport>> {

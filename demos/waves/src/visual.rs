@@ -3,9 +3,9 @@
 //! rates. The data come from the model or from the GPU's own tensors (copied back); this module
 //! only draws.
 
-use kiln_app::Rates;
 use kiln_app::raster::palette::{ACCENT, BG, MUTED, TEXT};
 use kiln_app::raster::{Bitmap, Rgba};
+use kiln_app::{Rates, RatesSource};
 
 use crate::model::Model;
 
@@ -155,12 +155,20 @@ pub fn planes(model: &Model, planes: &[f32]) -> Bitmap {
 }
 
 /// Stage 5: the frame (the GPU's pixels) beside the two measured uncapped rates as bars on a
-/// logarithmic scale, with the figures and the clocks they came from.
-pub fn rates(model: &Model, frame: &[u32], rates: Option<&Rates>) -> Bitmap {
+/// logarithmic scale, with the figures, the clocks they came from, why the CPU path wins where
+/// it does (`software`: a software adapter) and which measurement they are (the one the page's
+/// HUD shows: measured here, or by the demo's other page for the same settings).
+pub fn rates(
+    model: &Model,
+    frame: &[u32],
+    rates: Option<&(Rates, RatesSource)>,
+    software: bool,
+) -> Bitmap {
     let res = model.res;
     let mut b = framed(model, frame);
     // A rate from a median of 0 ms (a coarse clock) is infinite: nothing to draw on a log scale.
-    let Some(r) = rates.filter(|r| r.gpu_fps.is_finite() && r.cpu_fps.is_finite()) else {
+    let Some((r, source)) = rates.filter(|(r, _)| r.gpu_fps.is_finite() && r.cpu_fps.is_finite())
+    else {
         b.text(352, 200, "measuring...", 2, MUTED);
         return b;
     };
@@ -168,16 +176,27 @@ pub fn rates(model: &Model, frame: &[u32], rates: Option<&Rates>) -> Bitmap {
         &mut b,
         &[(r.gpu_fps, ACCENT, "GPU"), (r.cpu_fps, COOL, "CPU")],
     );
-    let lines = [
+    let x = r.gpu_fps / r.cpu_fps;
+    let mut lines = vec![
         (format!("GPU {:.1} frames/s", r.gpu_fps), ACCENT),
         (format!("    ({})", r.gpu_clock), MUTED),
         (format!("CPU {:.2} frames/s", r.cpu_fps), COOL),
         ("    (wall clock, one thread)".to_string(), MUTED),
-        (format!("GPU/CPU {}", ratio(r.gpu_fps / r.cpu_fps)), TEXT),
-        (format!("at {res}x{res}, {} waves", model.count()), TEXT),
+        (format!("GPU/CPU {}", ratio(x)), TEXT),
     ];
+    // Where the CPU path wins, why.
+    if x < 1.0 {
+        let why = if software {
+            "  CPU faster: a software adapter"
+        } else {
+            "  CPU faster at this frame size"
+        };
+        lines.push((why.to_string(), TEXT));
+    }
+    lines.push((format!("at {res}x{res}, {} waves", model.count()), TEXT));
+    lines.push((source.short(), MUTED));
     for (i, (text, colour)) in lines.iter().enumerate() {
-        b.text(16, 400 + i * 28, text, 2, *colour);
+        b.text(16, 400 + i * 22, text, 2, *colour);
     }
     b
 }
@@ -334,7 +353,7 @@ mod tests {
     }
 
     /// Each stage's picture from the model and the CPU path's tensors at time `t`.
-    fn pictures(m: &Model, t: f32, measured: Option<&Rates>) -> Vec<Bitmap> {
+    fn pictures(m: &Model, t: f32, measured: Option<&(Rates, RatesSource)>) -> Vec<Bitmap> {
         let left = cpu::Array::new(&[4 * m.res, 2 * m.count()], m.left()).unwrap();
         let right = cpu::sinusoid(&m.freq(), &m.phases(t), m.res, 0.0, m.step()).unwrap();
         let planes_ = cpu::matmul(&left, &right).unwrap();
@@ -343,7 +362,7 @@ mod tests {
             parameters(m, t),
             factors(m, &left.data, &right.data),
             planes(m, &planes_.data),
-            rates(m, &frame, measured),
+            rates(m, &frame, measured, true),
         ]
     }
 
@@ -355,6 +374,7 @@ mod tests {
             cpu_fps: 5.6,
             gpu_clock: Clock::GpuTimestamps,
         };
+        let r = (r, RatesSource::here());
         let now = pictures(&m, 0.3, Some(&r));
         let later = pictures(&m, 0.8, Some(&r));
         for (i, (a, b)) in now.iter().zip(&later).enumerate() {
@@ -371,7 +391,7 @@ mod tests {
         }
         let left = cpu::Array::new(&[4 * m.res, 2 * m.count()], m.left()).unwrap();
         let frame = crate::frame::cpu_frame(&m, &left, 0.3).unwrap();
-        let unmeasured = rates(&m, &frame, None);
+        let unmeasured = rates(&m, &frame, None, false);
         assert!(
             changed(&unmeasured, &now[3]) > 1000,
             "bars drawn without measured rates"
@@ -391,8 +411,26 @@ mod tests {
         };
         let left = cpu::Array::new(&[4 * m.res, 2 * m.count()], m.left()).unwrap();
         let frame = crate::frame::cpu_frame(&m, &left, 0.3).unwrap();
-        let mut all = pictures(&m, 0.3, Some(&r));
-        all.push(rates(&m, &frame, None));
+        // The longest source line: another page's measurement, minutes old.
+        let shared = RatesSource {
+            here: false,
+            page: "the walkthrough".into(),
+            age_s: 1500.0,
+        };
+        let slow = Rates {
+            gpu_fps: 0.123,
+            cpu_fps: 12345.6,
+            gpu_clock: Clock::GpuTimestamps,
+        };
+        let mut all = pictures(&m, 0.3, Some(&(r, RatesSource::here())));
+        all.push(rates(
+            &m,
+            &frame,
+            Some(&(slow.clone(), shared.clone())),
+            true,
+        ));
+        all.push(rates(&m, &frame, Some(&(slow, shared)), false));
+        all.push(rates(&m, &frame, None, true));
         all.push(waiting("copying from the GPU..."));
         for (i, b) in all.iter().enumerate() {
             assert!(!b.texts.is_empty(), "picture {i}: no text");
@@ -419,7 +457,7 @@ mod tests {
                 cpu_fps: cpu,
                 gpu_clock: Clock::WallClock,
             };
-            let b = rates(&m, &frame, Some(&r));
+            let b = rates(&m, &frame, Some(&(r, RatesSource::here())), false);
             // Pixels of each bar's colour in its column.
             let column = |x: usize, colour: Rgba| {
                 (48..368)

@@ -5,8 +5,6 @@
 
 #[cfg(target_arch = "wasm32")]
 mod web {
-    use std::cell::RefCell;
-
     use js_sys::Function;
     use kiln::{Gpu, GpuOptions};
     use kiln_app::talk::{KernelSource, Stored, Target};
@@ -15,12 +13,6 @@ mod web {
     use kiln_fleet::report::Platform;
     use kiln_fleet::talk::{self, CeilingMeter, Race, RaceSetup};
     use wasm_bindgen::prelude::*;
-
-    thread_local! {
-        /// The ceiling kernels and buffers `walkthrough` built, kept for `measure_ceilings`
-        /// (they hold hundreds of MiB on a large GPU: built once).
-        static METER: RefCell<Option<CeilingMeter>> = const { RefCell::new(None) };
-    }
 
     /// This browser's adapter as the kernels see it, as JSON: `{profile, class, offered}` —
     /// the device profile, its device class (the tuned table's key) and per kernel family the
@@ -40,17 +32,18 @@ mod web {
     /// The walkthrough for this browser's adapter, as JSON: `{profile, class, offered, stages,
     /// kernels, race}` — what `device` gives, the stage list (census, ceilings, variants racing,
     /// the tuned choice), the kernel-source view of the variants the selector picks here for a
-    /// few ops, and the race before it starts (its case, racers and the selector's pick).
+    /// few ops, and the race before it starts (its case, racers and the selector's pick). Only
+    /// choices: the ceilings' kernels and buffers (hundreds of MiB on a large GPU) are built when
+    /// their stage asks for them (`measure_ceilings`), so that stage 1 shows sooner.
     #[wasm_bindgen]
     pub async fn walkthrough() -> Result<String, JsValue> {
         kiln_app::web::start();
         let gpu = page_gpu().await?;
-        let meter = CeilingMeter::new(&gpu).map_err(js_value)?;
+        let ceilings = talk::ceiling_choices(Target::Device(&gpu)).map_err(js_value)?;
         let race = Race::new(&gpu).map_err(js_value)?;
-        let stages = talk::stages(&gpu, &race, meter.choices()).map_err(js_value)?;
-        let picks = talk::selector_picks(&gpu, &race, meter.choices()).map_err(js_value)?;
+        let stages = talk::stages(&gpu, &race, &ceilings).map_err(js_value)?;
+        let picks = talk::selector_picks(&gpu, &race, &ceilings).map_err(js_value)?;
         let kernels = KernelSource::list(&gpu, &picks).map_err(js_value)?;
-        METER.with(|m| *m.borrow_mut() = Some(meter));
         serde_json::to_string(&serde_json::json!({
             "profile": gpu.profile(),
             "class": gpu.profile().class(),
@@ -89,10 +82,8 @@ mod web {
     pub async fn measure_ceilings(progress: Function) -> Result<String, JsValue> {
         kiln_app::web::start();
         let gpu = page_gpu().await?;
-        let mut meter = match METER.with(|m| m.borrow_mut().take()) {
-            Some(meter) => meter,
-            None => CeilingMeter::new(&gpu).map_err(js_value)?,
-        };
+        // Built here, when the ceilings' stage (or the button) asks: hundreds of MiB on a GPU.
+        let mut meter = CeilingMeter::new(&gpu).map_err(js_value)?;
         while meter.step().await.map_err(js_value)? {
             let json = serde_json::to_string(&meter.view()).map_err(js_value)?;
             let _ = progress.call1(&JsValue::NULL, &JsValue::from_str(&json));

@@ -37,6 +37,13 @@ pub fn rasterize(lines: &[String]) -> (u32, u32, Vec<u8>) {
 /// the line says why: on a software adapter the "GPU" runs on the CPU too, through a
 /// rasterizer made for drawing, not for these kernels.
 pub fn uncapped(r: &crate::Rates, software: bool) -> [String; 2] {
+    // A demo may leave its GPU path unmeasured (off for settings it is far slower at).
+    if !r.gpu_fps.is_finite() {
+        return [
+            "uncapped GPU: not measured for these settings (the GPU path is off)".into(),
+            format!("uncapped CPU: {} frames/s", significant(r.cpu_fps)),
+        ];
+    }
     let ratio = r.gpu_fps / r.cpu_fps;
     let why = match (ratio < 1.0, software) {
         (false, _) => "",

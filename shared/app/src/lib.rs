@@ -79,6 +79,11 @@ pub trait Demo: Sized + 'static {
     /// Measures the uncapped rates of both paths for the current settings (the HUD shows them).
     fn measure(&self) -> impl Future<Output = kiln::Result<Rates>> + 'static;
 
+    /// The uncapped rates for the current settings arrived: measured on this page, or the one
+    /// measurement another page of the site made for the same demo, adapter and settings
+    /// (`source` says which), so that a page and its walkthrough show one figure.
+    fn rates(&mut self, _rates: &Rates, _source: &RatesSource) {}
+
     /// Headless benchmark: `options.frames` frames on each path, timed, compared, the last GPU
     /// frame kept. `options.size` overrides the demo's default problem size (a smaller frame
     /// for slow devices).
@@ -94,6 +99,62 @@ pub struct Rates {
     pub cpu_fps: f64,
     /// The clock the GPU figure came from.
     pub gpu_clock: kiln::bench::Clock,
+}
+
+/// Where a page's uncapped rates come from: its own measurement, or the one another page of the
+/// site (the demo's page or its walkthrough) made for the same demo, adapter and settings a
+/// little earlier, which it shows rather than a second measurement of the same work.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RatesSource {
+    /// Measured here, by this page.
+    pub here: bool,
+    /// The page that measured them, in words (`waves.html`, `the walkthrough`).
+    pub page: String,
+    /// How long ago, in seconds.
+    pub age_s: f64,
+}
+
+impl RatesSource {
+    /// Measured by this page, now.
+    pub fn here() -> RatesSource {
+        RatesSource {
+            here: true,
+            page: "this page".into(),
+            age_s: 0.0,
+        }
+    }
+
+    /// For the HUD: which measurement the figures are, and why a recalled one is shown.
+    pub fn words(&self) -> String {
+        if self.here {
+            "one measurement, taken on this page".into()
+        } else {
+            format!(
+                "the measurement {} took {} ago, for these settings: the page and its \
+                 walkthrough show one figure",
+                self.page,
+                ago(self.age_s)
+            )
+        }
+    }
+
+    /// For a picture (at most 35 characters): `measured on this page`, `from waves.html, 2 min ago`.
+    pub fn short(&self) -> String {
+        if self.here {
+            "measured on this page".into()
+        } else {
+            format!("from {}, {} ago", self.page, ago(self.age_s))
+        }
+    }
+}
+
+/// A past duration in a few characters: `40 s`, `3 min`.
+fn ago(seconds: f64) -> String {
+    if seconds < 90.0 {
+        format!("{:.0} s", seconds.max(1.0))
+    } else {
+        format!("{:.0} min", seconds / 60.0)
+    }
 }
 
 /// What a headless benchmark measured.

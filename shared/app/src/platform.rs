@@ -123,6 +123,26 @@ mod imp {
     /// Natively there is no page to hand the walkthrough or the kernel sources to.
     pub fn publish(_what: &str, _json: &str) {}
 
+    /// Natively a window keeps nothing between runs: every run measures its own rates.
+    pub fn recall(_key: &str) -> Option<String> {
+        None
+    }
+
+    /// See [`recall`].
+    pub fn remember(_key: &str, _value: &str) {}
+
+    /// The page, in words (natively: the window).
+    pub fn page_words() -> String {
+        "this window".into()
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn now_ms() -> f64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+    }
+
     /// Natively a future runs to completion at once (the GPU is polled while it waits).
     pub fn spawn(f: impl Future<Output = ()> + 'static) {
         pollster::block_on(f);
@@ -186,7 +206,7 @@ mod imp {
 #[cfg(target_arch = "wasm32")]
 mod imp {
     use super::*;
-    use wasm_bindgen::JsCast;
+    use wasm_bindgen::{JsCast, JsValue};
 
     pub fn init_logging() {
         console_error_panic_hook::set_once();
@@ -267,6 +287,57 @@ mod imp {
         {
             log::error!("publishing {what} to the page failed: {e:?}");
         }
+    }
+
+    /// The browser's localStorage, where the site can reach it (a page may be refused it).
+    fn storage() -> Option<JsValue> {
+        let window = web_sys::window()?;
+        let storage = js_sys::Reflect::get(&window, &"localStorage".into()).ok()?;
+        (!storage.is_null() && !storage.is_undefined()).then_some(storage)
+    }
+
+    /// Calls `storage.method(args…)`.
+    fn storage_call(method: &str, args: &[&str]) -> Option<JsValue> {
+        let storage = storage()?;
+        let f = js_sys::Reflect::get(&storage, &method.into())
+            .ok()?
+            .dyn_into::<js_sys::Function>()
+            .ok()?;
+        let args: js_sys::Array = args.iter().map(|a| JsValue::from_str(a)).collect();
+        f.apply(&storage, &args).ok()
+    }
+
+    /// A value this site stored under `key` in the browser (shared by its pages).
+    pub fn recall(key: &str) -> Option<String> {
+        storage_call("getItem", &[key])?.as_string()
+    }
+
+    /// Stores `value` under `key` for the site's other pages (nothing where storage is refused).
+    pub fn remember(key: &str, value: &str) {
+        let _ = storage_call("setItem", &[key, value]);
+    }
+
+    /// The page, in words: `the walkthrough` in presenter mode, else its file (`waves.html`).
+    pub fn page_words() -> String {
+        let location = web_sys::window().map(|w| w.location());
+        let search = location
+            .as_ref()
+            .and_then(|l| l.search().ok())
+            .unwrap_or_default();
+        let query = web_sys::UrlSearchParams::new_with_str(&search).ok();
+        if query.is_some_and(|q| q.has("talk")) {
+            return "the walkthrough".into();
+        }
+        location
+            .and_then(|l| l.pathname().ok())
+            .and_then(|p| p.rsplit('/').next().map(str::to_string))
+            .filter(|f| !f.is_empty())
+            .unwrap_or_else(|| "the page".into())
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn now_ms() -> f64 {
+        js_sys::Date::now()
     }
 
     /// The model files the page's loader fetched into `window.kilnModel` (an object of

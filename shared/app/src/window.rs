@@ -13,13 +13,13 @@ use winit::window::{Fullscreen, Window, WindowId};
 
 use crate::display::{Display, Layout};
 use crate::talk::{self, KernelSource, Nav, Stage, Talk};
-use crate::{Demo, Options, Rates, hud, panel, platform};
+use crate::{Demo, Options, Rates, RatesSource, hud, panel, platform};
 
 /// Events from async work back to the loop.
 enum Event<D> {
     Ready(Result<Box<State<D>>, String>),
-    /// Rates measured for the settings of generation `.0`.
-    Rates(u64, Result<Rates, String>),
+    /// Rates measured (or recalled) for the settings of generation `.0`.
+    Rates(u64, Result<(Rates, RatesSource), String>),
 }
 
 struct State<D> {
@@ -74,7 +74,7 @@ struct App<D: Demo> {
     proxy: EventLoopProxy<Event<D>>,
     window: Option<Arc<Window>>,
     state: Option<Box<State<D>>>,
-    rates: Option<Rates>,
+    rates: Option<(Rates, RatesSource)>,
     /// Bumped when the settings change, so a late measurement of old settings is dropped.
     generation: u64,
     /// Frame timing: last frame, and the displayed rate over the last HUD period.
@@ -213,15 +213,79 @@ async fn connect<D: Demo>(
     Ok(Box::new(state))
 }
 
+/// How long a page's measurement stands in for another page's own (the demo's page and its
+/// walkthrough, opened one after the other): half an hour.
+const SHARED_FOR_S: f64 = 1800.0;
+
+/// The key the rates of the current settings are shared under between the site's pages: the
+/// demo, the adapter and the settings (`None` for a demo that publishes no settings: its rates
+/// depend on more than it tells, and each page measures its own).
+fn rates_key<D: Demo>(state: &State<D>) -> Option<String> {
+    let settings = state.demo.settings();
+    (!settings.is_null()).then(|| {
+        format!(
+            "kiln-rates:{}:{}:{settings}",
+            D::NAME,
+            state.gpu.profile().name
+        )
+    })
+}
+
+/// The rates another page stored under `key`, with where and how long ago, if recent.
+fn recall_rates(key: &str) -> Option<(Rates, RatesSource)> {
+    let v: serde_json::Value = serde_json::from_str(&platform::recall(key)?).ok()?;
+    let age_s = (platform::now_ms() - v["at"].as_f64()?) / 1e3;
+    if !(0.0..SHARED_FOR_S).contains(&age_s) {
+        return None;
+    }
+    let gpu_clock = match v["gpu_clock"].as_str()? {
+        "gpu_timestamps" => kiln::bench::Clock::GpuTimestamps,
+        _ => kiln::bench::Clock::WallClock,
+    };
+    let rates = Rates {
+        gpu_fps: v["gpu_fps"].as_f64()?,
+        cpu_fps: v["cpu_fps"].as_f64()?,
+        gpu_clock,
+    };
+    let page = v["page"].as_str()?.to_string();
+    // This page's own earlier measurement (a reload) is still this page's.
+    let here = page == platform::page_words();
+    Some((rates, RatesSource { here, page, age_s }))
+}
+
+fn remember_rates(key: &str, r: &Rates) {
+    let value = serde_json::json!({
+        "gpu_fps": r.gpu_fps, "cpu_fps": r.cpu_fps, "gpu_clock": r.gpu_clock.as_str(),
+        "at": platform::now_ms(), "page": platform::page_words(),
+    });
+    platform::remember(key, &value.to_string());
+}
+
 impl<D: Demo> App<D> {
+    /// Measures the rates for the current settings, or takes the one measurement another page
+    /// of the site made for them (`rates_key`), and hands them to the loop.
     fn measure(&self) {
         let (Some(state), proxy) = (&self.state, self.proxy.clone()) else {
             return;
         };
+        let key = rates_key(state);
+        if let Some(recalled) = key.as_deref().and_then(recall_rates) {
+            let _ = proxy.send_event(Event::Rates(self.generation, Ok(recalled)));
+            return;
+        }
         let (future, generation) = (state.demo.measure(), self.generation);
         platform::spawn(async move {
             let rates = future.await.map_err(|e| e.to_string());
-            let _ = proxy.send_event(Event::Rates(generation, rates));
+            if let (Ok(r), Some(key)) = (&rates, &key)
+                && r.gpu_fps.is_finite()
+                && r.cpu_fps.is_finite()
+            {
+                remember_rates(key, r);
+            }
+            let _ = proxy.send_event(Event::Rates(
+                generation,
+                rates.map(|r| (r, RatesSource::here())),
+            ));
         });
     }
 
@@ -253,7 +317,7 @@ impl<D: Demo> App<D> {
                 return;
             };
             let footer = match &self.rates {
-                Some(r) => vec![format!(
+                Some((r, _)) => vec![format!(
                     "{} on {}: GPU {:.1} frames/s ({}), CPU {:.2} frames/s, {:.1}x",
                     D::NAME,
                     state.gpu.profile().name,
@@ -300,7 +364,10 @@ impl<D: Demo> App<D> {
             .map(|mhz| f64::from(mhz) / 1e3);
         lines.push(hud::displayed(self.displayed_fps, refresh_hz));
         match &self.rates {
-            Some(r) => lines.extend(hud::uncapped(r, state.gpu.profile().is_software())),
+            Some((r, source)) => {
+                lines.extend(hud::uncapped(r, state.gpu.profile().is_software()));
+                lines.push(format!("  ({})", source.words()));
+            }
             None => lines.push("uncapped: measuring…".into()),
         }
         if !platform::show_text(&lines) {
@@ -420,8 +487,11 @@ impl<D: Demo> ApplicationHandler<Event<D>> for App<D> {
             }
             Event::Ready(Err(e)) => platform::fatal(&format!("{}: {e}", D::NAME)),
             Event::Rates(generation, _) if generation != self.generation => {}
-            Event::Rates(_, Ok(r)) => {
-                self.rates = Some(r);
+            Event::Rates(_, Ok((r, source))) => {
+                if let Some(state) = &mut self.state {
+                    state.demo.rates(&r, &source);
+                }
+                self.rates = Some((r, source));
                 self.update_hud();
             }
             Event::Rates(_, Err(e)) => log::warn!("measuring the uncapped rates failed: {e}"),

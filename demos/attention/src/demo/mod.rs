@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use kiln_app::kiln::{self, Choice, DType, Gpu, Tensor, bench};
 use kiln_app::talk::{Stage, Target};
-use kiln_app::{BenchReport, Demo, Options, Rates};
+use kiln_app::{BenchReport, Demo, Options, Rates, RatesSource};
 
 use crate::captions::token_summary;
 use crate::heatmap;
@@ -63,6 +63,12 @@ impl Demo for Attention {
             )?,
             clock: 0.0,
             drawn_step: None,
+            pass: 0,
+            pending: None,
+            last_pass: None,
+            cpu_faster: None,
+            chose_gpu: false,
+            auto_cpu: false,
         };
         demo.recompute();
         Ok(demo)
@@ -70,7 +76,10 @@ impl Demo for Attention {
 
     fn frame(&mut self, dt: f32) -> kiln::Result<Tensor> {
         self.clock += dt;
-        if let Some(result) = self.slot.borrow_mut().take() {
+        let arrived = self.slot.borrow_mut().take();
+        // A pass that was overtaken (a new text, the other path) is dropped.
+        if let Some((_, result)) = arrived.filter(|(pass, _)| *pass == self.pass) {
+            self.finished(result.is_ok());
             match result {
                 Ok(c) => {
                     self.shown = Some(c);
@@ -143,7 +152,10 @@ impl Demo for Attention {
                 }
             }
             "tab" => {
+                // The visitor's choice: a long text stays on the GPU path if chosen here.
                 self.on_gpu = !self.on_gpu;
+                self.chose_gpu = self.on_gpu;
+                self.auto_cpu = false;
                 self.recompute();
                 return true;
             }
@@ -217,6 +229,29 @@ impl Demo for Attention {
             self.head + 1,
             self.heads()
         ));
+        if self.auto_cpu && !self.on_gpu {
+            lines.push("  (the CPU path for this long text: it was".into());
+            lines.push("  measured faster here; Tab: the GPU path)".into());
+        }
+        if let Some(p) = self
+            .pending
+            .filter(|p| p.since.elapsed().as_secs_f64() >= 1.0)
+        {
+            lines.push(format!(
+                "forward: {} tokens on the {} path, {:.0} s so far",
+                p.tokens,
+                p.path,
+                p.since.elapsed().as_secs_f64()
+            ));
+            if let (Some(ms), Some(last)) = (self.estimate_ms(&p), self.last_pass) {
+                lines.push(format!(
+                    "  about {:.0} s in all, from the last pass ({} tokens in {:.1} s)",
+                    ms / 1e3,
+                    last.tokens,
+                    last.ms / 1e3
+                ));
+            }
+        }
         if let Some(w) = self.selected_weight() {
             lines.push(w);
         }
@@ -234,15 +269,46 @@ impl Demo for Attention {
             self.loaded.clone(),
             self.tokens.ids.clone(),
         );
+        // A long text moved to the CPU path (measured faster): the GPU path is not timed at
+        // it (a software adapter would take minutes a pass).
+        let gpu_off = self.auto_cpu && !self.on_gpu;
         async move {
+            if gpu_off {
+                let c = bench::time_cpu(0, 5, 1.0, || {
+                    let _ = loaded.cpu_forward(&ids);
+                })?;
+                return Ok(Rates {
+                    gpu_fps: f64::NAN,
+                    cpu_fps: 1e3 / c.median_ms,
+                    gpu_clock: bench::Clock::WallClock,
+                });
+            }
+            // Up to five passes each, fewer where a pass is slow (two seconds' worth after the
+            // first): a software adapter takes seconds a pass.
             let warm = bench::warm_up_budget_ms(&gpu, 200.0);
-            let (g, c) = time_paths(&gpu, &loaded, &ids, 5, warm, 1.0).await?;
+            let (g, c) = time_paths(&gpu, &loaded, &ids, 5, warm, 1.0, 2.0).await?;
             Ok(Rates {
                 gpu_fps: 1e3 / g.median_ms,
                 cpu_fps: 1e3 / c.median_ms,
                 gpu_clock: g.clock,
             })
         }
+    }
+
+    /// Where the CPU path measured faster (a software adapter), the page says so once and
+    /// offers it (`kiln:advice`), and a long text runs on it.
+    fn rates(&mut self, r: &Rates, _source: &RatesSource) {
+        if !r.gpu_fps.is_finite() {
+            return;
+        }
+        let faster = r.cpu_fps > r.gpu_fps;
+        self.cpu_faster = faster.then_some((r.gpu_fps, r.cpu_fps));
+        let advice = serde_json::json!({
+            "cpu_faster": faster, "gpu_fps": r.gpu_fps, "cpu_fps": r.cpu_fps,
+            "gpu_clock": r.gpu_clock.as_str(), "software": self.gpu.profile().is_software(),
+            "on_gpu": self.on_gpu, "tokens": self.tokens.ids.len(), "long_text": state::LONG_TEXT,
+        });
+        kiln_app::publish("advice", &advice.to_string());
     }
 
     fn bench(gpu: &Gpu, options: &Options) -> impl Future<Output = kiln::Result<BenchReport>> {

@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use kiln_app::kiln::{Gpu, Tensor};
+use web_time::Instant;
 
 use crate::load::Loaded;
 use crate::tokenizer::Tokens;
@@ -21,7 +22,31 @@ pub(super) struct Computed {
     pub(super) trace: Option<Trace>,
 }
 
-pub(super) type Slot = Rc<RefCell<Option<Result<Computed, String>>>>;
+/// The forward pass's result, tagged with the pass it belongs to (`Attention::pass`): a pass
+/// that was stopped or overtaken (the text or the path changed while a slow GPU worked) lands
+/// here too, and is dropped.
+pub(super) type Slot = Rc<RefCell<Option<(u64, Result<Computed, String>)>>>;
+
+/// A forward pass under way (on the GPU its results arrive later): when it started, for how
+/// many tokens, on which path.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Pending {
+    pub(super) since: Instant,
+    pub(super) tokens: usize,
+    pub(super) path: &'static str,
+}
+
+/// A finished pass: how long it took (ms, wall clock), for how many tokens, on which path.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Pass {
+    pub(super) ms: f64,
+    pub(super) tokens: usize,
+    pub(super) path: &'static str,
+}
+
+/// Texts at least this many tokens long run on the path measured faster, unless the visitor
+/// chose the GPU path (Tab): a long text's forward on a software adapter takes minutes.
+pub(super) const LONG_TEXT: usize = 64;
 
 #[derive(Debug)]
 pub struct Attention {
@@ -46,6 +71,19 @@ pub struct Attention {
     pub(super) talk_pixels: Tensor,
     pub(super) clock: f32,
     pub(super) drawn_step: Option<u64>,
+    /// The forward pass last started (each start counts one): only its result is shown.
+    pub(super) pass: u64,
+    /// The pass under way, if any, and the last one finished (its time gives the estimate).
+    pub(super) pending: Option<Pending>,
+    pub(super) last_pass: Option<Pass>,
+    /// The uncapped rates measured for the current settings, when the CPU path was faster:
+    /// (GPU, CPU) frames per second.
+    pub(super) cpu_faster: Option<(f64, f64)>,
+    /// The visitor chose the GPU path with Tab: a long text stays on it.
+    pub(super) chose_gpu: bool,
+    /// The current pass runs on the CPU path because the text is long and the CPU path was
+    /// measured faster (not because the visitor pressed Tab).
+    pub(super) auto_cpu: bool,
 }
 
 impl Attention {

@@ -96,12 +96,27 @@ pub(super) fn draw(pen: &mut Pen, m: &Measured<'_>) {
         .filter_map(|&n| Bytes::of(s, n).ok().map(|b| (n, b)))
         .collect();
     let line = |f: &dyn Fn(&Bytes) -> f64| bytes.iter().map(|(n, b)| (*n as f64, f(b))).collect();
+    let summary = m
+        .points
+        .iter()
+        .rev()
+        .find_map(|p| Some((p.seq, p.flash_ms?, p.naive_ms?)))
+        .and_then(|(n, f, nv)| {
+            let (_, b) = bytes.iter().find(|(len, _)| *len == n)?;
+            Some(format!(
+                "N = {n}: flash {f:.2} ms, naive {nv:.2} ms; {:.1}x fewer bytes",
+                b.naive_mb / b.flash_mb
+            ))
+        });
+    // The summary and the whole note fit under the charts: the bytes chart gives up the height
+    // they need (a long adapter name makes the note a line longer).
+    let y = text_top(summary.as_deref(), m.note);
     pen.c.lines(
         (
             px(x0 + 12.0 * u),
             px(y0 + 320.0 * u),
             px(w - 12.0 * u),
-            px(260.0 * u),
+            px((260.0 - (TEXT_TOP - y)) * u),
         ),
         "MB moved (byte model)",
         "sequence length N",
@@ -120,19 +135,7 @@ pub(super) fn draw(pen: &mut Pen, m: &Measured<'_>) {
         ],
         true,
     );
-    let summary = m
-        .points
-        .iter()
-        .rev()
-        .find_map(|p| Some((p.seq, p.flash_ms?, p.naive_ms?)))
-        .and_then(|(n, f, nv)| {
-            let (_, b) = bytes.iter().find(|(len, _)| *len == n)?;
-            Some(format!(
-                "N = {n}: flash {f:.2} ms, naive {nv:.2} ms; {:.1}x fewer bytes",
-                b.naive_mb / b.flash_mb
-            ))
-        });
-    let mut y = 588.0;
+    let mut y = y;
     if let Some(text) = summary {
         y = pen.para(20.0, y, &text, chart::TEXT);
     }
@@ -141,11 +144,30 @@ pub(super) fn draw(pen: &mut Pen, m: &Measured<'_>) {
     }
 }
 
+/// Where the summary and the note start when they fit under the charts as drawn.
+const TEXT_TOP: f64 = 588.0;
+/// The most the bytes chart gives up for them.
+const MOST_LIFT: f64 = 120.0;
+
+/// Columns of small text from x = 20 to the right margin.
+fn text_cols() -> usize {
+    ((SIZE.0 as f64 - MARGIN - 20.0) / (8.0 * SMALL))
+        .floor()
+        .max(1.0) as usize
+}
+
+/// Where the summary (wrapped as `Pen::para` wraps it) and the note start so that the note's
+/// last line is inside the picture: `TEXT_TOP`, or higher by up to `MOST_LIFT`.
+fn text_top(summary: Option<&str>, note: &str) -> f64 {
+    let lines = summary.map_or(0, |s| wrap(s, text_cols()).len()) + wrap(note, text_cols()).len();
+    let last = SIZE.1 as f64 - 4.0 - 8.0 * SMALL;
+    let top = last - (lines.max(1) - 1) as f64 * LINE;
+    top.clamp(TEXT_TOP - MOST_LIFT, TEXT_TOP)
+}
+
 /// The sweep's note from `y` down: as many of its lines as fit, each with its height.
 fn note_lines(note: &str, mut y: f64) -> Vec<(f64, String)> {
-    let cols = ((SIZE.0 as f64 - MARGIN - 20.0) / (8.0 * SMALL))
-        .floor()
-        .max(1.0) as usize;
+    let cols = text_cols();
     let mut out = Vec::new();
     for line in wrap(note, cols) {
         if y + 8.0 * SMALL > SIZE.1 as f64 - 4.0 {
@@ -171,6 +193,28 @@ pub fn software_caveat(profile: &kiln_app::kiln::DeviceProfile) -> &'static str 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// The note is never cut: with the longest adapter names the stored profiles have and a
+    /// two-line summary, every word of it is drawn (a 2026-12-07 pass lost its last word).
+    #[test]
+    fn the_whole_note_fits_under_the_charts() {
+        let profiles = kiln_app::kiln::device::stored_profiles().unwrap();
+        let summary = "N = 1024: flash 1234.56 ms, naive 5678.90 ms; 12.3x fewer bytes";
+        for (name, profile) in &profiles {
+            for clock in ["wall clock", "GPU timestamps"] {
+                let note = format!(
+                    "{}measured on {} (a very long adapter name, as browsers give), GPU times \
+                     from {clock}; CPU path: this page's wasm build, one thread",
+                    software_caveat(profile),
+                    profile.name
+                );
+                let top = text_top(Some(summary), &note);
+                let y = top + wrap(summary, text_cols()).len() as f64 * LINE;
+                let shown: Vec<String> = note_lines(&note, y).into_iter().map(|(_, l)| l).collect();
+                assert_eq!(shown, wrap(&note, text_cols()), "{name}: {clock}");
+            }
+        }
+    }
 
     /// On a software adapter stage 4's note starts with why the CPU path can win, and the
     /// lines that fit under a two-line summary hold all of it.
