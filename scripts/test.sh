@@ -2,10 +2,10 @@
 # Kiln's test command. Installs what is missing (lavapipe, the wasm32 target, fmt/clippy,
 # Chromium, Xvfb and ImageMagick, PostgreSQL for the collector's second backend, nginx for its
 # proxy test, wasm-bindgen-cli at the pinned version, the site's npm packages), then: format
-# check, the site build (wasm32) and the native build of every test, both with clippy's lints
-# and warnings denied, every Rust test — CPU references, template validation, GPU kernels on the adapter in
-# hand (lavapipe without a GPU), bad-input and CLI tests, the collector on SQLite and on a
-# PostgreSQL server its tests start, the demos' headless benchmarks and their native windows
+# check, the site build (wasm32) and the native build of every test, both with clippy's lints and
+# warnings denied, every Rust test — CPU references, template validation, GPU kernels on the
+# adapter in hand (lavapipe without a GPU), bad-input and CLI tests, the collector on SQLite and
+# on a PostgreSQL server its tests start, the demos' headless benchmarks and their native windows
 # under Xvfb — then the browser tests in headless Chromium (WebGPU on SwiftShader) against the
 # built site, and ends with one "N passed, N failed, N skipped" line.
 set -euo pipefail
