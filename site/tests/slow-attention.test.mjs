@@ -49,7 +49,10 @@ test('the CPU path measured faster is said once and offered; a long text runs on
   await page.waitForFunction(() => window.forwards.some((f) => f.running && f.path === 'GPU' && f.tokens === 128),
     null, { timeout: 60000 });
   assert.match(await hud(page), /path: GPU/);
-  await page.evaluate(() => document.getElementById('forward-stop').click());
+  // The progress line under the controls says how far the pass is; its button stops it.
+  await page.waitForSelector('#forward-status', { state: 'visible', timeout: 60000 });
+  assert.match(await page.textContent('#forward-text'), /The GPU path is computing 128 tokens: \d+ s so far/);
+  await page.click('#forward-stop');
   await page.waitForFunction(() => /path: CPU/.test(document.getElementById('hud').textContent), null, { timeout: 120000 });
   assert.deepEqual(errors, []);
   await page.close();

@@ -41,10 +41,10 @@ test('the page shows its adapter and presets at once; the sweep estimates and st
   await page.click('#sweep-stop');
   await settled(page, 'sweep', ['stopped', 'done']);
   const sweep = JSON.parse(await page.textContent('#sweep-report'));
-  if (await state(page, 'sweep') === 'stopped') {
-    assert.ok(sweep.stopped && sweep.points.length < sweep.lengths.length, JSON.stringify(sweep.points.map((p) => p.seq)));
-    assert.match(await page.textContent('#sweep-step'), /^stopped after \d of 3 lengths$/);
-  }
+  // Stop is asked before each length, and it was pressed during the second: the sweep stops.
+  assert.equal(await state(page, 'sweep'), 'stopped');
+  assert.ok(sweep.stopped && sweep.points.length < sweep.lengths.length, JSON.stringify(sweep.points.map((p) => p.seq)));
+  assert.match(await page.textContent('#sweep-step'), /^stopped after \d of 3 lengths$/);
 
   // Training: what each phase does, from its first second (the first step compiles every kernel).
   await page.fill('#steps', '2');
@@ -55,7 +55,9 @@ test('the page shows its adapter and presets at once; the sweep estimates and st
   const r = JSON.parse(await page.evaluate(() => window.kilnFlashReport));
   const summary = await page.textContent('#train-summary');
   console.log(`training: ${summary}`);
-  if (r.speedup < 1) assert.match(summary, /CPU path is [\d.]+× as fast as the GPU path on this adapter, because this adapter is a software one/);
+  // On SwiftShader the CPU path wins (13× here, 2026-12-07): the line must say why.
+  assert.ok(r.speedup < 1, `speedup ${r.speedup}`);
+  assert.match(summary, /CPU path is [\d.]+× as fast as the GPU path on this adapter, because this adapter is a software one/);
 
   // Generation after two steps: the reason where the CPU path wins, and that the model is barely trained.
   await page.fill('#gen-tokens', '8');
@@ -64,7 +66,8 @@ test('the page shows its adapter and presets at once; the sweep estimates and st
   const g = JSON.parse(await page.evaluate(() => window.kilnFlashGeneration));
   const said = await page.textContent('#generate-summary');
   console.log(`generation: ${said}`);
-  if (g.cpu.tokens_per_s > g.gpu.tokens_per_s) assert.match(said, /GPU path's rate on this adapter, because this adapter is a software one/);
+  assert.ok(g.cpu.tokens_per_s > g.gpu.tokens_per_s, JSON.stringify(g));
+  assert.match(said, /GPU path's rate on this adapter, because this adapter is a software one/);
   assert.match(said, /The model trained 2 steps \(final loss [\d.]+; guessing uniformly among its \d+ characters scores [\d.]+\): it has barely learned yet, so expect gibberish/);
 
   // Stop during training: it ends before the next step, saying so, with nothing compared.

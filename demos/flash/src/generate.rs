@@ -501,38 +501,33 @@ pub fn first_divergence(a: &Generation, b: &Generation) -> Option<Divergence> {
     })
 }
 
-/// The largest relative L2 difference between two runs' logits at one step, over the steps
-/// where they agree on every token so far and the first where they do not: how far the paths'
-/// arithmetic is apart, whatever the tokens (what the page's test bounds, as the native test
-/// bounds the cached logits against the uncached).
-pub fn logit_rel_l2(a: &Generation, b: &Generation) -> f64 {
+/// The two runs' logits, step by step, over the steps where they agree on every token so far
+/// and the first where they do not.
+fn compared_steps<'a>(
+    a: &'a Generation,
+    b: &'a Generation,
+) -> impl Iterator<Item = (&'a Vec<f32>, &'a Vec<f32>)> {
     let same = a
         .tokens
         .iter()
         .zip(&b.tokens)
         .take_while(|(x, y)| x == y)
         .count();
-    a.logits
-        .iter()
-        .zip(&b.logits)
-        .take(same + 1)
+    a.logits.iter().zip(&b.logits).take(same + 1)
+}
+
+/// The largest relative L2 difference between two runs' logits at one step ([`compared_steps`]):
+/// how far the paths' arithmetic is apart, whatever the tokens (what the page's test bounds, as
+/// the native test bounds the cached logits against the uncached).
+pub fn logit_rel_l2(a: &Generation, b: &Generation) -> f64 {
+    compared_steps(a, b)
         .map(|(x, y)| kiln_app::kiln::cpu::rel_l2(x, y))
         .fold(0.0, f64::max)
 }
 
-/// The largest difference between two runs' logits over the steps where they agree on every
-/// token so far.
+/// The largest difference between two runs' logits over [`compared_steps`].
 pub fn logit_difference(a: &Generation, b: &Generation) -> f32 {
-    let same = a
-        .tokens
-        .iter()
-        .zip(&b.tokens)
-        .take_while(|(x, y)| x == y)
-        .count();
-    a.logits
-        .iter()
-        .zip(&b.logits)
-        .take(same + 1)
+    compared_steps(a, b)
         .flat_map(|(x, y)| x.iter().zip(y).map(|(p, q)| (p - q).abs()))
         .fold(0.0, f32::max)
 }

@@ -49,11 +49,7 @@ pub(crate) fn cases(gpu: &Gpu, z: &Sizes) -> Result<Vec<Case>> {
             ),
             // Exact in a proof, f16 too (the log holds the f16 inputs widened): an id or a
             // counter off by one moves the words' bytes by less than f16's usual 3e-3.
-            tolerance: if z.full {
-                0.0
-            } else {
-                tolerance(z, dtype, CAMPAIGN_TOLERANCE, [0.0, 0.0])
-            },
+            tolerance: tolerance(z, dtype, CAMPAIGN_TOLERANCE, [0.0, 0.0]),
             flops: 0.0,
             bytes: vocab as f64 * dtype.size() as f64 + ((vocab + 1) * 4) as f64,
             outputs,

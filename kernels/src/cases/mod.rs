@@ -154,11 +154,9 @@ pub(crate) struct Sizes {
     pub swap: [usize; 3],
     pub sinusoid: (usize, usize),
     pub pixels: (usize, usize),
-    /// [batch, heads, tokens] of the attention families; the head dim is `head_dims`'. Proof
-    /// sets end with lengths that are multiples of 16, for the route that loads whole
-    /// cooperative fragments.
     /// [B, H, Hkv, N] of the attention problems: Hkv K/V heads under H query heads (Hkv = H
-    /// plain, fewer grouped-query attention).
+    /// plain, fewer grouped-query attention); the head dim is `head_dims`'. Proof sets end with
+    /// lengths that are multiples of 16, for the route that loads whole cooperative fragments.
     pub attention: &'static [[usize; 4]],
     pub head_dims: &'static [usize],
     /// (vocab, width) of the embedding families.
@@ -329,6 +327,14 @@ pub(crate) fn tolerance(z: &Sizes, dtype: DType, campaign: f64, proof: [f64; 2])
         (true, true) => proof[1],
         (false, false) => campaign,
         (false, true) => proof[0],
+    }
+}
+
+impl Output {
+    /// The output held to exactly the reference's values on a proof set (a data move, ids);
+    /// a campaign holds every output to its case's bound, which its report gives.
+    pub(crate) fn exact_in(self, z: &Sizes) -> Self {
+        self.within(z.full.then_some(0.0))
     }
 }
 

@@ -3,7 +3,6 @@
 
 use serde::Serialize;
 
-use super::Sizes;
 use crate::Tensor;
 
 /// An output tensor and what the CPU reference says it holds, scored on its own: a case with
@@ -46,12 +45,6 @@ impl Output {
     pub(crate) fn within(mut self, tolerance: Option<f64>) -> Self {
         self.tolerance = tolerance.or(self.tolerance);
         self
-    }
-
-    /// The output held to exactly the reference's values on a proof set (a data move, ids);
-    /// a campaign holds every output to its case's bound, which its report gives.
-    pub(crate) fn exact_in(self, z: &Sizes) -> Self {
-        self.within(z.full.then_some(0.0))
     }
 
     pub(super) fn unnamed(expected: Expected) -> Self {
