@@ -133,17 +133,12 @@ async fn rate_limit(
     let client = state.proxies.client(addr.ip(), request.headers());
     match state.limit.take(client) {
         Ok(()) => next.run(request).await,
-        Err(wait) => {
-            let mut response = (
-                StatusCode::TOO_MANY_REQUESTS,
-                Json(json!({"error": format!("too many requests from {client}: try again in {wait} s")})),
-            )
-                .into_response();
-            if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, v);
-            }
-            response
+        // The error's own answer: 429, its message as JSON, and Retry-After.
+        Err(wait) => ServerError::TooMany {
+            why: format!("too many requests from {client}: try again in {wait} s"),
+            retry_s: wait,
         }
+        .into_response(),
     }
 }
 
