@@ -224,18 +224,24 @@ fn one_report_that_marks_the_others_wrong_or_slow_moves_nothing() {
     }
 }
 
-#[test]
-fn a_minority_cannot_move_a_class_the_crowd_decides() {
-    // Three honest devices of a class no curated report measured decide it...
-    let honest: Vec<Submission> = (0..3)
+/// `n` honest devices of a class no curated report measured, each its own sender (device `i`
+/// at speed `1 + i × step`, as `new_class` takes it).
+fn honest_devices(n: usize, step: f64) -> Vec<Submission> {
+    (0..n)
         .map(|i| {
             sub(
                 i as i64 + 1,
                 &sender(i),
-                new_class(i, 1.0 + i as f64 * 0.05),
+                new_class(i, 1.0 + i as f64 * step),
             )
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn a_minority_cannot_move_a_class_the_crowd_decides() {
+    // Three honest devices of a class no curated report measured decide it...
+    let honest = honest_devices(3, 0.05);
     let (fair, merged) = reviewed(&honest);
     assert!(!merged.picks.is_empty());
     assert_ne!(fair, builtin());
@@ -580,15 +586,7 @@ fn three_liars_cannot_outvote_six_honest_devices() {
     // Six honest devices of a class no curated report measured, and three senders that mark
     // every matmul variant but the slowest wrong (audit finding 1: they used to exclude the
     // rest, and the review proposed a variant 37.8× slower).
-    let honest: Vec<Submission> = (0..6)
-        .map(|i| {
-            sub(
-                i as i64 + 1,
-                &sender(i),
-                new_class(i, 1.0 + i as f64 * 0.02),
-            )
-        })
-        .collect();
+    let honest = honest_devices(6, 0.02);
     let (fair, _) = reviewed(&honest);
     let mut crowd = honest.clone();
     for i in 0..3 {
@@ -663,15 +661,7 @@ fn reposted_profiles_vote_only_for_their_own_senders() {
     // the export publishes them). Grouped by fingerprint, each copied device had one sender
     // that timed the fast variants and one that marked them wrong, and a tie counted as wrong:
     // wrong on 4, right on 2, and the review added the slowest variant, 37.8× slower.
-    let honest: Vec<Submission> = (0..6)
-        .map(|i| {
-            sub(
-                i as i64 + 1,
-                &sender(i),
-                new_class(i, 1.0 + i as f64 * 0.02),
-            )
-        })
-        .collect();
+    let honest = honest_devices(6, 0.02);
     let (fair, fair_merge) = reviewed(&honest);
     let copies = |n: usize| -> Vec<Submission> {
         (0..n)
