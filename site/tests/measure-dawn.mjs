@@ -9,21 +9,26 @@
 // not the browser's dispatch. Not a test: a measurement, the page's report printed as JSON with
 // what Dawn said of the adapter. For the GPU machine (scripts/bench-dawn.sh carries it there).
 //   node measure-dawn.mjs WEBGPU_PACKAGE SITE_DIR DEMO QUERY [MODEL_DIR]
-// WEBGPU_PACKAGE: the `webgpu` package's index.js; DEMO: waves, attention or flash; QUERY: the
-// page URL's query without `?` (`bench&json&frames=30&text=…`); MODEL_DIR: a model directory
+// WEBGPU_PACKAGE: the `webgpu` package's index.js; DEMO: waves, attention, flash or fleet; QUERY:
+// the page URL's query without `?` (`bench&json&frames=30&text=…`; `without=subgroups` turns the
+// feature off, as on the pages); MODEL_DIR: a model directory
 // (config.json, model.safetensors, vocab.txt) handed to the attention page as its loader does.
 // DAWN_FLAGS: comma-separated arguments for dawn.node's `create` (Dawn toggles).
 // With `compare` in an attention QUERY, after the page's benchmark: the page's comparison with
 // transformers.js (compareOn of the site's compare.js) on each `compare-text` of the query
 // (`compare-runs` timed after `compare-warm`): Kiln's embed_timed export, then transformers.js's
 // WebGPU pipeline on the site's ONNX export, on this same Dawn device, in this same process.
+// DEMO fleet with QUERY `prove[&families=a,b]`: every variant Dawn is offered of those families
+// (all when left out) proven against the CPU reference on the proof cases, as site/tests/prove.mjs
+// does in headless Chromium; the process fails when one is not proven. QUERY `device`: the
+// device profile Kiln sees there and the variants offered per family.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const [pkg, site, demo, query, modelDir] = process.argv.slice(2);
-if (!pkg || !site || !['waves', 'attention', 'flash'].includes(demo) || query === undefined) {
-  console.error('usage: node measure-dawn.mjs WEBGPU_PACKAGE SITE_DIR waves|attention|flash QUERY [MODEL_DIR]');
+if (!pkg || !site || !['waves', 'attention', 'flash', 'fleet'].includes(demo) || query === undefined) {
+  console.error('usage: node measure-dawn.mjs WEBGPU_PACKAGE SITE_DIR waves|attention|flash|fleet QUERY [MODEL_DIR]');
   process.exit(2);
 }
 const timeoutMs = Number(process.env.DAWN_TIMEOUT_MS ?? 540_000);
@@ -88,9 +93,10 @@ const dawn = {
 };
 
 const started = performance.now();
-const module = await import(pathToFileURL(resolve(site, demo, `${demo}.js`)).href);
+const name = demo === 'fleet' ? 'fleet_web' : demo;
+const module = await import(pathToFileURL(resolve(site, demo, `${name}.js`)).href);
 try {
-  await module.default({ module_or_path: readFileSync(resolve(site, demo, `${demo}_bg.wasm`)) });
+  await module.default({ module_or_path: readFileSync(resolve(site, demo, `${name}_bg.wasm`)) });
 } catch (e) {
   // winit hands control back by throwing once its event loop runs (loader.js ignores it too).
   if (!String(e).includes('Using exceptions for control flow')) throw e;
@@ -110,7 +116,16 @@ async function flash() {
   const generation = JSON.parse(await module.run_generation(q.get('prompt') ?? 'the ', Number(q.get('generate')), quiet));
   return { training, generation };
 }
-const text = demo === 'flash' ? null : await new Promise((done, fail) => {
+// The fleet page's proofs: each family's proof (offered, proven, worst error per output).
+async function fleet() {
+  const q = new URLSearchParams(query);
+  if (q.has('device')) return JSON.parse(await module.device());
+  if (!q.has('prove')) throw new Error(`fleet: QUERY must be device or prove[&families=…], got ${query}`);
+  const proofs = JSON.parse(await module.prove_every_variant(q.get('families') ?? '', (f) => console.error(`proving ${f}…`)));
+  const sum = (k) => proofs.reduce((n, p) => n + p[k], 0);
+  return { offered: sum('offered'), proven: sum('proven'), skipped: proofs.filter((p) => p.skipped).map((p) => p.family), proofs };
+}
+const text = demo === 'flash' || demo === 'fleet' ? null : await new Promise((done, fail) => {
   const poll = setInterval(() => {
     if (elements.report.getAttribute('data-done') === 'true') {
       clearInterval(poll);
@@ -190,8 +205,8 @@ async function compare() {
 
 // A report the page printed as a table rather than JSON travels as its text.
 const parse = (t) => { try { return JSON.parse(t); } catch { return { text: t }; } };
-const report = text === null ? await flash() : parse(text);
+const report = text !== null ? parse(text) : demo === 'flash' ? await flash() : await fleet();
 if (demo === 'attention' && new URLSearchParams(query).has('compare')) report.compare = await compare();
 process.stdout.write(`${JSON.stringify({ demo, query, dawn, wall_s: (performance.now() - started) / 1e3, report })}\n`);
 // dawn.node keeps its device's event loop alive: end the process once the report is out.
-process.exit(0);
+process.exit(demo === 'fleet' && report.proven !== report.offered ? 1 : 0);

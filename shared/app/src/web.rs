@@ -30,14 +30,48 @@ pub fn start() {
     crate::platform::init_logging();
 }
 
-/// The page's one device, opened on first use (pipelines stay built between calls).
+/// The page's one device, opened on first use (pipelines stay built between calls), with the
+/// page's options.
 pub async fn page_gpu() -> Result<Gpu, JsValue> {
     if let Some(gpu) = PAGE_GPU.with(|g| g.borrow().clone()) {
         return Ok(gpu);
     }
-    let gpu = Gpu::new(&GpuOptions::default()).await.map_err(js_value)?;
+    let gpu = Gpu::new(&page_options()?).await.map_err(js_value)?;
     PAGE_GPU.with(|slot| *slot.borrow_mut() = Some(gpu.clone()));
     Ok(gpu)
+}
+
+/// The device options the page's URL asks for: `?without=` turns features off, comma-separated
+/// (`subgroups`, `f16`, `timestamps`), as `kiln --without` does natively, so that a route can
+/// be timed beside its fallback on the same browser and GPU. A name it does not know is an error
+/// that lists the names it does.
+pub fn page_options() -> Result<GpuOptions, String> {
+    let mut options = GpuOptions::default();
+    let Some(window) = web_sys::window() else {
+        return Ok(options);
+    };
+    let unreadable = |e: JsValue| format!("the page's address cannot be read: {e:?}");
+    let search = window.location().search().map_err(unreadable)?;
+    let params = web_sys::UrlSearchParams::new_with_str(&search).map_err(unreadable)?;
+    for name in params
+        .get("without")
+        .iter()
+        .flat_map(|list| list.split(','))
+    {
+        options.without |= match name.trim() {
+            "" => wgpu::Features::empty(),
+            "subgroups" => wgpu::Features::SUBGROUP,
+            "f16" => wgpu::Features::SHADER_F16,
+            "timestamps" => wgpu::Features::TIMESTAMP_QUERY,
+            other => {
+                return Err(format!(
+                    "?without={other}: not a feature the page can turn off \
+                     (subgroups, f16, timestamps)"
+                ));
+            }
+        };
+    }
+    Ok(options)
 }
 
 /// Lets the browser draw (a macrotask turn) before the next step.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use kiln::{Gpu, GpuOptions};
+use kiln::Gpu;
 use web_time::Instant;
 use winit::application::ApplicationHandler;
 use winit::event::{ElementState, WindowEvent};
@@ -118,7 +118,10 @@ async fn connect<D: Demo>(
     window: Arc<Window>,
     demo_options: Options,
 ) -> Result<Box<State<D>>, String> {
-    let options = GpuOptions::default();
+    #[cfg(target_arch = "wasm32")]
+    let options = crate::web::page_options()?;
+    #[cfg(not(target_arch = "wasm32"))]
+    let options = kiln::GpuOptions::default();
     let mut desc =
         wgpu::InstanceDescriptor::new_with_display_handle(Box::new(window.clone())).with_env();
     desc.backends = options.backends();
