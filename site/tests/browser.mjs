@@ -183,13 +183,14 @@ export async function changedShare(page, a, b, threshold = 12) {
 // differ from the previous stage's; it is looked at again until it does, for up to `wait` ms (a
 // stage's picture may land a frame or two late on SwiftShader). Screenshots are decoded in
 // `decoder`, a page of their own: the demo's page is busy drawing. `settle`: ms before each
-// look; `onStage(k)`: more checks at stage k (1-based). Returns the last screenshot.
+// look; `onStage(k)`: more checks at stage k (1-based); `stages`: how many the walkthrough has,
+// when `titles` are only its first few. Returns the last screenshot.
 export async function walkStages(page, decoder, visual, titles,
-  { threshold = 12, minChange = 0.05, minColours = 0, wait = 30000, settle = 1500, onStage } = {}) {
+  { threshold = 12, minChange = 0.05, minColours = 0, wait = 30000, settle = 500, stages = titles.length, onStage } = {}) {
   let previous = null;
   for (let k = 1; k <= titles.length; k++) {
     if (k > 1) await page.keyboard.press('ArrowRight');
-    assert.equal(await page.textContent('#talk-counter'), `${k} / ${titles.length}`);
+    assert.equal(await page.textContent('#talk-counter'), `${k} / ${stages}`);
     assert.equal(await page.textContent('#talk-title'), titles[k - 1]);
     assert.equal(new URL(page.url()).searchParams.get('stage'), String(k));
     await onStage?.(k);

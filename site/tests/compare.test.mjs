@@ -23,9 +23,10 @@ test('the comparison with transformers.js loads on demand, runs both, and they a
     t.skip('this site was built without the ONNX export or transformers.js');
     return;
   }
-  // A budget that leaves both sides their two timed runs on SwiftShader (slow-attention.test.mjs
-  // checks a short one).
-  const query = `text=${encodeURIComponent(TEXT)}&compare-runs=2&compare-warm=1&compare-budget=600`;
+  // One timed run a side after the warm-up's one call (a transformers.js forward takes 15 s on
+  // SwiftShader), within a budget that leaves both their runs (slow-attention.test.mjs checks a
+  // short one).
+  const query = `text=${encodeURIComponent(TEXT)}&compare-runs=1&compare-warm=0&compare-budget=600`;
   const { page, errors } = await site.open(`/attention.html?${query}`, { width: 1280, height: 1100 });
   // Everything the page fetched, from its first request on (the browser's own record).
   const fetched = () => page.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
@@ -54,8 +55,8 @@ test('the comparison with transformers.js loads on demand, runs both, and they a
   assert.ok(r.same_tokens, 'transformers.js and Kiln tokenized the sentence differently');
   assert.ok(r.rel_l2 <= TOLERANCE, `embeddings ${r.rel_l2} apart (relative L2), over ${TOLERANCE}`);
   assert.ok(r.kiln.warm_calls >= 1 && r.transformers.warm_calls >= 1);
-  assert.equal(r.kiln.ms.length, 2);
-  assert.equal(r.transformers.ms.length, 2);
+  assert.equal(r.kiln.ms.length, 1);
+  assert.equal(r.transformers.ms.length, 1);
   assert.ok(r.kiln.ms.concat(r.transformers.ms).every((ms) => ms > 0));
   // The visitor reads both rows and the verdict.
   assert.equal(await page.locator('#compare-table tbody tr').count(), 2);

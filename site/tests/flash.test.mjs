@@ -375,7 +375,7 @@ for (const [width, height] of [[1920, 1080], [1280, 720]]) {
       }, stage, { timeout: 30000 });
       // A few moments of the stage's animation.
       for (let n = 0; n < 3; n++) {
-        if (n > 0) await page.waitForTimeout(1500);
+        if (n > 0) await page.waitForTimeout(750);
         const r = await pictureTexts(page, 'flash-visual');
         if (n === 0) console.log(`${width}×${height} stage ${stage + 1}: ${r.texts} texts, smallest ${r.smallest.toFixed(1)} px, canvas ${r.size}`);
         assertLegible(r, least, stage);

@@ -52,7 +52,9 @@ test('the CPU path measured faster is said once and offered; a long text runs on
   // The progress line under the controls says how far the pass is; its button stops it.
   await page.waitForSelector('#forward-status', { state: 'visible', timeout: 60000 });
   assert.match(await page.textContent('#forward-text'), /The GPU path is computing 128 tokens: \d+ s so far/);
-  await page.click('#forward-stop');
+  // Clicked as a visitor's click is (Playwright's own scrolls first, and the status line's
+  // arrival moves the section below it under the pointer: a retry can miss the pass).
+  await page.$eval('#forward-stop', (b) => b.click());
   await page.waitForFunction(() => /path: CPU/.test(document.getElementById('hud').textContent), null, { timeout: 120000 });
   assert.deepEqual(errors, []);
   await page.close();
