@@ -25,7 +25,7 @@ mod replay;
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
 use kiln::registry::unsupported_reason;
@@ -39,9 +39,10 @@ use kiln::{DeviceProfile, Error, Gpu, GpuOptions, Registry, Result, TunedTable};
     about = "Kiln's WGSL kernels: profile, variants, benchmarks"
 )]
 struct Cli {
-    /// Do not request this device feature even if the adapter has it (repeatable).
-    #[arg(long, global = true, value_enum)]
-    without: Vec<Feature>,
+    /// Do not request this device feature even if the adapter has it (repeatable; cooperative
+    /// matrices are `coop`, f32 atomics in storage buffers `atomic`).
+    #[arg(long, global = true, value_parser = feature_names())]
+    without: Vec<String>,
     /// Build the kernels with wgpu's runtime checks (index clamping, loop bounding, integer
     /// division guards, workgroup memory zeroed): off by default, on to compare or debug.
     #[arg(long, global = true)]
@@ -50,15 +51,9 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Feature {
-    F16,
-    Subgroup,
-    Timestamp,
-    /// Cooperative matrices (`EXPERIMENTAL_COOPERATIVE_MATRIX`).
-    Coop,
-    /// f32 atomics in storage buffers (`SHADER_FLOAT32_ATOMIC`).
-    Atomic,
+/// `--without`'s choices: the kernel crate's table, shared with the pages' `?without=`.
+fn feature_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(kiln::gpu::OPTIONAL_FEATURES.map(|(name, _)| name))
 }
 
 #[derive(Subcommand)]
@@ -168,19 +163,11 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<()> {
-    let mut options = GpuOptions {
+    let options = GpuOptions {
         runtime_checks: cli.runtime_checks,
         ..GpuOptions::default()
-    };
-    for f in &cli.without {
-        options.without |= match f {
-            Feature::F16 => wgpu::Features::SHADER_F16,
-            Feature::Subgroup => wgpu::Features::SUBGROUP,
-            Feature::Timestamp => wgpu::Features::TIMESTAMP_QUERY,
-            Feature::Coop => wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
-            Feature::Atomic => wgpu::Features::SHADER_FLOAT32_ATOMIC,
-        };
     }
+    .without_named(&cli.without.join(","))?;
     match cli.command {
         Command::Info { json } => {
             let gpu = Gpu::new(&options).await?;

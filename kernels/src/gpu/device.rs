@@ -37,7 +37,37 @@ pub struct GpuOptions {
     pub runtime_checks: bool,
 }
 
+/// The device features a user may turn off by name, and the names: one table for `kiln
+/// --without` and a page's `?without=` (both compare a route with its fallback on one adapter).
+pub const OPTIONAL_FEATURES: [(&str, wgpu::Features); 5] = [
+    ("f16", wgpu::Features::SHADER_F16),
+    ("subgroups", wgpu::Features::SUBGROUP),
+    ("timestamps", wgpu::Features::TIMESTAMP_QUERY),
+    ("coop", wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX),
+    ("atomic", wgpu::Features::SHADER_FLOAT32_ATOMIC),
+];
+
 impl GpuOptions {
+    /// Also leaves out the features named in `list` (comma-separated names from
+    /// `OPTIONAL_FEATURES`; blanks are ignored). An unknown name is an error listing the known ones.
+    pub fn without_named(mut self, list: &str) -> Result<Self> {
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let Some((_, feature)) = OPTIONAL_FEATURES.iter().find(|(known, _)| *known == name)
+            else {
+                let known: Vec<&str> = OPTIONAL_FEATURES.iter().map(|(n, _)| *n).collect();
+                return Err(Error::InvalidArgument {
+                    op: "without",
+                    detail: format!(
+                        "{name:?} is not a feature that can be turned off ({})",
+                        known.join(", ")
+                    ),
+                });
+            };
+            self.without |= *feature;
+        }
+        Ok(self)
+    }
+
     /// The backends to consider: the explicit choice, else `WGPU_BACKEND`, else the primary ones.
     pub fn backends(&self) -> wgpu::Backends {
         self.backends
@@ -583,5 +613,34 @@ fn convert(e: wgpu::Error) -> Error {
     match e {
         wgpu::Error::OutOfMemory { .. } => Error::OutOfMemory(e.to_string()),
         other => Error::Gpu(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn features_are_turned_off_by_their_table_names_and_an_unknown_name_is_an_error() {
+        let options = GpuOptions::default()
+            .without_named(" subgroups,,f16 ")
+            .unwrap();
+        assert_eq!(
+            options.without,
+            wgpu::Features::SUBGROUP | wgpu::Features::SHADER_F16
+        );
+        assert_eq!(
+            GpuOptions::default().without_named("").unwrap().without,
+            wgpu::Features::empty()
+        );
+        let e = GpuOptions::default()
+            .without_named("f16,subgroup")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"subgroup\"") && e.contains("f16, subgroups, timestamps, coop, atomic"),
+            "{e}"
+        );
     }
 }

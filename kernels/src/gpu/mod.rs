@@ -24,7 +24,7 @@ mod timing;
 
 pub use counters::Counters;
 pub(crate) use device::wrap_groups;
-pub use device::{Gpu, GpuOptions};
+pub use device::{Gpu, GpuOptions, OPTIONAL_FEATURES};
 pub(crate) use dispatch::Bindable;
 pub use dispatch::Dispatch;
 pub(crate) use plan::Captured;

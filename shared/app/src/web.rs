@@ -42,36 +42,21 @@ pub async fn page_gpu() -> Result<Gpu, JsValue> {
 }
 
 /// The device options the page's URL asks for: `?without=` turns features off, comma-separated
-/// (`subgroups`, `f16`, `timestamps`), as `kiln --without` does natively, so that a route can
-/// be timed beside its fallback on the same browser and GPU. A name it does not know is an error
-/// that lists the names it does.
+/// (`subgroups`, `f16`, `timestamps`: the names of `kiln::gpu::OPTIONAL_FEATURES`, as `kiln
+/// --without` takes them), so that a route can be timed beside its fallback on the same browser
+/// and GPU. A name it does not know is an error that lists the names it does.
 pub fn page_options() -> Result<GpuOptions, String> {
-    let mut options = GpuOptions::default();
+    let options = GpuOptions::default();
     let Some(window) = web_sys::window() else {
         return Ok(options);
     };
     let unreadable = |e: JsValue| format!("the page's address cannot be read: {e:?}");
     let search = window.location().search().map_err(unreadable)?;
     let params = web_sys::UrlSearchParams::new_with_str(&search).map_err(unreadable)?;
-    for name in params
-        .get("without")
-        .iter()
-        .flat_map(|list| list.split(','))
-    {
-        options.without |= match name.trim() {
-            "" => wgpu::Features::empty(),
-            "subgroups" => wgpu::Features::SUBGROUP,
-            "f16" => wgpu::Features::SHADER_F16,
-            "timestamps" => wgpu::Features::TIMESTAMP_QUERY,
-            other => {
-                return Err(format!(
-                    "?without={other}: not a feature the page can turn off \
-                     (subgroups, f16, timestamps)"
-                ));
-            }
-        };
-    }
-    Ok(options)
+    let list = params.get("without").unwrap_or_default();
+    options
+        .without_named(&list)
+        .map_err(|e| format!("?without={list}: {e}"))
 }
 
 /// Lets the browser draw (a macrotask turn) before the next step.
