@@ -43,7 +43,7 @@ test('the comparison with transformers.js loads on demand, runs both, and they a
   await page.waitForFunction(() => {
     const s = document.getElementById('compare').dataset;
     return s.result || s.error;
-  }, null, { timeout: 300000 });
+  }, null, { timeout: 600000 }); // the budget asked for; both sides' runs end well within it
   const error = await page.getAttribute('#compare', 'data-error');
   assert.equal(error, null, `the comparison failed: ${error}`);
   const r = JSON.parse(await page.getAttribute('#compare', 'data-result'));
