@@ -452,7 +452,14 @@ fn closed(mut stream: &TcpStream, wait: Duration) -> bool {
 fn idle_sockets_from_ten_addresses_make_room_for_health(backend: &Backend) {
     // With ulimit -n 256, 300 idle connections from ten addresses (within each address's cap)
     // filled the connection cap, and /health was refused with 503 from then on.
-    let mut launch = Launch::fresh(backend, 10_000, "max_connections = 192\n");
+    // The header and idle timeouts far off: only making room may close a connection here
+    // (with the default 10 s header timeout, a machine slow enough to take 10 s over the 300
+    // connections and the 20 requests closed the newest idle one too).
+    let mut launch = Launch::fresh(
+        backend,
+        10_000,
+        "max_connections = 192\nheader_timeout_s = 600\nidle_timeout_s = 600\n",
+    );
     launch.fd_limit = Some(256);
     let s = launch.run().unwrap();
     // The oldest connection has a request in flight (half its body sent): it is never the one
