@@ -4,7 +4,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::memory::{Kind, Slice};
-use crate::gpu::readback::read_slice;
+use crate::gpu::readback::{read_slice, start_read_slice};
 use crate::gpu::{Bindable, Gpu};
 use crate::shape;
 
@@ -446,14 +446,23 @@ impl Tensor {
     /// Copies the tensor back to the CPU as f32. Natively this waits for the GPU; in the
     /// browser it yields to the event loop until the copy has landed.
     pub async fn read(&self) -> Result<Vec<f32>> {
+        self.start_read()?.await
+    }
+
+    /// [`read`](Self::read), started now: the copy is submitted behind the work recorded so
+    /// far and the map asked for before this returns; the future gives the values. What is
+    /// recorded meanwhile runs while the read comes back, and is not part of it (a double
+    /// buffer: step k's losses read while step k + 1 runs, though it rewrites them).
+    pub fn start_read(&self) -> Result<impl Future<Output = Result<Vec<f32>>> + 'static> {
         if self.dtype == DType::U32 {
             return Err(Error::InvalidArgument {
                 op: "read",
                 detail: "a u32 tensor is read with read_u32".into(),
             });
         }
-        let bytes = read_slice(&self.gpu, &self.slice).await?;
-        Ok(decode(&bytes, self.dtype, self.numel()))
+        let bytes = start_read_slice(&self.gpu, &self.slice)?;
+        let (dtype, numel) = (self.dtype, self.numel());
+        Ok(async move { Ok(decode(&bytes.await?, dtype, numel)) })
     }
 
     /// Copies a `U32` tensor back to the CPU.

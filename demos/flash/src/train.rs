@@ -25,6 +25,21 @@ pub struct Trainer<B: Backend> {
     /// The bias corrections AdamW reads, rewritten before each step.
     corrections: B::T,
     steps: Steps<B>,
+    /// The last step's losses on their way back ([`step_ahead`](Self::step_ahead)).
+    pending: Option<Pending>,
+}
+
+/// A recorded step whose losses are on their way back.
+struct Pending {
+    losses: std::pin::Pin<Box<dyn Future<Output = kiln_app::kiln::Result<Vec<f32>>>>>,
+    /// The step's number, for the error that names a loss that is not finite.
+    step: u32,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pending(step {})", self.step)
+    }
 }
 
 /// How the steps run.
@@ -104,6 +119,7 @@ impl<B: Backend> Trainer<B> {
             },
             corrections,
             steps: Steps::Capture,
+            pending: None,
         })
     }
 
@@ -117,14 +133,60 @@ impl<B: Backend> Trainer<B> {
     /// One step on the batch the corpus gives for this step number; returns its mean loss.
     pub async fn step(&mut self, corpus: &Corpus) -> Result<f64> {
         let start = Instant::now();
+        if let Some(late) = self.pending.take() {
+            self.land(late, start).await?;
+        }
         let losses = self.record(corpus)?;
         let loss = model::mean(&self.backend.read(&losses).await?);
         self.backend.idle().await?;
+        self.keep(loss, self.state.step, start)
+    }
+
+    /// One step whose loss is read a step late: the step is recorded and submitted with the
+    /// read of its losses, then the loss of the step before it is awaited while this one runs.
+    /// Returns that earlier loss (`None` at the first); [`finish`](Self::finish) gives the
+    /// last. A loop of these keeps the GPU busy while each read comes back and the page draws,
+    /// where [`step`](Self::step) leaves it idle for both. Each step's time is what its call
+    /// took (recording, submitting, the wait), the page's own time between calls left out.
+    pub async fn step_ahead(&mut self, corpus: &Corpus) -> Result<Option<f64>> {
+        let start = Instant::now();
+        let losses = self.record(corpus)?;
+        let next = Pending {
+            losses: Box::pin(self.backend.read(&losses)),
+            step: self.state.step,
+        };
+        match self.pending.replace(next) {
+            Some(late) => self.land(late, start).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The loss of the step [`step_ahead`](Self::step_ahead) left on its way back, if any.
+    pub async fn finish(&mut self) -> Result<Option<f64>> {
+        let start = Instant::now();
+        match self.pending.take() {
+            Some(late) => self.land(late, start).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether a step's loss is still on its way back.
+    pub fn in_flight(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    async fn land(&mut self, late: Pending, start: Instant) -> Result<f64> {
+        let loss = model::mean(&late.losses.await?);
+        self.keep(loss, late.step, start)
+    }
+
+    /// Keeps a step's loss and time; a loss that is not finite ends the run.
+    fn keep(&mut self, loss: f64, step: u32, start: Instant) -> Result<f64> {
         self.run.step_ms.push(start.elapsed().as_secs_f64() * 1e3);
         if !loss.is_finite() {
             return Err(Error::Config(format!(
-                "{}: the loss became {loss} at step {}",
-                self.run.path, self.state.step
+                "{}: the loss became {loss} at step {step}",
+                self.run.path
             )));
         }
         self.run.losses.push(loss);

@@ -218,23 +218,34 @@ pub async fn run_training(
         &setup.start,
     )
     .map_err(js_value)?;
+    // Each step's loss is read a step late (`Trainer::step_ahead`): the GPU runs the next
+    // step while the last one's loss comes back and the page draws.
     let mut gpu_losses = Vec::new();
+    let said = |losses: &[f64]| {
+        if let Some(loss) = losses.last() {
+            report(
+                &progress,
+                &serde_json::json!({"path": "gpu", "step": losses.len(), "steps": steps, "loss": loss}),
+            );
+        }
+    };
     for s in 0..steps {
         if s == 0 {
             phase("gpu", "first");
             yield_to_page().await?;
         }
         if asked_to_stop(&cancelled) {
-            return Ok(stopped("gpu", s, &gpu_losses, &[]));
+            gpu_losses.extend(g.finish().await.map_err(js_value)?);
+            return Ok(stopped("gpu", gpu_losses.len(), &gpu_losses, &[]));
         }
-        let loss = g.step(&setup.corpus).await.map_err(js_value)?;
-        gpu_losses.push(loss);
-        report(
-            &progress,
-            &serde_json::json!({"path": "gpu", "step": s + 1, "steps": steps, "loss": loss}),
-        );
+        if let Some(loss) = g.step_ahead(&setup.corpus).await.map_err(js_value)? {
+            gpu_losses.push(loss);
+            said(&gpu_losses);
+        }
         yield_to_page().await?;
     }
+    gpu_losses.extend(g.finish().await.map_err(js_value)?);
+    said(&gpu_losses);
     phase("cpu", "build");
     yield_to_page().await?;
     let mut c = Trainer::new(CpuBackend::plain(), setup.config, setup.hyper, &setup.start)

@@ -2,7 +2,7 @@
 //! corrections rewritten in place): on the adapter in hand (lavapipe in CI) the replayed steps
 //! give the losses and the weights that recording every step as it comes gives, to the bit, and
 //! a replayed step makes no bind group or pipeline. The CPU path, which captures nothing, trains
-//! the same steps.
+//! the same steps. Read a step late (the page's loop), each step's loss is still its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use flash::backend::{CpuBackend, GpuBackend};
@@ -60,4 +60,44 @@ fn replayed_steps_train_like_steps_recorded_as_they_come() {
     assert_eq!(spent.pipelines_created, 0, "{spent:?}");
     // The tokens, the targets and the bias corrections.
     assert_eq!(spent.writes, 3, "{spent:?}");
+}
+
+/// Steps whose losses are read a step late (the page's loop) train exactly as steps read at
+/// once: each loss is the one its own step computed, though the next step has rewritten the
+/// losses' buffer by the time it is awaited (the read was submitted before that step).
+#[test]
+fn losses_read_a_step_late_are_each_steps_own() {
+    let gpu = pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap();
+    let setup = Setup::new(Preset::Small, None, None).unwrap();
+    let trainer = || {
+        let b = GpuBackend { gpu: gpu.clone() };
+        Trainer::new(b, setup.config, setup.hyper, &setup.start).unwrap()
+    };
+    let (mut now, mut late) = (trainer(), trainer());
+    let steps = 4;
+    let mut arrived = Vec::new();
+    for _ in 0..steps {
+        pollster::block_on(now.step(&setup.corpus)).unwrap();
+        arrived.push(pollster::block_on(late.step_ahead(&setup.corpus)).unwrap());
+    }
+    assert!(late.in_flight());
+    let last = pollster::block_on(late.finish()).unwrap();
+    assert!(!late.in_flight());
+    println!(
+        "losses: read at once {:?}, a step late {:?}",
+        now.run.losses, late.run.losses
+    );
+    // Nothing at the first call, then each step's loss one call later, the last from finish.
+    assert_eq!(arrived[0], None);
+    let late_ones: Vec<f64> = arrived[1..].iter().map(|l| l.unwrap()).collect();
+    assert_eq!(late_ones, now.run.losses[..steps - 1]);
+    assert_eq!(last, Some(now.run.losses[steps - 1]));
+    assert_eq!(late.run.losses, now.run.losses);
+    assert_eq!(late.run.step_ms.len(), steps);
+    assert_eq!(pollster::block_on(late.finish()).unwrap(), None);
+    let (a, b) = (
+        pollster::block_on(now.download()).unwrap(),
+        pollster::block_on(late.download()).unwrap(),
+    );
+    assert_eq!((a.step, &a.params.tensors), (b.step, &b.params.tensors));
 }

@@ -182,8 +182,8 @@ impl Backend for CpuBackend {
     fn ids(&self, ids: &[u32]) -> Result<Vec<u32>> {
         Ok(ids.to_vec())
     }
-    async fn read(&self, t: &Array) -> Result<Vec<f32>> {
-        Ok(t.data.clone())
+    fn read(&self, t: &Array) -> impl Future<Output = Result<Vec<f32>>> + 'static {
+        std::future::ready(Ok(t.data.clone()))
     }
     fn shape<'a>(&self, t: &'a Array) -> &'a [usize] {
         &t.shape

@@ -58,8 +58,9 @@ impl Backend for GpuBackend {
     fn ids(&self, ids: &[u32]) -> Result<Tensor> {
         Tensor::from_u32(&self.gpu, &[ids.len()], ids)
     }
-    async fn read(&self, t: &Tensor) -> Result<Vec<f32>> {
-        t.read().await
+    fn read(&self, t: &Tensor) -> impl Future<Output = Result<Vec<f32>>> + 'static {
+        let started = t.start_read();
+        async move { started?.await }
     }
     fn shape<'a>(&self, t: &'a Tensor) -> &'a [usize] {
         t.shape()

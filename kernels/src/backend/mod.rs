@@ -38,7 +38,10 @@ pub trait Backend {
     fn name(&self) -> String;
     fn upload(&self, a: &Array) -> Result<Self::T>;
     fn ids(&self, ids: &[u32]) -> Result<Self::Ids>;
-    fn read(&self, t: &Self::T) -> impl Future<Output = Result<Vec<f32>>>;
+    /// The values of `t`. The read starts when this is called (on the GPU: the copy submitted
+    /// behind the work recorded so far, the map asked for) and the future gives them: work
+    /// recorded before it is awaited runs meanwhile and is not part of what is read.
+    fn read(&self, t: &Self::T) -> impl Future<Output = Result<Vec<f32>>> + 'static;
     fn shape<'a>(&self, t: &'a Self::T) -> &'a [usize];
     fn reshape(&self, t: &Self::T, shape: &[usize]) -> Result<Self::T>;
 

@@ -29,8 +29,8 @@ impl Backend for ChoiceBackend<'_> {
     fn ids(&self, ids: &[u32]) -> Result<ShapeTensor> {
         Ok(ShapeTensor::new(&[ids.len()], DType::U32))
     }
-    async fn read(&self, _: &ShapeTensor) -> Result<Vec<f32>> {
-        Err(self.not_modelled("read"))
+    fn read(&self, _: &ShapeTensor) -> impl Future<Output = Result<Vec<f32>>> + 'static {
+        std::future::ready(Err(self.not_modelled("read")))
     }
     fn shape<'s>(&self, t: &'s ShapeTensor) -> &'s [usize] {
         &t.shape

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 
 use js_sys::{Function, Promise};
 use kiln::{Gpu, GpuOptions};
-use wasm_bindgen::{JsCast, JsError, JsValue};
+use wasm_bindgen::{JsError, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
 thread_local! {
@@ -59,14 +59,20 @@ pub fn page_options() -> Result<GpuOptions, String> {
         .map_err(|e| format!("?without={list}: {e}"))
 }
 
-/// Lets the browser draw (a macrotask turn) before the next step.
+/// Lets the browser draw and take input (a task turn) before the next step: a message through a
+/// channel of its own. Not `setTimeout(0)`: a browser holds a timer set from a timer's task to
+/// 4 ms once they nest five deep, as a loop of steps nests them (4.2 ms a yield measured in
+/// headless Chromium, `site/tests/measure-readback.mjs`), which every step would pay.
 pub async fn yield_to_page() -> Result<(), JsValue> {
-    let set_timeout: Function =
-        js_sys::Reflect::get(&js_sys::global(), &"setTimeout".into())?.dyn_into()?;
-    let promise = Promise::new(&mut |resolve, _| {
-        let _ = set_timeout.call2(&JsValue::NULL, &resolve, &JsValue::from(0));
-    });
-    JsFuture::from(promise).await.map(|_| ())
+    let channel = web_sys::MessageChannel::new()?;
+    let (port1, port2) = (channel.port1(), channel.port2());
+    let promise = Promise::new(&mut |resolve, _| port1.set_onmessage(Some(&resolve)));
+    port2.post_message(&JsValue::UNDEFINED)?;
+    JsFuture::from(promise).await?;
+    // Closed, the ports keep nothing alive (Node, where measure-dawn.mjs runs the pages).
+    port1.close();
+    port2.close();
+    Ok(())
 }
 
 /// Hands `value` to the page's progress callback as JSON text.

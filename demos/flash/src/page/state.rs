@@ -56,7 +56,8 @@ pub(super) enum Phase {
 /// What a finished background job hands back.
 pub(super) enum Returned {
     Point(Result<sweep::Sweep>),
-    Gpu(Trainer<GpuBackend>, Result<f64>),
+    /// A GPU step read a step late: the loss that came back, if one did.
+    Gpu(Trainer<GpuBackend>, Result<Option<f64>>),
     Cpu(Trainer<CpuBackend>, Trainer<GpuBackend>, Result<f64>),
     Wrote(Box<Trained>, Result<Run>),
 }

@@ -57,10 +57,19 @@ impl FlashPage {
             return;
         }
         match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Gpu(mut t) if t.run.losses.len() < PAGE_STEPS => {
+            // The GPU's steps read their losses a step late (`Trainer::step_ahead`): the next
+            // step runs while the last one's loss comes back and the page draws.
+            Phase::Gpu(mut t) if t.run.losses.len() + usize::from(t.in_flight()) < PAGE_STEPS => {
                 self.busy = true;
                 kiln_app::spawn(async move {
-                    let r = t.step(&setup.corpus).await;
+                    let r = t.step_ahead(&setup.corpus).await;
+                    *slot.borrow_mut() = Some(Returned::Gpu(t, r));
+                });
+            }
+            Phase::Gpu(mut t) if t.in_flight() => {
+                self.busy = true;
+                kiln_app::spawn(async move {
+                    let r = t.finish().await;
                     *slot.borrow_mut() = Some(Returned::Gpu(t, r));
                 });
             }
