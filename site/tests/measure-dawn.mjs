@@ -111,7 +111,15 @@ async function flash() {
   const q = new URLSearchParams(query);
   const quiet = () => {};
   if (q.has('sweep')) return { sweep: JSON.parse(await module.run_sweep(quiet)) };
-  const training = JSON.parse(await module.run_training(q.get('preset') ?? 'medium', Number(q.get('steps') ?? 20), quiet));
+  // When each GPU step's loss reached the page: the loop's own pace, its yields and reads in it.
+  const landed = [];
+  const noted = (json) => {
+    const p = JSON.parse(json);
+    if (p.path === 'gpu' && p.step !== undefined && p.loss !== undefined) landed.push(performance.now());
+  };
+  const training = JSON.parse(await module.run_training(q.get('preset') ?? 'medium', Number(q.get('steps') ?? 20), noted));
+  const gaps = landed.slice(2).map((t, i) => t - landed[i + 1]).sort((a, b) => a - b);
+  training.gpu_loop_ms_per_step = gaps.length ? gaps[Math.floor(gaps.length / 2)] : null;
   if (!q.has('generate')) return { training };
   const generation = JSON.parse(await module.run_generation(q.get('prompt') ?? 'the ', Number(q.get('generate')), quiet));
   return { training, generation };
