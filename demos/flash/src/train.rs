@@ -1,6 +1,8 @@
 //! Training on one path, a step at a time (so the page can draw progress between steps), and
 //! the comparison of the two paths: ms per step, wall time, the loss curves and their drift.
 
+use std::time::Duration;
+
 use kiln_app::kiln::cpu::Array;
 use serde::Serialize;
 use web_time::Instant;
@@ -27,6 +29,9 @@ pub struct Trainer<B: Backend> {
     steps: Steps<B>,
     /// The last step's losses on their way back ([`step_ahead`](Self::step_ahead)).
     pending: Option<Pending>,
+    /// Time spent in calls that landed no loss (the first `step_ahead`: the capture and every
+    /// pipeline build), counted in the next step kept, as `step` counts it in the first.
+    unlanded: Duration,
 }
 
 /// A recorded step whose losses are on their way back.
@@ -120,6 +125,7 @@ impl<B: Backend> Trainer<B> {
             corrections,
             steps: Steps::Capture,
             pending: None,
+            unlanded: Duration::ZERO,
         })
     }
 
@@ -157,7 +163,10 @@ impl<B: Backend> Trainer<B> {
         };
         match self.pending.replace(next) {
             Some(late) => self.land(late, start).await.map(Some),
-            None => Ok(None),
+            None => {
+                self.unlanded += start.elapsed();
+                Ok(None)
+            }
         }
     }
 
@@ -182,7 +191,8 @@ impl<B: Backend> Trainer<B> {
 
     /// Keeps a step's loss and time; a loss that is not finite ends the run.
     fn keep(&mut self, loss: f64, step: u32, start: Instant) -> Result<f64> {
-        self.run.step_ms.push(start.elapsed().as_secs_f64() * 1e3);
+        let spent = start.elapsed() + std::mem::take(&mut self.unlanded);
+        self.run.step_ms.push(spent.as_secs_f64() * 1e3);
         if !loss.is_finite() {
             return Err(Error::Config(format!(
                 "{}: the loss became {loss} at step {step}",
