@@ -33,8 +33,11 @@ impl Health {
         })
     }
 
+    /// The count the writer gave after a commit. The handlers tell in the order the runtime
+    /// resumes them, not in the order of their commits (under load a stale 499 came after
+    /// 500): the largest count is the newest, as nothing deletes a report.
     pub fn stored(&self, reports: i64) {
-        self.reports.store(reports, Ordering::Relaxed);
+        self.reports.fetch_max(reports, Ordering::Relaxed);
         self.set(true, String::new());
     }
 
@@ -88,4 +91,19 @@ pub fn spawn_probe(health: Arc<Health>, database: Database, every: Duration) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Health;
+
+    #[test]
+    fn a_count_told_late_does_not_take_back_a_newer_one() {
+        let h = Health::new(3);
+        h.stored(500);
+        h.stored(499);
+        assert_eq!(h.snapshot().reports, 500);
+        h.stored(501);
+        assert_eq!(h.snapshot().reports, 501);
+    }
 }
