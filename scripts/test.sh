@@ -6,9 +6,8 @@
 # warnings denied, every Rust test — CPU references, template validation, GPU kernels on the
 # adapter in hand (lavapipe without a GPU), bad-input and CLI tests, the collector on SQLite and
 # on a PostgreSQL server its tests start, the demos' headless benchmarks and their native windows
-# under Xvfb — and the browser tests in headless Chromium (WebGPU on SwiftShader) against the
-# built site (those with timed checks alone, the others beside cargo test), and ends with one
-# "N passed, N failed, N skipped" line.
+# under Xvfb — then the browser tests in headless Chromium (WebGPU on SwiftShader) against the
+# built site, and ends with one "N passed, N failed, N skipped" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
@@ -66,34 +65,14 @@ cargo test --workspace --no-run 2>&1 | tee -a "$log"
 build_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$build_status
 
-kiln_bin="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/kiln"
-browser() { KILN_BIN="$kiln_bin" node --test "$@"; }
-# The browser files whose checks are timed (a page on a slow adapter must say things within
-# seconds) run alone; the others run beside `cargo test`. Alone, the browser files kept this
-# 2-core machine 56 % busy (a page's script and SwiftShader's compiles take turns) and cargo test
-# 87 %; neither waits on the other, so together they take little more than the longer of the two.
-stage "browser tests with timed checks, alone (headless Chromium: WebGPU on SwiftShader, no adapter)"
-cargo build --quiet --bin kiln 2>&1 | tee -a "$log"
-build_status=${PIPESTATUS[0]}
-[ "$status" -eq 0 ] && status=$build_status
-browser site/tests/slow-*.test.mjs 2>&1 | tee -a "$log"
-browser_status=${PIPESTATUS[0]}
-[ "$status" -eq 0 ] && status=$browser_status
-
-stage "cargo test, and beside it the other browser tests (cargo's output follows when it ends)"
-rust_log=$(mktemp)
-trap 'rm -f "$log" "$rust_log"' EXIT
-cargo test --workspace --no-fail-fast -- --nocapture > "$rust_log" 2>&1 &
-rust_pid=$!
-others=()
-for f in site/tests/*.test.mjs; do [[ $f == */slow-* ]] || others+=("$f"); done
-browser "${others[@]}" 2>&1 | tee -a "$log"
-browser_status=${PIPESTATUS[0]}
-wait "$rust_pid"
-test_status=$?
-echo "== cargo test (it ran beside the browser files above)"
-tee -a "$log" < "$rust_log"
+stage "cargo test"
+cargo test --workspace --no-fail-fast -- --nocapture 2>&1 | tee -a "$log"
+test_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$test_status
+stage "browser tests (headless Chromium: WebGPU on SwiftShader, no adapter, not a secure context)"
+cargo build --quiet --bin kiln \
+  && KILN_BIN="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/kiln" node --test site/tests/*.test.mjs 2>&1 | tee -a "$log"
+browser_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$browser_status
 stage ""
 set -e
