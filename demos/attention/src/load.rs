@@ -26,6 +26,9 @@ pub struct Loaded {
     pub model: Model,
     pub tokenizer: Tokenizer,
     pub gpu_weights: Weights<Tensor>,
+    /// The GPU path's number format: its weights, its inputs and every activation (the
+    /// products, softmax and layer norms accumulate in f32 either way).
+    pub dtype: DType,
     plans: RefCell<Vec<Rc<ForwardPlan>>>,
     embeds: RefCell<Vec<Rc<Embedding>>>,
 }
@@ -58,12 +61,14 @@ pub struct ForwardPlan {
 
 impl Loaded {
     /// The model named by `--model` (a directory, or `synthetic`), else the fetched MiniLM
-    /// when present, else the built-in synthetic weights.
-    pub fn new(gpu: &Gpu, choice: Option<&str>) -> Result<Loaded, ModelError> {
+    /// when present, else the built-in synthetic weights; on the GPU as `dtype` (f16 needs the
+    /// adapter's `shader-f16`: without it, an error that says so).
+    pub fn new(gpu: &Gpu, choice: Option<&str>, dtype: DType) -> Result<Loaded, ModelError> {
         let model = pick_model(choice)?;
         Ok(Loaded {
             tokenizer: Tokenizer::new(&model.vocab)?,
-            gpu_weights: model.upload(gpu)?,
+            gpu_weights: model.upload(gpu, dtype)?,
+            dtype,
             model,
             plans: RefCell::new(Vec::new()),
             embeds: RefCell::new(Vec::new()),
@@ -85,7 +90,7 @@ impl Loaded {
     /// The forward pass on the GPU: the results stay there until read.
     pub fn gpu_forward(&self, gpu: &Gpu, ids: &[u32]) -> Result<Forward<Tensor>, ModelError> {
         let rows = self.model.embedding_rows(ids)?;
-        let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32);
+        let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, self.dtype);
         let rows = [up(&rows[0])?, up(&rows[1])?, up(&rows[2])?];
         let path = kiln::GpuBackend { gpu: gpu.clone() };
         Ok(encoder::forward(
@@ -190,7 +195,7 @@ impl Loaded {
                 Some(i) => plans.remove(i),
                 None => {
                     let rows = self.model.embedding_rows(ids)?;
-                    let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32);
+                    let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, self.dtype);
                     Rc::new(capture([up(&rows[0])?, up(&rows[1])?, up(&rows[2])?])?)
                 }
             };
@@ -295,6 +300,19 @@ pub async fn read_forward(f: &Forward<Tensor>) -> kiln::Result<(Vec<Vec<f32>>, V
         probs.push(p.read().await?);
     }
     Ok((hidden, probs))
+}
+
+/// The number format `--dtype` (or the page's `dtype`) names for the GPU path: f32 when absent;
+/// anything but f32 and f16 is an error that says what is taken.
+pub fn model_dtype(name: Option<&str>) -> kiln::Result<DType> {
+    match name {
+        None | Some("f32") => Ok(DType::F32),
+        Some("f16") => Ok(DType::F16),
+        Some(other) => Err(kiln::Error::InvalidArgument {
+            op: "dtype",
+            detail: format!("{other:?}: the model runs as f32 or f16"),
+        }),
+    }
 }
 
 /// A model error as kiln's, for the code that returns kiln's `Result`.

@@ -307,9 +307,10 @@ impl Model {
         Ok(Array::new(&[ids.len(), d], word)?)
     }
 
-    /// The layers' weights uploaded to the GPU (f32).
-    pub fn upload(&self, gpu: &Gpu) -> Result<Weights<Tensor>, ModelError> {
-        let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, DType::F32);
+    /// The layers' weights uploaded to the GPU as `dtype` (f32, or f16 where the adapter has
+    /// `shader-f16`).
+    pub fn upload(&self, gpu: &Gpu, dtype: DType) -> Result<Weights<Tensor>, ModelError> {
+        let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, dtype);
         Ok(Weights {
             emb_ln_g: up(&self.weights.emb_ln_g)?,
             emb_ln_b: up(&self.weights.emb_ln_b)?,

@@ -15,6 +15,7 @@ use attention::model::Model;
 use attention::stages::{kernel_choices, stages};
 use attention::tokenizer::{Tokenizer, Tokens};
 use attention::walkthrough::{self, Scene, Trace};
+use kiln_app::kiln::DType;
 use kiln_app::talk::{Stored, Target};
 use kiln_app::web::{js_error, js_value, page_gpu};
 use wasm_bindgen::prelude::*;
@@ -40,7 +41,7 @@ pub async fn embed_timed(text: String, runs: usize) -> Result<String, JsValue> {
     let loaded = match EMBEDDER.with(|e| e.borrow().clone()) {
         Some(l) => l,
         None => {
-            let l = Rc::new(Loaded::new(&gpu, None).map_err(js_value)?);
+            let l = Rc::new(Loaded::new(&gpu, None, DType::F32).map_err(js_value)?);
             EMBEDDER.with(|e| *e.borrow_mut() = Some(l.clone()));
             l
         }

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use attention::encoder;
-use attention::load::{Loaded, mean_pool};
+use attention::load::{Loaded, mean_pool, read_forward};
 use attention::model::{Layer, Model};
 use kiln_app::kiln::cpu::{self, Array};
 use kiln_app::kiln::{CpuBackend, DType, Gpu, GpuBackend, GpuOptions, Tensor};
@@ -85,7 +85,7 @@ fn one_layer_gpu_matches_cpu_with_random_weights() {
 fn whole_forward_pass_gpu_matches_cpu_on_the_synthetic_model() {
     let gpu = gpu();
     let m = Model::synthetic().unwrap();
-    let on_gpu = m.upload(&gpu).unwrap();
+    let on_gpu = m.upload(&gpu, DType::F32).unwrap();
     let ids: Vec<u32> = (0..23)
         .map(|k| (k * 7 % m.config.vocab_size) as u32)
         .collect();
@@ -122,7 +122,7 @@ fn the_plan_only_run_lists_the_launches_the_device_runs() {
     use kiln_app::talk::Target;
 
     let gpu = gpu();
-    let loaded = Loaded::new(&gpu, Some("synthetic")).unwrap();
+    let loaded = Loaded::new(&gpu, Some("synthetic"), DType::F32).unwrap();
     let layers = loaded.model.weights.layers.len();
     for tokens in [5usize, 16, 37] {
         let ids: Vec<u32> = (0..tokens as u32).map(|i| 1 + i % 7).collect();
@@ -159,7 +159,7 @@ fn the_plan_only_run_lists_the_launches_the_device_runs() {
 #[test]
 fn gpu_embedding_is_the_mean_of_the_cpu_paths_last_hidden_rows() {
     let gpu = gpu();
-    let loaded = Loaded::new(&gpu, Some("synthetic")).unwrap();
+    let loaded = Loaded::new(&gpu, Some("synthetic"), DType::F32).unwrap();
     let (vocab, w) = (
         loaded.model.config.vocab_size,
         loaded.model.config.hidden_size,
@@ -201,4 +201,68 @@ fn gpu_embedding_is_the_mean_of_the_cpu_paths_last_hidden_rows() {
     assert!(mean_pool(&[], w).is_err());
     assert!(mean_pool(&[1.0; 4], 0).is_err());
     assert!(mean_pool(&[1.0; 5], 4).is_err());
+}
+
+/// The forward in f16 on the GPU (weights, inputs and activations; f32 accumulation) against
+/// the CPU path in f32, op by op, from the heatmap's plan and as the embedding call runs it (its
+/// attention fused into flash launches), where the adapter has shader-f16 (lavapipe has). The
+/// error is f16's rounding of weights and activations, growing with depth: on lavapipe (synthetic
+/// weights, 5 and 23 tokens) the hidden states 3.2e-4 to 1.5e-3 and the attention weights 8.8e-4
+/// to 2.5e-3 (relative L2); each is held to about 3× its own.
+#[test]
+fn f16_forward_tracks_the_f32_cpu_path() {
+    let gpu = gpu();
+    if !gpu.profile().features.shader_f16 {
+        kiln_testing::skip(&format!("{} has no shader-f16", gpu.profile().name));
+        return;
+    }
+    let loaded = Loaded::new(&gpu, Some("synthetic"), DType::F16).unwrap();
+    assert!(loaded.gpu_weights.emb_ln_g.dtype() == DType::F16);
+    let errors = |got: &[Vec<f32>], want: &[Array]| -> Vec<f64> {
+        got.iter()
+            .zip(want)
+            .map(|(g, w)| cpu::rel_l2(g, &w.data))
+            .collect()
+    };
+    for n in [5usize, 23] {
+        let ids: Vec<u32> = (0..n).map(|k| (1 + (k * 11 + n) % 50) as u32).collect();
+        let want = loaded.cpu_forward(&ids).unwrap();
+        let f = loaded.gpu_forward(&gpu, &ids).unwrap();
+        assert!(f.hidden.iter().all(|h| h.dtype() == DType::F16));
+        let (hidden, probs) = pollster::block_on(read_forward(&f)).unwrap();
+        let planned = loaded.gpu_forward_planned(&gpu, &ids).unwrap();
+        let (planned_hidden, planned_probs) =
+            pollster::block_on(read_forward(&planned.forward)).unwrap();
+        let embedding = loaded.gpu_embedding_planned(&gpu, &ids).unwrap();
+        assert!(embedding.fused.attention > 0, "{n} tokens: nothing fused");
+        let last = pollster::block_on(embedding.last.read()).unwrap();
+        let by_kind = [
+            ("hidden", errors(&hidden, &want.hidden), 5e-3),
+            ("attention", errors(&probs, &want.probs), 8e-3),
+            (
+                "planned hidden",
+                errors(&planned_hidden, &want.hidden),
+                5e-3,
+            ),
+            (
+                "planned attention",
+                errors(&planned_probs, &want.probs),
+                8e-3,
+            ),
+            (
+                "embedding call",
+                errors(&[last], &want.hidden[want.hidden.len() - 1..]),
+                5e-3,
+            ),
+        ];
+        for (kind, e, bound) in by_kind {
+            let e_text: Vec<String> = e.iter().map(|x| format!("{x:.2e}")).collect();
+            let e_text = e_text.join(", ");
+            println!("f16, {n} tokens, {kind}: relative L2 {e_text} (allowed {bound:.0e})");
+            assert!(
+                e.iter().all(|&x| x <= bound),
+                "{n} tokens, {kind}: {e_text}"
+            );
+        }
+    }
 }

@@ -223,6 +223,9 @@ pub struct Options {
     pub text: Option<String>,
     /// A model directory in the Hugging Face layout, for demos that load weights.
     pub model: Option<String>,
+    /// The number format of a model's tensors on the GPU (`f32`, `f16`), for demos that run
+    /// one (the attention demo); absent, f32.
+    pub dtype: Option<String>,
     /// Write the demo's intermediate results here (JSON), for comparison with a reference.
     pub dump: Option<String>,
     /// A named problem size, for demos that have presets.

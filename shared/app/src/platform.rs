@@ -38,6 +38,10 @@ mod imp {
         /// or `synthetic` for the built-in weights.
         #[arg(long)]
         model: Option<String>,
+        /// The model's number format on the GPU (f16 needs the adapter's shader-f16): weights,
+        /// inputs and activations; products, softmax and layer norms accumulate in f32.
+        #[arg(long, value_parser = ["f32", "f16"])]
+        dtype: Option<String>,
         /// Write the demo's intermediate results to this JSON file.
         #[arg(long)]
         dump: Option<String>,
@@ -65,6 +69,7 @@ mod imp {
             exit_after: cli.exit_after,
             text: cli.text,
             model: cli.model,
+            dtype: cli.dtype,
             dump: cli.dump,
             preset: None,
             talk: cli.talk || cli.stage.is_some(),
@@ -230,6 +235,7 @@ mod imp {
             exit_after: number("exit_after").map(|n: usize| n as u64),
             text: get("text"),
             model: get("model"),
+            dtype: get("dtype"),
             dump: None,
             preset: get("preset"),
             talk: get("talk").is_some(),

@@ -19,7 +19,7 @@ use kiln_app::{BenchReport, Demo, Options, Rates, RatesSource};
 
 use crate::captions::token_summary;
 use crate::heatmap;
-use crate::load::{DEFAULT_TEXT, Loaded, model_error};
+use crate::load::{DEFAULT_TEXT, Loaded, model_dtype, model_error};
 use crate::measure::{bench_report, time_paths};
 use crate::stages::stages;
 use crate::tokenizer::Tokens;
@@ -31,7 +31,12 @@ impl Demo for Attention {
     const WINDOW: (u32, u32) = (1600, 900);
 
     fn new(gpu: &Gpu, options: &Options) -> kiln::Result<Self> {
-        let loaded = Loaded::new(gpu, options.model.as_deref()).map_err(model_error)?;
+        let loaded = Loaded::new(
+            gpu,
+            options.model.as_deref(),
+            model_dtype(options.dtype.as_deref())?,
+        )
+        .map_err(model_error)?;
         let mut demo = Attention {
             gpu: gpu.clone(),
             loaded: Rc::new(loaded),
