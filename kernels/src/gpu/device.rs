@@ -122,7 +122,7 @@ pub(super) struct Inner {
     pub(super) device: wgpu::Device,
     pub(super) queue: wgpu::Queue,
     pub(super) profile: DeviceProfile,
-    pub(super) registry: Registry,
+    pub(super) registry: Arc<Registry>,
     pub(super) tuned: TunedTable,
     /// Compiled kernels by family, then variant.
     pub(super) kernels: Mutex<HashMap<String, HashMap<String, Arc<Kernel>>>>,
@@ -205,7 +205,7 @@ impl Gpu {
                 device,
                 queue,
                 profile,
-                registry: Registry::builtin()?,
+                registry: Registry::shared()?,
                 tuned: TunedTable::builtin()?,
                 kernels: Mutex::default(),
                 memo: Memo::default(),

@@ -11,11 +11,47 @@ use crate::contract::{Contract, Needs, Param};
 use crate::device::Tier;
 use crate::error::{Error, Result};
 
-pub(super) fn enumerate(
-    env: &Environment<'static>,
-    contract: &Contract,
+pub(super) fn enumerate<'a>(
+    env: &'a Environment<'static>,
+    contract: &'a Contract,
     storage: &BTreeMap<&str, u32>,
 ) -> Result<Vec<Variant>> {
+    // Each expression compiled once for the family, not once per assignment: compiling was
+    // most of the registry's load time (~4.5 s of a debug test's start, every Gpu::new).
+    let compile = |what: String, expr: &'a str| {
+        env.compile_expression(expr).map_err(|e| Error::Template {
+            family: contract.family.clone(),
+            variant: "*".into(),
+            line: None,
+            detail: format!("{what}: {e}"),
+        })
+    };
+    let derived_exprs = contract
+        .derived
+        .iter()
+        .map(|(name, expr)| Ok((name, compile(format!("derived `{name}`"), expr)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let rule_exprs = contract
+        .rules
+        .iter()
+        .map(|rule| Ok((rule, compile(format!("rule `{rule}`"), rule)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let experimental_exprs = contract
+        .experimental
+        .iter()
+        .map(|set| {
+            let what = format!("experimental set `{}`", set.name);
+            Ok((&set.name, compile(what, &set.when)?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let name_template = env
+        .template_from_str(&contract.name)
+        .map_err(|e| Error::Template {
+            family: contract.family.clone(),
+            variant: "*".into(),
+            line: None,
+            detail: format!("name pattern: {e}"),
+        })?;
     let mut variants = Vec::new();
     for values in contract.assignments() {
         let mut ctx: BTreeMap<String, Value> = values
@@ -34,22 +70,26 @@ pub(super) fn enumerate(
             detail,
         };
         let mut derived = Vec::new();
-        for (name, expr) in &contract.derived {
-            let value =
-                eval(env, expr, &ctx).map_err(|e| fail(format!("derived `{name}`: {e}")))?;
-            ctx.insert(name.clone(), value.clone());
-            derived.push((name.clone(), value));
+        for (name, expr) in &derived_exprs {
+            let value = expr
+                .eval(Value::from(ctx.clone()))
+                .map_err(|e| fail(format!("derived `{name}`: {e}")))?;
+            ctx.insert((*name).clone(), value.clone());
+            derived.push(((*name).clone(), value));
         }
+        let scope = Value::from(ctx.clone());
         let mut keep = true;
-        for rule in &contract.rules {
-            let value = eval(env, rule, &ctx).map_err(|e| fail(format!("rule `{rule}`: {e}")))?;
+        for (rule, expr) in &rule_exprs {
+            let value = expr
+                .eval(scope.clone())
+                .map_err(|e| fail(format!("rule `{rule}`: {e}")))?;
             keep &= value.is_true();
         }
         if !keep {
             continue;
         }
-        let name = env
-            .render_str(&contract.name, Value::from(ctx.clone()))
+        let name = name_template
+            .render(scope)
             .map_err(|e| fail(format!("name pattern: {e}")))?;
         let workgroup_size = workgroup_dims(ctx.get("workgroup_size"))
             .ok_or_else(|| fail("`workgroup_size` must be a list of 1 to 3 integers".into()))?;
@@ -61,11 +101,13 @@ pub(super) fn enumerate(
         let mut experimental = Vec::new();
         for tier in Tier::ALL {
             ctx.insert("tier".into(), Value::from(tier.name()));
-            for set in &contract.experimental {
-                let value = eval(env, &set.when, &ctx)
-                    .map_err(|e| fail(format!("experimental set `{}`: {e}", set.name)))?;
+            let scope = Value::from(ctx.clone());
+            for (set, expr) in &experimental_exprs {
+                let value = expr
+                    .eval(scope.clone())
+                    .map_err(|e| fail(format!("experimental set `{set}`: {e}")))?;
                 if value.is_true() {
-                    experimental.push((tier, set.name.clone()));
+                    experimental.push((tier, (*set).clone()));
                     break;
                 }
             }
@@ -89,14 +131,6 @@ pub(super) fn enumerate(
         });
     }
     Ok(variants)
-}
-
-fn eval(
-    env: &Environment<'static>,
-    expr: &str,
-    ctx: &BTreeMap<String, Value>,
-) -> Result<Value, minijinja::Error> {
-    env.compile_expression(expr)?.eval(Value::from(ctx.clone()))
 }
 
 fn workgroup_dims(value: Option<&Value>) -> Option<[u32; 3]> {

@@ -10,6 +10,7 @@ mod support;
 mod variant;
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 
@@ -42,6 +43,18 @@ impl Registry {
     /// The families built into Kiln.
     pub fn builtin() -> Result<Self> {
         Self::load(FAMILIES, PARTIALS, STORAGE)
+    }
+
+    /// [`builtin`](Self::builtin), loaded once per process and shared by every [`Gpu`](crate::Gpu)
+    /// made in it (loading enumerates and names every family's variants: a test binary or a
+    /// page that opens several devices pays it once).
+    pub fn shared() -> Result<Arc<Self>> {
+        static BUILTIN: OnceLock<Arc<Registry>> = OnceLock::new();
+        if let Some(registry) = BUILTIN.get() {
+            return Ok(registry.clone());
+        }
+        let loaded = Arc::new(Self::builtin()?);
+        Ok(BUILTIN.get_or_init(|| loaded).clone())
     }
 
     /// A registry of the given families `(name, template, contract)` and partials
