@@ -109,8 +109,10 @@ if stage models; then
   long=$(python3 -c 'print(("Kernels are the implementations that run an operator on specific hardware, and the fastest one differs from device to device, so templates are rendered for the adapter in hand. ") * 6)')
   builtin="The cat sat on the mat because it was tired, and the dog that had chased it all morning lay down by the door, waiting for the rain to stop so they could both go out again."
   {
-    for text in "$short" "$long"; do
-      "$bin/attention" --bench --json --frames 30 --model "$model" --text "$text" 2>>"$out/models.err" || failed=1
+    for dtype in f32 f16; do
+      for text in "$short" "$long"; do
+        "$bin/attention" --bench --json --frames 30 --model "$model" --dtype $dtype --text "$text" 2>>"$out/models.err" || failed=1
+      done
     done
     "$bin/attention" --bench --json --frames 30 --model synthetic --text "$builtin" 2>>"$out/models.err" || failed=1
     "$bin/flash" --bench --json --preset medium --steps 40 --no-sweep --each-call --threads "$(nproc)" 2>>"$out/models.err" || failed=1

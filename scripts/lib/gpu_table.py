@@ -138,12 +138,15 @@ def models(out):
         if r.get("demo") == "attention":
             n = len(c.get("ids", []))
             synthetic = c.get("synthetic_weights")
-            what = f"attention forward, {n} tokens, " + ("built-in weights" if synthetic else "MiniLM-L6")
-            eager = None if synthetic else nearest(
+            # Each dtype beside PyTorch's graph in the same dtype (eager is f32 only).
+            dtype = c.get("dtype", "f32")
+            what = (f"attention forward, {n} tokens, " + ("built-in weights" if synthetic else "MiniLM-L6")
+                    + f", {dtype}")
+            eager = None if synthetic or dtype != "f32" else nearest(
                 lambda t: t.get("what") == "hf eager forward" and t["device"] == "cuda", n)
             graph = None if synthetic else nearest(
                 lambda t: t.get("what") == "minilm forward" and t.get("how") == "cuda graph"
-                and t.get("dtype") == "f32", n)
+                and t.get("dtype") == dtype, n)
             cpu_ref = None if synthetic else nearest(
                 lambda t: t.get("what") == "hf eager forward" and t["device"] == "cpu", n)
             lazy = c.get("recorded_each_call") or {}
@@ -195,7 +198,7 @@ def models(out):
     print("Whole models: Kiln wall clock from the inputs uploaded to the result read back, median "
           "after warm-up; counts per unit after its first run; host µs per launch = (record + "
           "submit) / launches (encode: wgpu's encoding per launch, and each of the submissions' "
-          "queue.submit in µs). PyTorch f32, TF32 off, wall clock on the same terms: eager "
+          "queue.submit in µs). PyTorch f32 (TF32 off), or f16 beside Kiln's f16 rows, wall clock on the same terms: eager "
           "(hf-encoder-time.py, torch-graph-anchors.py's fused AdamW step) and the same work "
           "captured once in a CUDA graph and replayed (torch-graph-anchors.py).")
 
