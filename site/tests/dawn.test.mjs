@@ -28,7 +28,7 @@ test('the waves and attention pages benchmark under Dawn and their paths agree',
   assert.ok(existsSync(icd), `no SwiftShader Vulkan driver at ${icd} (Debian's chromium package)`);
   const runs = [
     ['waves', 'bench&json&frames=2&size=64', /^64×64, 128 waves/],
-    ['attention', 'bench&json&frames=1&model=synthetic&text=the%20cat%20sat', /^5 tokens; 2 layers/],
+    ['attention', 'bench&json&frames=1&model=synthetic&text=the%20cat%20sat', /^5 tokens, f32; 2 layers/],
   ];
   for (const [demo, query, settings] of runs) {
     const { code, stdout, stderr } = await measure(demo, query);
