@@ -36,6 +36,7 @@ test('the attention page takes a sentence and draws its heatmap', async () => {
   console.log(text.split('\n').slice(0, 8).join(' | '));
   assert.match(text, /adapter: .*\(webgpu\)/);
   assert.match(text, /SYNTHETIC/);
+  assert.match(text, /GPU in f32/);
   assert.match(await page.textContent('#weights'), /synthetic/);
   assert.match(await page.textContent('#code'), /fn encoder_layer<B: Backend>/);
 
@@ -180,11 +181,23 @@ test('the site carries the real model as f16, its download shown as a progress b
   await page.close();
 });
 
-test('a text in the URL is the one the page shows', async () => {
-  const { page, errors } = await site.open(`/attention.html?model=synthetic&text=${encodeURIComponent('a red car')}`, { width: 1280, height: 1100 });
+// With `dtype=f16` too: the GPU path runs in f16 where the browser's adapter has shader-f16;
+// where it has not (SwiftShader today), in f32, and the HUD says f16 was asked for and why not.
+test('a text and a dtype in the URL are the ones the page runs, or it says why not', async () => {
+  const { page, errors } = await site.open(`/attention.html?model=synthetic&dtype=f16&text=${encodeURIComponent('a red car')}`, { width: 1280, height: 1100 });
   await page.waitForFunction(() => /tokens:\s+\[CLS\]\s+a\s+red\s+car\s+\[SEP\]/.test(document.getElementById('hud').textContent),
     null, { timeout: 90000 });
   assert.equal(await page.inputValue('#text'), 'a red car');
+  const f16 = await page.evaluate(async () => (await navigator.gpu.requestAdapter()).features.has('shader-f16'));
+  const text = await hud(page);
+  console.log(`dtype=f16 asked, the adapter ${f16 ? 'has' : 'has no'} shader-f16: ${text.split('\n').filter((l) => /GPU in|f16/.test(l)).join(' | ')}`);
+  if (f16) {
+    assert.match(text, /GPU in f16/);
+    assert.doesNotMatch(text, /no shader-f16/);
+  } else {
+    assert.match(text, /GPU in f32/);
+    assert.match(text, /f16 asked for: no shader-f16 here/);
+  }
   assert.deepEqual(errors, []);
   await page.close();
 });

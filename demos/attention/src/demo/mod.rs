@@ -31,15 +31,18 @@ impl Demo for Attention {
     const WINDOW: (u32, u32) = (1600, 900);
 
     fn new(gpu: &Gpu, options: &Options) -> kiln::Result<Self> {
-        let loaded = Loaded::new(
-            gpu,
-            options.model.as_deref(),
-            model_dtype(options.dtype.as_deref())?,
-        )
-        .map_err(model_error)?;
+        // f16 asked of an adapter without shader-f16: natively an error (the flag asked for
+        // it); on the page, where a visitor's browser decides, f32 and the HUD says why.
+        let asked = model_dtype(options.dtype.as_deref())?;
+        let fall_back = cfg!(target_arch = "wasm32")
+            && asked == DType::F16
+            && !gpu.profile().features.shader_f16;
+        let dtype = if fall_back { DType::F32 } else { asked };
+        let loaded = Loaded::new(gpu, options.model.as_deref(), dtype).map_err(model_error)?;
         let mut demo = Attention {
             gpu: gpu.clone(),
             loaded: Rc::new(loaded),
+            f16_refused: fall_back,
             text: options.text.clone().unwrap_or_else(|| DEFAULT_TEXT.into()),
             tokens: Tokens {
                 tokens: Vec::new(),
@@ -218,9 +221,15 @@ impl Demo for Attention {
         }
         let c = &self.loaded.model.config;
         lines.push(format!(
-            "{} layers, {} heads, hidden {}",
-            c.num_hidden_layers, c.num_attention_heads, c.hidden_size
+            "{} layers, {} heads, hidden {}, GPU in {}",
+            c.num_hidden_layers,
+            c.num_attention_heads,
+            c.hidden_size,
+            self.loaded.dtype.wgsl()
         ));
+        if self.f16_refused {
+            lines.push("  (f16 asked for: no shader-f16 here)".into());
+        }
         // The text itself is in the page's field (and typed into the window): not repeated.
         lines.extend(token_summary(
             &self.tokens,

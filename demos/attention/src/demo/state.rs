@@ -52,6 +52,8 @@ pub(super) const LONG_TEXT: usize = 64;
 pub struct Attention {
     pub(super) gpu: Gpu,
     pub(super) loaded: Rc<Loaded>,
+    /// The page asked for f16 and the browser's adapter has no shader-f16: f32 instead.
+    pub(super) f16_refused: bool,
     pub(super) text: String,
     pub(super) tokens: Tokens,
     pub(super) on_gpu: bool,
