@@ -87,11 +87,16 @@ impl Loaded {
         self.model.config.layer_norm_eps
     }
 
-    /// The forward pass on the GPU: the results stay there until read.
-    pub fn gpu_forward(&self, gpu: &Gpu, ids: &[u32]) -> Result<Forward<Tensor>, ModelError> {
+    /// The token's word, position and type rows on the GPU, in the path's dtype.
+    fn gpu_rows(&self, gpu: &Gpu, ids: &[u32]) -> Result<[Tensor; 3], ModelError> {
         let rows = self.model.embedding_rows(ids)?;
         let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, self.dtype);
-        let rows = [up(&rows[0])?, up(&rows[1])?, up(&rows[2])?];
+        Ok([up(&rows[0])?, up(&rows[1])?, up(&rows[2])?])
+    }
+
+    /// The forward pass on the GPU: the results stay there until read.
+    pub fn gpu_forward(&self, gpu: &Gpu, ids: &[u32]) -> Result<Forward<Tensor>, ModelError> {
+        let rows = self.gpu_rows(gpu, ids)?;
         let path = kiln::GpuBackend { gpu: gpu.clone() };
         Ok(encoder::forward(
             &path,
@@ -193,11 +198,7 @@ impl Loaded {
             });
             let planned = match at {
                 Some(i) => plans.remove(i),
-                None => {
-                    let rows = self.model.embedding_rows(ids)?;
-                    let up = |a: &Array| Tensor::from_slice(gpu, &a.shape, &a.data, self.dtype);
-                    Rc::new(capture([up(&rows[0])?, up(&rows[1])?, up(&rows[2])?])?)
-                }
+                None => Rc::new(capture(self.gpu_rows(gpu, ids)?)?),
             };
             plans.insert(0, planned.clone());
             plans.truncate(PLANS_KEPT);
@@ -305,13 +306,13 @@ pub async fn read_forward(f: &Forward<Tensor>) -> kiln::Result<(Vec<Vec<f32>>, V
 /// The number format `--dtype` (or the page's `dtype`) names for the GPU path: f32 when absent;
 /// anything but f32 and f16 is an error that says what is taken.
 pub fn model_dtype(name: Option<&str>) -> kiln::Result<DType> {
-    match name {
-        None | Some("f32") => Ok(DType::F32),
-        Some("f16") => Ok(DType::F16),
-        Some(other) => Err(kiln::Error::InvalidArgument {
+    match name.map(DType::parse).transpose()? {
+        None => Ok(DType::F32),
+        Some(DType::U32) => Err(kiln::Error::InvalidArgument {
             op: "dtype",
-            detail: format!("{other:?}: the model runs as f32 or f16"),
+            detail: "u32: the model runs as f32 or f16".into(),
         }),
+        Some(dtype) => Ok(dtype),
     }
 }
 

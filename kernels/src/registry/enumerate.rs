@@ -18,13 +18,15 @@ pub(super) fn enumerate<'a>(
 ) -> Result<Vec<Variant>> {
     // Each expression compiled once for the family, not once per assignment: compiling was
     // most of the registry's load time (~4.5 s of a debug test's start, every Gpu::new).
+    let family_error = |what: String, e: minijinja::Error| Error::Template {
+        family: contract.family.clone(),
+        variant: "*".into(),
+        line: None,
+        detail: format!("{what}: {e}"),
+    };
     let compile = |what: String, expr: &'a str| {
-        env.compile_expression(expr).map_err(|e| Error::Template {
-            family: contract.family.clone(),
-            variant: "*".into(),
-            line: None,
-            detail: format!("{what}: {e}"),
-        })
+        env.compile_expression(expr)
+            .map_err(|e| family_error(what, e))
     };
     let derived_exprs = contract
         .derived
@@ -46,12 +48,7 @@ pub(super) fn enumerate<'a>(
         .collect::<Result<Vec<_>>>()?;
     let name_template = env
         .template_from_str(&contract.name)
-        .map_err(|e| Error::Template {
-            family: contract.family.clone(),
-            variant: "*".into(),
-            line: None,
-            detail: format!("name pattern: {e}"),
-        })?;
+        .map_err(|e| family_error("name pattern".into(), e))?;
     let mut variants = Vec::new();
     for values in contract.assignments() {
         let mut ctx: BTreeMap<String, Value> = values
