@@ -1043,3 +1043,83 @@ fn weight_gradient_sums_fold_into_the_optimiser_step() {
         }
     }
 }
+
+/// In f16 the same folds hold: the product writes its gelu, or its split into heads, in the
+/// launch that writes it, the product's design with the two-output epilogue in f16. Where the
+/// adapter has no shader-f16 this is a skip.
+#[test]
+fn f16_products_fold_their_gelu_and_heads_too() {
+    use kiln::{Backend, GpuBackend};
+    let g = common::own_gpu();
+    if !g.profile().features.shader_f16 {
+        kiln_testing::skip(&format!("{} has no shader-f16", g.profile().name));
+        return;
+    }
+    let path = GpuBackend { gpu: g.clone() };
+    let cpu_path = kiln::CpuBackend::plain();
+    // 3 sequences of 5 tokens, 2 heads of 6, from 70 inputs (no tile multiples).
+    let (batch, tokens, heads, d, k) = (3, 5, 2, 6, 70);
+    let m = batch * tokens;
+    let up = |seed: u64, shape: &[usize]| {
+        let data = kiln::tensor::round_to_f16(&common::random(seed, shape.iter().product()));
+        let t = Tensor::from_slice(&g, shape, &data, DType::F16).unwrap();
+        (t, Array::new(shape, data).unwrap())
+    };
+    let (a, a_cpu) = up(111, &[m, k]);
+    let (w, w_cpu) = up(112, &[k, 3 * heads * d]);
+    let (bias, bias_cpu) = up(113, &[3 * heads * d]);
+    let c_want = cpu::linear(&a_cpu, &w_cpu, &bias_cpu).unwrap();
+    let gelu_want = cpu::gelu(&c_want).unwrap();
+    let parts_want = cpu_path
+        .split_qkv(&c_want, [batch, tokens, heads, heads, d])
+        .unwrap();
+    for split in [false, true] {
+        let make = || -> kiln::Result<Vec<Tensor>> {
+            let c = ops::linear(&a, &w, &bias)?;
+            let after = if split {
+                path.split_qkv(&c, [batch, tokens, heads, heads, d])?
+                    .to_vec()
+            } else {
+                vec![ops::gelu(&c)?]
+            };
+            Ok(std::iter::once(c).chain(after).collect())
+        };
+        g.flush().unwrap();
+        let before = g.counters();
+        let got: Vec<Vec<f32>> = make().unwrap().iter().map(read).collect();
+        assert_eq!(
+            (g.counters() - before).dispatches,
+            1,
+            "split {split}: one launch"
+        );
+        let want: Vec<&[f32]> = if split {
+            std::iter::once(&c_want)
+                .chain(&parts_want)
+                .map(|x| x.data.as_slice())
+                .collect()
+        } else {
+            vec![&c_want.data, &gelu_want.data]
+        };
+        // f16's rounding of C and of what is made from it: measured 2.0e-4 to 2.3e-4 on
+        // lavapipe, each output.
+        for (i, (got, want)) in got.iter().zip(want).enumerate() {
+            assert_close(&format!("split {split}, output {i}"), got, want, 2e-3);
+        }
+        let (plan, outs) = g.capture(make).unwrap();
+        let suffix = if split {
+            "_bias_and_heads"
+        } else {
+            "_bias_and_gelu"
+        };
+        match plan.kernels() {
+            [one] => assert!(
+                one.starts_with("matmul/f16") && one.ends_with(suffix),
+                "{one}"
+            ),
+            other => panic!("split {split}: {other:?}"),
+        }
+        plan.replay().unwrap();
+        let replayed: Vec<Vec<f32>> = outs.iter().map(read).collect();
+        assert_eq!(replayed, got, "split {split}: replayed");
+    }
+}

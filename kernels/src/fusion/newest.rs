@@ -88,14 +88,14 @@ pub(crate) fn fold<V: Value>(
         (Newest::Product { .. }, Next::Elementwise { op, operands }) => {
             let (epilogue, at) = epilogue_for(*op)?;
             let c = operands.get(at)?;
-            // Every operand f32 and of C's shape; the others apart from C.
+            // Every operand of C's dtype and shape; the others apart from C.
             let apart = operands
                 .iter()
                 .enumerate()
                 .all(|(i, o)| i == at || !o.overlaps(c));
             let alike = operands
                 .iter()
-                .all(|o| o.dtype() == DType::F32 && o.shape() == c.shape());
+                .all(|o| o.dtype() == c.dtype() && o.shape() == c.shape());
             let fits = alike && apart;
             (fits && product_writes(newest, c, None)).then_some(())?;
             with_epilogue(registry, newest, epilogue)
@@ -103,7 +103,7 @@ pub(crate) fn fold<V: Value>(
         (Newest::Product { .. }, Next::Moved { x, heads: Some(e) }) => {
             let [b, t, p, h, d] = *e;
             let mn = [b * t, p * h * d];
-            let fits = x.dtype() == DType::F32 && product_writes(newest, x, Some(mn));
+            let fits = product_writes(newest, x, Some(mn));
             fits.then_some(())?;
             with_epilogue(registry, newest, Epilogue::BiasAndHeads)
         }
@@ -147,9 +147,9 @@ pub(crate) fn fold<V: Value>(
     }
 }
 
-/// Whether the newest launch is an f32 product with no epilogue or a bias, written whole, that
-/// wrote `t`: with `mn`, a batch of one [M, N] of these extents; without, with `t`'s rows the
-/// product's.
+/// Whether the newest launch is a product of `t`'s dtype with no epilogue or a bias, written
+/// whole, that wrote `t`: with `mn`, a batch of one [M, N] of these extents; without, with `t`'s
+/// rows the product's.
 fn product_writes<V: Value>(newest: &Newest<'_, V>, t: &V, mn: Option<[usize; 2]>) -> bool {
     let Newest::Product {
         variant,
@@ -173,7 +173,7 @@ fn product_writes<V: Value>(newest: &Newest<'_, V>, t: &V, mn: Option<[usize; 2]
         // Elementwise, the bias (or the zeros of a product without one) is read by column.
         None => t.shape().last() == Some(n),
     };
-    design.dtype == DType::F32 && *c == t.key() && *n > 0 && fits
+    design.dtype == t.dtype() && *c == t.key() && *n > 0 && fits
 }
 
 /// The newest product's variant with `epilogue`, where the registry has that form.
