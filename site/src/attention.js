@@ -20,6 +20,34 @@ document.addEventListener('kiln:texts', (e) => {
   document.getElementById('canvas').dataset.texts = JSON.stringify(e.detail);
 });
 
+// The GPU path's number format, as the URL's `dtype` gives it to the demo (the window's --dtype):
+// the choice reloads the page with it (and the text as it is). f16 is offered where the adapter
+// has shader-f16; elsewhere the option is off and the note says why, and the select shows f32,
+// what the GPU path then runs.
+async function dtypeControl() {
+  const select = document.getElementById('dtype');
+  const note = document.getElementById('dtype-note');
+  const params = new URLSearchParams(location.search);
+  const asked = params.get('dtype') === 'f16' ? 'f16' : 'f32';
+  const adapter = await navigator.gpu?.requestAdapter().catch(() => null);
+  const f16 = Boolean(adapter?.features.has('shader-f16'));
+  select.dataset.f16 = String(f16);
+  select.value = f16 ? asked : 'f32';
+  if (!adapter) {
+    select.disabled = true;
+    note.textContent = 'the GPU path needs WebGPU';
+  } else if (!f16) {
+    select.querySelector('option[value="f16"]').disabled = true;
+    note.textContent = `f16 needs shader-f16, which this adapter has not${asked === 'f16' ? ' (asked for in the URL)' : ''}`;
+  }
+  select.addEventListener('change', () => {
+    params.set('dtype', select.value);
+    params.set('text', document.getElementById('text').value);
+    location.search = params.toString();
+  });
+}
+dtypeControl();
+
 // Presses a key on the demo's canvas, as the page's buttons do (loader.js).
 function pressOnCanvas(key) {
   const canvas = document.getElementById('canvas');

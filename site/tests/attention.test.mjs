@@ -198,6 +198,27 @@ test('a text and a dtype in the URL are the ones the page runs, or it says why n
     assert.match(text, /GPU in f32/);
     assert.match(text, /f16 asked for: no shader-f16 here/);
   }
+  // The page's control shows what the GPU path runs, offers f16 only where the adapter has it,
+  // and a choice reloads the page with it and the text as it is.
+  await page.waitForSelector('#dtype[data-f16]');
+  assert.equal(await page.inputValue('#dtype'), f16 ? 'f16' : 'f32');
+  assert.equal(await page.isDisabled('#dtype option[value="f16"]'), !f16);
+  if (!f16) assert.match(await page.textContent('#dtype-note'), /shader-f16.*asked for in the URL/);
+  await page.fill('#text', 'a blue car');
+  await Promise.all([
+    page.waitForURL(/dtype=f32/),
+    page.evaluate(() => {
+      const select = document.getElementById('dtype');
+      select.value = 'f32';
+      select.dispatchEvent(new Event('change'));
+    }),
+  ]);
+  const url = new URL(page.url());
+  assert.equal(url.searchParams.get('dtype'), 'f32');
+  assert.equal(url.searchParams.get('text'), 'a blue car');
+  assert.equal(url.searchParams.get('model'), 'synthetic');
+  await page.waitForFunction(() => /GPU in f32/.test(document.getElementById('hud').textContent),
+    null, { timeout: 90000 });
   assert.deepEqual(errors, []);
   await page.close();
 });
