@@ -192,8 +192,8 @@ function renderSweep(s) {
   const last = s.points[s.points.length - 1];
   const clocks = [...new Set(s.points.map((p) => clockName(p.gpu_clock)))].join(', ');
   $('sweep-summary').textContent =
-    `${s.adapter}, batch ${s.shape.batch}, ${s.shape.heads} heads, head dimension ${s.shape.head_dim}. ` +
-    `At N = ${last.seq} flash takes ${fmt(last.flash_ms)} ms against ${fmt(last.naive_ms)} ms for the naive ` +
+    `${s.adapter}, batch ${s.shape.batch}, ${s.shape.heads} heads, head dimension ${s.shape.head_dim}, ` +
+    `GPU paths in ${s.shape.dtype ?? 'f32'}. At N = ${last.seq} flash takes ${fmt(last.flash_ms)} ms against ${fmt(last.naive_ms)} ms for the naive ` +
     `GPU path (${fmt(last.naive_ms / last.flash_ms, 2)}×) and ` +
     (last.cpu_ms === null ? 'the CPU path was left out for time; ' : `${fmt(last.cpu_ms)} ms on the CPU path; `) +
     `it moves ${fmt(last.flash_mb)} MB where the naive path moves ${fmt(last.naive_mb)} MB ` +
@@ -656,7 +656,10 @@ async function main() {
   document.body.dataset.deviceType = info.device_type;
   $('device').textContent =
     `Adapter: ${info.adapter} (${info.backend}, ${info.device_type}). Sequence lengths swept: ` +
-    `${info.lengths.join(', ')}${info.device_type === 'cpu' ? ' (a software adapter: short ones)' : ''}.`;
+    `${info.lengths.join(', ')}${info.device_type === 'cpu' ? ' (a software adapter: short ones)' : ''}, ` +
+    (info.sweep_dtype === 'f16'
+      ? 'in f16 (this adapter has shader-f16).'
+      : 'in f32 (f16 needs shader-f16, which this adapter has not).');
   // Train may start while the sweep runs: it stops the sweep after its current length.
   $('train').disabled = false;
   $('train-note').textContent = 'Train runs the GPU path, then the CPU path; the sweep, if it is ' +

@@ -10,12 +10,26 @@ use serde::Serialize;
 
 use crate::error::Result;
 
-/// The shape swept: batch, heads, head dimension (the sequence length varies).
+/// The shape swept: batch, heads, head dimension (the sequence length varies), and the GPU
+/// paths' number format (the CPU path's is f32, on the same inputs rounded to it).
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Shape {
     pub batch: usize,
     pub heads: usize,
     pub head_dim: usize,
+    #[serde(serialize_with = "dtype_name")]
+    pub dtype: DType,
+}
+
+impl Shape {
+    /// The same shape in `dtype`.
+    pub fn in_dtype(self, dtype: DType) -> Shape {
+        Shape { dtype, ..self }
+    }
+}
+
+fn dtype_name<S: serde::Serializer>(dtype: &DType, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(dtype.wgsl())
 }
 
 /// One sequence length's figures.
@@ -64,11 +78,11 @@ impl Bytes {
         let dims = [shape.batch, shape.heads, n, shape.head_dim];
         // talk:begin traffic
         let ad = kiln::shape::AttentionDims::new("sweep", &dims, &dims, &dims)?;
-        let mb = |p| traffic::total(&traffic::traffic(&ad, DType::F32, p, true)) as f64 / 1e6;
+        let mb = |p| traffic::total(&traffic::traffic(&ad, shape.dtype, p, true)) as f64 / 1e6;
         Ok(Bytes {
             flash_mb: mb(traffic::Path::Flash),
             naive_mb: mb(traffic::Path::Naive),
-            score_matrix_mb: traffic::score_matrix_bytes(&ad, DType::F32) as f64 / 1e6,
+            score_matrix_mb: traffic::score_matrix_bytes(&ad, shape.dtype) as f64 / 1e6,
         })
         // talk:end traffic
     }
@@ -88,7 +102,7 @@ impl FlashPath {
     fn prepare(q: &Tensor, k: &Tensor, v: &Tensor, d_o: &Tensor) -> Result<FlashPath> {
         let dims = q.shape().to_vec();
         let scale = 1.0 / (dims[dims.len() - 1] as f32).sqrt();
-        let o = Tensor::uninit(q.gpu(), &dims, DType::F32)?;
+        let o = Tensor::uninit(q.gpu(), &dims, q.dtype())?;
         let lse = Tensor::uninit(q.gpu(), &dims[..dims.len() - 1], DType::F32)?;
         let (forward, forward_choice) =
             attention::launch_forward(q, k, v, &o, &lse, true, scale, None)?;
@@ -129,7 +143,7 @@ impl FlashChoices {
     /// the launches on unwritten tensors: the same calls the sweep makes, so the same answer.
     pub fn for_shape(gpu: &Gpu, shape: Shape, n: usize) -> Result<FlashChoices> {
         let dims = [shape.batch, shape.heads, n, shape.head_dim];
-        let t = || Tensor::uninit(gpu, &dims, DType::F32);
+        let t = || Tensor::uninit(gpu, &dims, shape.dtype);
         let (q, k, v, d_o) = (t()?, t()?, t()?, t()?);
         let plan = FlashPath::prepare(&q, &k, &v, &d_o)?;
         let forward = plan.forward_choice;
@@ -207,11 +221,16 @@ async fn worst_error(got: [&Tensor; 4], want: [&Vec<f32>; 4]) -> Result<f64> {
     Ok(worst)
 }
 
-fn random(gpu: &Gpu, shape: &[usize], rng: &mut StdRng) -> Result<(Tensor, Array)> {
+/// Inputs in [-1, 1) as the GPU holds them in `dtype` (f16-rounded for f16): the tensor, and the
+/// CPU path's array of the same values.
+fn random(gpu: &Gpu, shape: &[usize], dtype: DType, rng: &mut StdRng) -> Result<(Tensor, Array)> {
     let n = shape.iter().product();
-    let data: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let mut data: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+    if dtype == DType::F16 {
+        data = kiln::tensor::round_to_f16(&data);
+    }
     Ok((
-        Tensor::from_slice(gpu, shape, &data, DType::F32)?,
+        Tensor::from_slice(gpu, shape, &data, dtype)?,
         Array::new(shape, data)?,
     ))
 }
@@ -232,10 +251,10 @@ pub async fn run(
     for (i, &n) in seqs.iter().enumerate() {
         let dims = [shape.batch, shape.heads, n, shape.head_dim];
         let scale = 1.0 / (shape.head_dim as f32).sqrt();
-        let (q, qa) = random(gpu, &dims, &mut rng)?;
-        let (k, ka) = random(gpu, &dims, &mut rng)?;
-        let (v, va) = random(gpu, &dims, &mut rng)?;
-        let (d_o, doa) = random(gpu, &dims, &mut rng)?;
+        let (q, qa) = random(gpu, &dims, shape.dtype, &mut rng)?;
+        let (k, ka) = random(gpu, &dims, shape.dtype, &mut rng)?;
+        let (v, va) = random(gpu, &dims, shape.dtype, &mut rng)?;
+        let (d_o, doa) = random(gpu, &dims, shape.dtype, &mut rng)?;
 
         // Flash: forward, then the three backward kernels.
         let plan = FlashPath::prepare(&q, &k, &v, &d_o)?;

@@ -15,7 +15,7 @@ use wasm_bindgen::prelude::*;
 use crate::backend::{CpuBackend, GpuBackend};
 use crate::data::Corpus;
 use crate::generate::{self, Sampling, generate_watched};
-use crate::page::{SHAPE, sweep_lengths};
+use crate::page::{SHAPE, page_shape, sweep_lengths};
 use crate::preset::Preset;
 use crate::run::Setup;
 use crate::sweep::{self, FlashChoices};
@@ -26,6 +26,8 @@ use web_time::Instant;
 /// What the walkthrough's chart stage shows: the lengths swept, the times so far, their source.
 #[derive(Default)]
 struct Sweeping {
+    /// The shape and number format swept (the byte model's too); `None`: [`SHAPE`].
+    shape: Option<sweep::Shape>,
     lengths: Vec<usize>,
     points: Vec<Timed>,
     note: String,
@@ -81,8 +83,18 @@ pub async fn describe() -> Result<String, JsValue> {
     Ok(serde_json::json!({
         "adapter": p.name, "backend": p.backend, "device_type": p.device_type,
         "lengths": sweep_lengths(&gpu), "presets": preset_list(),
+        "sweep_dtype": page_shape(&gpu).dtype.wgsl(), "shader_f16": p.features.shader_f16,
     })
     .to_string())
+}
+
+/// The GPU paths' number format as the sweep's note says it: f16 where the adapter has
+/// shader-f16, else f32 and why.
+fn in_dtype(gpu: &Gpu) -> &'static str {
+    match page_shape(gpu).dtype {
+        kiln_app::kiln::DType::F16 => " in f16",
+        _ => " in f32 (no shader-f16 here)",
+    }
 }
 
 /// Whether the page asked to stop (its `cancelled()` callback answers true).
@@ -105,17 +117,19 @@ pub fn start() {
 #[wasm_bindgen]
 pub async fn run_sweep(progress: Function, cancelled: Option<Function>) -> Result<String, JsValue> {
     let gpu = page_gpu().await?;
-    let shape = SHAPE;
+    let shape = page_shape(&gpu);
     let lengths = sweep_lengths(&gpu);
     // Where the CPU path beats the "GPU", stage 4's chart says why.
     let software = visual::software_caveat(gpu.profile());
     SWEEPING.with(|s| {
         *s.borrow_mut() = Sweeping {
+            shape: Some(shape),
             lengths: lengths.clone(),
             points: Vec::new(),
             note: format!(
-                "{software}measuring on {}; CPU path: this page's wasm build, one thread",
-                gpu.profile().name
+                "{software}measuring on {}{}; CPU path: this page's wasm build, one thread",
+                gpu.profile().name,
+                in_dtype(&gpu)
             ),
             measuring: None,
         }
@@ -143,9 +157,10 @@ pub async fn run_sweep(progress: Function, cancelled: Option<Function>) -> Resul
             w.points.extend(s.points.iter().map(Timed::from));
             if let Some(p) = s.points.first() {
                 w.note = format!(
-                    "{software}measured on {}, GPU times from {}; CPU path: this page's wasm \
+                    "{software}measured on {}{}, GPU times from {}; CPU path: this page's wasm \
                      build, one thread",
                     gpu.profile().name,
+                    in_dtype(&gpu),
                     p.gpu_clock
                 );
             }
@@ -381,7 +396,7 @@ async fn choices() -> Result<(Gpu, FlashChoices), JsValue> {
         return Ok((gpu, c));
     }
     let longest = sweep_lengths(&gpu).last().copied().unwrap_or(256);
-    let c = FlashChoices::for_shape(&gpu, SHAPE, longest).map_err(js_value)?;
+    let c = FlashChoices::for_shape(&gpu, page_shape(&gpu), longest).map_err(js_value)?;
     CHOICES.with(|slot| *slot.borrow_mut() = Some(c.clone()));
     Ok((gpu, c))
 }
@@ -458,7 +473,7 @@ pub fn talk_frame(
                 time,
                 (width, height),
                 &Measured {
-                    shape: SHAPE,
+                    shape: s.shape.unwrap_or(SHAPE),
                     lengths: &lengths,
                     points: &s.points,
                     note,
@@ -488,6 +503,7 @@ pub async fn run_cpu_sweep(progress: Function) -> Result<String, JsValue> {
         "kiln's standard attention forward + backward, this page's wasm build, one thread";
     SWEEPING.with(|s| {
         *s.borrow_mut() = Sweeping {
+            shape: None,
             lengths: CPU_LENGTHS.to_vec(),
             points: Vec::new(),
             note: "no WebGPU here: the CPU path alone (this page's wasm build, one thread); \

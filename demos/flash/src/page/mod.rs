@@ -13,7 +13,7 @@ mod draw;
 mod state;
 mod work;
 
-pub use state::{FlashPage, SHAPE, sweep_lengths};
+pub use state::{FlashPage, SHAPE, page_shape, sweep_lengths};
 
 use std::future::Future;
 use std::rc::Rc;

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use kiln_app::kiln::{Gpu, Tensor};
+use kiln_app::kiln::{DType, Gpu, Tensor};
 
 use crate::backend::{CpuBackend, GpuBackend};
 use crate::error::Result;
@@ -19,12 +19,21 @@ pub(super) const WIDTH: usize = 1600;
 pub(super) const HEIGHT: usize = 900;
 /// Training steps per path on the page.
 pub(super) const PAGE_STEPS: usize = 30;
-/// The shape the page and `flash --bench` sweep.
+/// The shape the page and `flash --bench` sweep (in f32; the browser's page in f16 where its
+/// adapter has shader-f16, [`page_shape`]).
 pub const SHAPE: Shape = Shape {
     batch: 1,
     heads: 8,
     head_dim: 64,
+    dtype: DType::F32,
 };
+
+/// The shape the browser's page sweeps: [`SHAPE`] in f16 where the adapter has shader-f16 (most
+/// laptops' browsers), else in f32.
+pub fn page_shape(gpu: &Gpu) -> Shape {
+    let f16 = gpu.profile().features.shader_f16;
+    SHAPE.in_dtype(if f16 { DType::F16 } else { DType::F32 })
+}
 
 /// The sequence lengths swept: shorter on a software adapter.
 pub fn sweep_lengths(gpu: &Gpu) -> Vec<usize> {
