@@ -88,10 +88,10 @@ pub async fn describe() -> Result<String, JsValue> {
     .to_string())
 }
 
-/// The GPU paths' number format as the sweep's note says it: f16 where the adapter has
-/// shader-f16, else f32 and why.
-fn in_dtype(gpu: &Gpu) -> &'static str {
-    match page_shape(gpu).dtype {
+/// The sweep's number format as its note says it: f16, or f32 and why (the page sweeps f16
+/// wherever the adapter has shader-f16, `page_shape`).
+fn in_dtype(shape: sweep::Shape) -> &'static str {
+    match shape.dtype {
         kiln_app::kiln::DType::F16 => " in f16",
         _ => " in f32 (no shader-f16 here)",
     }
@@ -129,7 +129,7 @@ pub async fn run_sweep(progress: Function, cancelled: Option<Function>) -> Resul
             note: format!(
                 "{software}measuring on {}{}; CPU path: this page's wasm build, one thread",
                 gpu.profile().name,
-                in_dtype(&gpu)
+                in_dtype(shape)
             ),
             measuring: None,
         }
@@ -160,7 +160,7 @@ pub async fn run_sweep(progress: Function, cancelled: Option<Function>) -> Resul
                     "{software}measured on {}{}, GPU times from {}; CPU path: this page's wasm \
                      build, one thread",
                     gpu.profile().name,
-                    in_dtype(&gpu),
+                    in_dtype(shape),
                     p.gpu_clock
                 );
             }
